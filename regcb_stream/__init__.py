@@ -1,0 +1,16 @@
+"""RegCB contextual-bandit exploration with regression oracles, VW-style.
+
+>>> from regcb_stream import RegCB
+>>> learner = RegCB("optimistic", beta=1e-2, seed=0)
+>>> learner.pmf([0.2, 0.4], ["left", "right"])
+[0.5, 0.5]
+
+"""
+
+from __future__ import annotations
+
+from regcb_stream.learner import Decision, RegCB
+from regcb_stream.oracles.base import Oracle
+from regcb_stream.oracles.ridge import RidgeOracle
+
+__all__ = ["Decision", "Oracle", "RegCB", "RidgeOracle"]

@@ -1,0 +1,397 @@
+"""RegCB: contextual-bandit exploration with confidence bounds from a regression oracle."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from regcb_stream import policies, schedules
+from regcb_stream.bounds import clip_bounds
+from regcb_stream.features import FeatureEncoder
+from regcb_stream.oracles.base import Oracle
+from regcb_stream.oracles.ridge import RidgeOracle
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Bounds and distribution for one context (1-D arrays) or a block (2-D, row per context)."""
+
+    pmf: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+    @property
+    def width(self) -> np.ndarray:
+        """Confidence width ``High - Low`` per action."""
+        return self.high - self.low
+
+    @property
+    def plausible_size(self):
+        """Size of the plausible set ``{a : High(a) >= max Low}`` (the paper's ``|A_t|``)."""
+        return policies.plausible(np.atleast_2d(self.low), np.atleast_2d(self.high)).sum(
+            axis=1
+        ).reshape(np.shape(self.pmf)[:-1])
+
+
+class RegCB:
+    """RegCB.Elimination and RegCB.Optimistic (Foster et al., ICML 2018).
+
+    For each action the learner keeps the range of rewards, ``[Low, High]``, that the
+    regressors of the version space predict; the version space holds every regressor
+    whose squared loss on the labels seen so far is within a budget of the best one.
+    Elimination plays uniformly over the actions whose ``High`` reaches the best ``Low``;
+    Optimistic plays the largest ``High`` (with a ridge oracle, this is LinUCB on an epoch
+    schedule). The decision state is frozen within an epoch and rebuilt at its end.
+
+    Parameters
+    ----------
+    variant
+        ``"elimination"`` or ``"optimistic"``.
+    oracle
+        ``"ridge"`` (exact ridge regression, ``l2 = 1``) or an oracle object (copied).
+    beta
+        The paper's budget on the normalized squared risk (``budget="beta"``).
+    schedule
+        When the decision state is rebuilt: ``"online"`` (after every label),
+        ``"sqrt2"`` (epoch lengths 2^(i/2), the paper's experiments) or ``"doubling"``.
+    budget
+        ``"beta"``: beta x labels x span^2; ``"mellowness"``: VW's c0 ln(K n) span^2;
+        ``"theory"``: the paper's theoretical schedule for a ``horizon``.
+    mellowness
+        VW's c0, for ``budget="mellowness"``.
+    horizon
+        Number of rounds, for ``budget="theory"``.
+    reward_range
+        ``(low, high)`` of the rewards; bounds are clipped to it. Rewards are maximized.
+    seed
+        Seed of the sampler (the only randomness).
+    warm_start_epochs
+        Epochs of uniform play before the bounds are used (the paper's M0).
+    allow_out_of_range
+        Learn rewards outside ``reward_range`` as they are (as VW does with costs) instead
+        of raising.
+    cross
+        With action feature dicts: add products of context and action features (VW's
+        ``-q sa``).
+
+    Examples
+    --------
+    >>> learner = RegCB("elimination", beta=0.01, seed=1)
+    >>> for t in range(200):
+    ...     x = [t % 2, 1 - t % 2]
+    ...     action, prob, info = learner.predict(x, ["a", "b", "c"])
+    ...     reward = 1.0 if action == ("a" if t % 2 else "b") else 0.0
+    ...     learner.learn(x, action, reward, prob, **info)
+    >>> learner.pmf([1, 0], ["a", "b", "c"])
+    [1.0, 0.0, 0.0]
+    >>> learner.pmf([0, 1], ["a", "b", "c"])
+    [0.0, 1.0, 0.0]
+
+    """
+
+    def __init__(
+        self,
+        variant: str = "elimination",
+        *,
+        oracle: str | Oracle = "ridge",
+        beta: float = 1e-3,
+        schedule: str = "online",
+        budget: str = "beta",
+        mellowness: float = 0.1,
+        horizon: int | None = None,
+        reward_range: tuple[float, float] = (0.0, 1.0),
+        seed: int | None = 0,
+        warm_start_epochs: int = 0,
+        allow_out_of_range: bool = False,
+        cross: bool = True,
+    ):
+        self.variant = variant
+        self.oracle = oracle
+        self.beta = beta
+        self.schedule = schedule
+        self.budget = budget
+        self.mellowness = mellowness
+        self.horizon = horizon
+        self.reward_range = reward_range
+        self.seed = seed
+        self.warm_start_epochs = warm_start_epochs
+        self.allow_out_of_range = allow_out_of_range
+        self.cross = cross
+        _check_params(self)
+
+        self._rule = policies.decision_rule(variant)
+        self._oracle = _make_oracle(oracle)
+        self._encoder = FeatureEncoder(cross=cross)
+        self._range = (float(reward_range[0]), float(reward_range[1]))
+        self._rng = np.random.default_rng(seed)
+        self._labels: dict = {}  # action label -> model id (product class)
+        self._joint: bool | None = None
+        self._n_labels = 0  # labels learned
+        self._n_frozen = 0  # labels behind the frozen decision state
+        self._epoch = 1
+        self._next_rebuild = schedules.next_rebuild(schedule, 0)
+        self._n_epochs = schedules.epochs_until(schedule, horizon) if horizon else 1
+
+    # -- decisions ---------------------------------------------------------------------
+
+    def decide(self, context, actions: Sequence) -> Decision:
+        """Bounds, plausible set and distribution for one context."""
+        phi, models = self._features([context], actions)
+        d = self._decide(phi, models)
+        return Decision(d.pmf[0], d.low[0], d.high[0])
+
+    def decide_many(self, contexts, actions: Sequence) -> Decision:
+        """``decide`` for a block of contexts in one computation (rows of the arrays)."""
+        return self._decide(*self._features(contexts, actions))
+
+    def pmf(self, context, actions: Sequence) -> list[float]:
+        """Probability of each action (in the order given) for ``context``."""
+        return self.decide(context, actions).pmf.tolist()
+
+    def pmf_many(self, contexts, actions: Sequence) -> np.ndarray:
+        """Distributions for a block of contexts, shape ``(n, K)``: equal to ``pmf`` row by
+        row, as long as no label is learned in between (one epoch's decisions)."""
+        return self.decide_many(contexts, actions).pmf
+
+    def predict(self, context, actions: Sequence) -> tuple[object, float, dict]:
+        """Sample an action; return it, its probability and kwargs for ``learn``."""
+        pmf = self.decide(context, actions).pmf
+        index = int(_sample(pmf[None], self._rng.random(1))[0])
+        return actions[index], float(pmf[index]), {}
+
+    def predict_many(self, contexts, actions: Sequence) -> tuple[np.ndarray, np.ndarray]:
+        """Sampled action indices and their probabilities for a block of contexts; the
+        same draws as ``predict`` called row by row."""
+        pmf = self.pmf_many(contexts, actions)
+        index = _sample(pmf, self._rng.random(len(pmf)))
+        return index, pmf[np.arange(len(pmf)), index]
+
+    def score(self, context, actions: Sequence, action) -> float:
+        """Probability that the learner plays ``action`` among ``actions`` for ``context``."""
+        for i, offered in enumerate(actions):
+            if offered == action:
+                return self.pmf(context, actions)[i]
+        raise ValueError(f"action {action!r} is not among the offered actions")
+
+    # -- learning ----------------------------------------------------------------------
+
+    def learn(self, context, action, reward: float, prob: float = 1.0, **kwargs) -> None:
+        """Learn the ``reward`` of ``action`` (played with probability ``prob``)."""
+        _check_prob(prob)
+        self._check_reward(reward)
+        phi, models = self._features([context], [action], learning=True)
+        self._oracle.learn(phi[0, 0], int(models[0]), float(reward))
+        self._n_labels += 1
+        if self._n_labels == self._next_rebuild:
+            self._rebuild()
+
+    def learn_many(self, contexts, actions: Sequence, rewards, probs=None) -> None:
+        """Learn a block of labels; same state as calling ``learn`` row by row."""
+        rewards = np.asarray(rewards, dtype=float)
+        for prob in np.ones(len(rewards)) if probs is None else probs:
+            _check_prob(prob)
+        for reward in rewards.tolist():
+            self._check_reward(reward)
+        x, models = self._learn_features(contexts, actions)
+        start = 0
+        while start < len(rewards):
+            stop = min(len(rewards), start + self._next_rebuild - self._n_labels)
+            block = slice(start, stop)
+            self._oracle.learn_many(x[block], models[block], rewards[block], np.ones(stop - start))
+            self._n_labels += stop - start
+            if self._n_labels == self._next_rebuild:
+                self._rebuild()
+            start = stop
+
+    # -- state -------------------------------------------------------------------------
+
+    @property
+    def n_labels(self) -> int:
+        """Number of labels learned."""
+        return self._n_labels
+
+    @property
+    def epoch(self) -> int:
+        """Current epoch (1 before the first rebuild)."""
+        return self._epoch
+
+    def clone(self) -> RegCB:
+        """A fresh learner with the same parameters."""
+        params = inspect.signature(type(self)).parameters
+        return type(self)(**{name: getattr(self, name) for name in params})
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _decide(self, phi: np.ndarray, models: np.ndarray) -> Decision:
+        n, k = phi.shape[:2]
+        if self._n_frozen == 0 or self._epoch <= self.warm_start_epochs:  # F_1 = F
+            lo, hi = self._range
+            return Decision(policies.uniform(n, k), np.full((n, k), lo), np.full((n, k), hi))
+        low, high = self._oracle.bounds(phi, models, self._budget(k))
+        low, high = clip_bounds(low, high, self._range)
+        return Decision(self._rule(low, high), low, high)
+
+    def _budget(self, n_actions: int) -> float:
+        return schedules.loss_budget(
+            self.budget,
+            n_labels=self._n_frozen,
+            n_actions=n_actions,
+            span=self._range[1] - self._range[0],
+            beta=self.beta,
+            mellowness=self.mellowness,
+            epoch=self._epoch,
+            n_epochs=self._n_epochs,
+            dim=self._encoder.dim,
+            horizon=self.horizon,
+        )
+
+    def _rebuild(self) -> None:
+        self._oracle.rebuild()
+        self._n_frozen = self._n_labels
+        self._epoch += 1
+        self._next_rebuild = schedules.next_rebuild(self.schedule, self._n_labels)
+
+    def _features(self, contexts, actions: Sequence, learning: bool = False):
+        """``(phi, models)`` of shape ``(n, K, D)`` and ``(K,)`` for the oracle."""
+        if self._is_joint(actions):
+            rows = [self._encoder.joint(c, actions) for c in contexts]
+            phi = np.stack([_widen(r, self._encoder.dim) for r in rows])
+            models = np.zeros(len(actions), dtype=np.intp)
+        else:
+            x = self._encoder.contexts(contexts)
+            models = self._model_ids(actions, learning)
+            phi = np.broadcast_to(x[:, None, :], (x.shape[0], len(actions), x.shape[1]))
+        self._oracle.grow(max(len(self._labels), 1), self._encoder.dim)
+        return phi, models
+
+    def _learn_features(self, contexts, actions: Sequence):
+        """Features ``(n, D)`` and model ids ``(n,)`` of a block of played actions."""
+        if self._is_joint(actions):
+            rows = [self._encoder.joint(c, [a])[0] for c, a in zip(contexts, actions)]
+            x = np.stack([_widen(r, self._encoder.dim) for r in rows])
+            models = np.zeros(len(rows), dtype=np.intp)
+        else:
+            x = self._encoder.contexts(contexts)
+            models = self._model_ids(actions, learning=True, unique=False)
+        self._oracle.grow(max(len(self._labels), 1), self._encoder.dim)
+        return x, models
+
+    def _is_joint(self, actions: Sequence) -> bool:
+        if len(actions) == 0:
+            raise ValueError("no actions offered")
+        joint = isinstance(actions[0], Mapping)
+        if any(isinstance(a, Mapping) != joint for a in actions):
+            raise TypeError("actions must be all labels or all dicts of action features")
+        if self._joint is None:
+            self._joint = joint
+        elif self._joint != joint:
+            kinds = ("labels", "dicts of action features")
+            raise TypeError(f"actions were {kinds[self._joint]}, got {kinds[joint]}")
+        return joint
+
+    def _model_ids(self, actions: Sequence, learning: bool, unique: bool = True) -> np.ndarray:
+        labels = self._labels
+        if learning:
+            unknown = [a for a in actions if a not in labels]
+            if unknown:
+                raise ValueError(f"action {unknown[0]!r} was never offered to this learner")
+        else:
+            if unique and len(set(actions)) != len(actions):
+                raise ValueError(f"actions must be distinct, got {list(actions)!r}")
+            for action in actions:
+                labels.setdefault(action, len(labels))
+        return np.fromiter((labels[a] for a in actions), dtype=np.intp, count=len(actions))
+
+    def _check_reward(self, reward: float) -> None:
+        if not isinstance(reward, (int, float, np.number)) or not math.isfinite(reward):
+            raise ValueError(f"reward must be a finite number, got {reward!r}")
+        lo, hi = self._range
+        if not (lo <= reward <= hi or self.allow_out_of_range):
+            raise ValueError(
+                f"reward {reward} is outside reward_range {self.reward_range}; pass "
+                "allow_out_of_range=True to learn it as it is (VW's behaviour with costs)"
+            )
+
+
+
+def _sample(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF draw per row of ``pmf`` from uniforms ``u``; never an action of mass 0."""
+    cdf = np.cumsum(pmf, axis=1)
+    index = (cdf <= (u * cdf[:, -1])[:, None]).sum(axis=1)
+    return np.minimum(index, pmf.shape[1] - 1)
+
+
+def _check_prob(prob) -> None:
+    if not isinstance(prob, (int, float, np.number)) or not 0.0 < prob <= 1.0:
+        raise ValueError(f"probability must be in (0, 1], got {prob!r}")
+
+
+def _widen(rows: np.ndarray, dim: int) -> np.ndarray:
+    """Pad rows encoded before the feature space grew to the current dimension."""
+    if rows.shape[-1] == dim:
+        return rows
+    out = np.zeros(rows.shape[:-1] + (dim,))
+    out[..., : rows.shape[-1]] = rows
+    return out
+
+
+def _make_oracle(oracle) -> Oracle:
+    if isinstance(oracle, str):
+        if oracle == "ridge":
+            return RidgeOracle()
+        raise ValueError(f"unknown oracle {oracle!r}; expected 'ridge' or an oracle object")
+    if not isinstance(oracle, Oracle):
+        raise TypeError(f"oracle must be 'ridge' or implement the Oracle protocol: {oracle!r}")
+    return copy.deepcopy(oracle)
+
+
+def _check_params(learner: RegCB) -> None:
+    """Validate the constructor's parameters, naming the one at fault."""
+    checks = {
+        "variant": learner.variant in policies.VARIANTS,
+        "schedule": learner.schedule in schedules.SCHEDULES,
+        "budget": learner.budget in schedules.BUDGETS,
+        "beta": _is_number(learner.beta) and learner.beta >= 0,
+        "mellowness": _is_number(learner.mellowness) and learner.mellowness > 0,
+        "horizon": learner.horizon is None or (
+            isinstance(learner.horizon, int) and learner.horizon >= 1
+        ),
+        "reward_range": _is_range(learner.reward_range),
+        "warm_start_epochs": isinstance(learner.warm_start_epochs, int)
+        and learner.warm_start_epochs >= 0,
+    }
+    expected = {
+        "variant": f"one of {policies.VARIANTS}",
+        "schedule": f"one of {schedules.SCHEDULES}",
+        "budget": f"one of {schedules.BUDGETS}",
+        "beta": "a finite number >= 0",
+        "mellowness": "a finite number > 0",
+        "horizon": "None or an int >= 1",
+        "reward_range": "a pair (low, high) of finite numbers with low < high",
+        "warm_start_epochs": "an int >= 0",
+    }
+    for name, ok in checks.items():
+        if not ok:
+            raise ValueError(
+                f"the {name!r} parameter of RegCB must be {expected[name]}; "
+                f"got {getattr(learner, name)!r}"
+            )
+    if learner.budget == "theory" and learner.horizon is None:
+        raise ValueError("budget='theory' needs a horizon (the number of rounds T)")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.number)) and math.isfinite(value)
+
+
+def _is_range(value) -> bool:
+    try:
+        lo, hi = value
+    except (TypeError, ValueError):
+        return False
+    return _is_number(lo) and _is_number(hi) and lo < hi

@@ -1,0 +1,49 @@
+"""The oracle interface: an incremental regressor that also bounds its version space.
+
+Inputs are feature arrays ``phi`` of shape ``(n, K, D)`` (row ``i``, action column ``k``:
+the features of context ``i`` paired with the ``k``-th offered action) and ``models``, an
+int array of shape ``(K,)`` naming the model that scores each column. The product class
+(one model per action, the paper's Option I) passes the same context row for every
+column, as a broadcast view that costs no memory, and ``models = action ids``; the joint
+class (Option II, VW's ADF) passes per-action features and ``models = 0``.
+
+Learning changes the live statistics only; the answers of ``predict`` and ``bounds`` come
+from the decision state frozen at the last ``rebuild`` (the epoch boundary).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Oracle(Protocol):
+    """What the learner needs from a regression oracle."""
+
+    def grow(self, n_models: int, dim: int) -> None:
+        """Make room for ``n_models`` models over ``dim`` features (new ones start empty)."""
+
+    def learn(self, x: np.ndarray, model: int, y: float, weight: float = 1.0) -> None:
+        """Learn one labelled example ``x`` (shape ``(D,)``) for ``model``."""
+
+    def learn_many(
+        self, x: np.ndarray, models: np.ndarray, y: np.ndarray, weight: np.ndarray
+    ) -> None:
+        """Learn a block of examples at once; same result as ``learn`` row by row."""
+
+    def rebuild(self) -> None:
+        """Epoch boundary: freeze the current fit as the decision state."""
+
+    def predict(self, phi: np.ndarray, models: np.ndarray) -> np.ndarray:
+        """Predictions of the frozen fit, shape ``(n, K)``."""
+
+    def bounds(
+        self, phi: np.ndarray, models: np.ndarray, budget: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Lowest and highest prediction over the version space, unclipped, ``(n, K)`` each.
+
+        The version space holds the regressors whose summed squared loss on the data
+        seen before the last rebuild exceeds the minimum by at most ``budget``.
+        """

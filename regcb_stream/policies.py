@@ -1,0 +1,59 @@
+"""Decision rules: confidence bounds per action -> a probability distribution.
+
+Each rule is a pure function of ``(low, high)`` arrays of shape ``(n, K)`` (one row per
+context, one column per action) returning an ``(n, K)`` array whose rows are distributions.
+
+>>> low = np.array([[0.1, 0.5, 0.2]])
+>>> high = np.array([[0.6, 0.9, 0.4]])
+>>> elimination(low, high)
+array([[0.5, 0.5, 0. ]])
+>>> optimistic(low, high)
+array([[0., 1., 0.]])
+
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+VARIANTS = ("elimination", "optimistic")
+
+
+def plausible(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Mask of the actions that may be best: ``High(a) >= max_a' Low(a')``.
+
+    The action with the largest lower bound is always in the set, so no row is empty.
+    """
+    return high >= low.max(axis=1, keepdims=True)
+
+
+def elimination(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """RegCB.Elimination: uniform over the plausible actions (Algorithm 1)."""
+    return _uniform_over(plausible(low, high))
+
+
+def optimistic(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """RegCB.Optimistic: the action(s) with the largest upper bound (Algorithm 2).
+
+    Exact ties share the mass evenly, so the result is always a distribution (VW's
+    ``--regcbopt`` gives probability 1 to every tied action instead).
+    """
+    return _uniform_over(high == high.max(axis=1, keepdims=True))
+
+
+def uniform(n: int, k: int) -> np.ndarray:
+    """Uniform distributions over ``k`` actions for ``n`` contexts (warm start)."""
+    return np.full((n, k), 1.0 / k)
+
+
+def decision_rule(variant: str):
+    """The rule named ``variant``: ``"elimination"`` or ``"optimistic"``."""
+    if variant == "elimination":
+        return elimination
+    if variant == "optimistic":
+        return optimistic
+    raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+
+
+def _uniform_over(mask: np.ndarray) -> np.ndarray:
+    return mask / mask.sum(axis=1, keepdims=True)

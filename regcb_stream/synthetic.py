@@ -1,0 +1,43 @@
+"""A realizable linear contextual-bandit problem (the setting of the paper's theory).
+
+Contexts are uniform on the unit sphere in ``d`` dimensions; the mean reward of action
+``a`` is ``0.5 + 0.5 <theta_a, x>`` with unit vectors ``theta_a``, so it lies in [0, 1] and
+is linear in ``(1, x)``; observed rewards are Bernoulli draws of it.
+
+>>> problem = LinearProblem.make(n_actions=3, dim=4, seed=0)
+>>> X, means, rewards = problem.sample(5, seed=1)
+>>> X.shape, means.shape, bool(((means >= 0) & (means <= 1)).all())
+((5, 4), (5, 3), True)
+
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class LinearProblem:
+    """Mean reward ``0.5 + 0.5 theta[a] . x`` for unit-norm ``x`` and ``theta[a]``."""
+
+    theta: np.ndarray  # (K, d)
+
+    @classmethod
+    def make(cls, n_actions: int = 5, dim: int = 10, seed: int = 0) -> LinearProblem:
+        """Draw a problem with ``n_actions`` random unit parameter vectors."""
+        return cls(_unit_rows(np.random.default_rng(seed), n_actions, dim))
+
+    def sample(self, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``n`` contexts, their mean rewards ``(n, K)`` and Bernoulli rewards ``(n, K)``."""
+        rng = np.random.default_rng(seed)
+        contexts = _unit_rows(rng, n, self.theta.shape[1])
+        means = 0.5 + 0.5 * contexts @ self.theta.T
+        rewards = (rng.random(means.shape) < means).astype(float)
+        return contexts, means, rewards
+
+
+def _unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    rows = rng.standard_normal((n, dim))
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)

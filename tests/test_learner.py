@@ -1,0 +1,304 @@
+"""The RegCB learner with the exact ridge oracle: bounds, regret, validity, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize
+
+from regcb_stream import RegCB, RidgeOracle, checks
+from regcb_stream.synthetic import LinearProblem
+
+VARIANTS = ["elimination", "optimistic"]
+
+
+# -- the closed form against an independent optimizer ------------------------------------
+
+
+def _version_space_extremes(X, y, phi, budget, l2):
+    """Min and max of theta . phi over {theta : L(theta) - min L <= budget}, by SLSQP."""
+
+    def loss(theta):
+        return np.sum((X @ theta - y) ** 2) + l2 * theta @ theta
+
+    best = minimize(loss, np.zeros(X.shape[1]), method="BFGS", options={"gtol": 1e-12})
+    limit = {"type": "ineq", "fun": lambda theta: budget - (loss(theta) - best.fun)}
+    extremes = []
+    for sign in (1.0, -1.0):
+        res = minimize(lambda t: -sign * (t @ phi), best.x, constraints=[limit],
+                       method="SLSQP", options={"ftol": 1e-14, "maxiter": 500})
+        extremes.append(res.x @ phi)
+    high, low = extremes
+    return low, high
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_closed_form_bounds_equal_constrained_optimum(seed):
+    rng = np.random.default_rng(seed)
+    n, d, l2, budget = 12, 3, 0.7, rng.uniform(0.05, 2.0)
+    X, y = rng.normal(size=(n, d)), rng.normal(size=n)
+    oracle = RidgeOracle(l2=l2)
+    oracle.grow(1, d)
+    for x, target in zip(X, y):
+        oracle.learn(x, 0, target)
+    oracle.rebuild()
+    phi = rng.normal(size=d)
+    low, high = oracle.bounds(phi[None, None, :], np.array([0]), budget)
+    expected_low, expected_high = _version_space_extremes(X, y, phi, budget, l2)
+    assert low[0, 0] == pytest.approx(expected_low, abs=1e-5)
+    assert high[0, 0] == pytest.approx(expected_high, abs=1e-5)
+
+
+def test_learner_bounds_are_the_clipped_per_action_ellipsoid():
+    rng = np.random.default_rng(1)
+    X, rewards = rng.normal(size=(40, 2)), rng.random(40)
+    learner = RegCB("elimination", beta=0.05, schedule="online")
+    for t, (x, r) in enumerate(zip(X, rewards)):
+        learner.pmf(x, [0, 1])
+        learner.learn(x, t % 2, float(r))
+    x = np.array([0.3, -0.4])
+    decision = learner.decide(x, [0, 1])
+    phi = np.r_[1.0, x]  # the intercept comes first
+    for a in (0, 1):
+        design = np.c_[np.ones(20), X[a::2]]
+        low, high = _version_space_extremes(design, rewards[a::2], phi, 0.05 * 40, 1.0)
+        assert decision.low[a] == pytest.approx(np.clip(low, 0, 1), abs=1e-5)
+        assert decision.high[a] == pytest.approx(np.clip(high, 0, 1), abs=1e-5)
+
+
+def test_no_data_means_the_whole_reward_range():
+    decision = RegCB(reward_range=(-1, 2)).decide([1.0, 2.0], ["x", "y"])
+    assert decision.low.tolist() == [-1, -1] and decision.high.tolist() == [2, 2]
+    assert decision.pmf.tolist() == [0.5, 0.5] and decision.plausible_size == 2
+
+
+# -- regret on a realizable problem ------------------------------------------------------
+
+
+def _play(learner, X, means, rewards):
+    """Regret per round and whether the best action stayed plausible."""
+    actions = list(range(means.shape[1]))
+    regret, kept = np.empty(len(X)), np.empty(len(X), dtype=bool)
+    for t, x in enumerate(X):
+        decision = learner.decide(x, actions)
+        best = int(means[t].argmax())
+        kept[t] = decision.high[best] >= decision.low.max()
+        action, prob, info = learner.predict(x, actions)
+        regret[t] = means[t, best] - means[t, action]
+        learner.learn(x, action, rewards[t, action], prob, **info)
+    return regret, kept
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_sublinear_regret_on_a_realizable_linear_problem(variant):
+    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(20_000, seed=1)
+    learner = RegCB(variant, budget="mellowness", mellowness=0.1, seed=0)
+    regret, kept = _play(learner, X, means, rewards)
+    at_t, at_2t = regret[:10_000].sum(), regret.sum()
+    uniform = (means.max(axis=1) - means.mean(axis=1)).sum()
+    assert at_2t < 1.6 * at_t, (at_t, at_2t)
+    assert at_2t < 0.4 * uniform
+    assert kept.mean() > 0.99
+
+
+def test_constant_beta_keeps_the_width_constant():
+    """The paper's experiments fix beta on the normalized risk: the width stops shrinking."""
+    X, means, rewards = LinearProblem.make(seed=0).sample(4000, seed=1)
+    learner = RegCB("optimistic", beta=1e-2, schedule="sqrt2", seed=0)
+    widths = []
+    for x, mean, reward in zip(X, means, rewards):
+        decision = learner.decide(x, list(range(5)))
+        widths.append(decision.width.mean())
+        action, prob, _ = learner.predict(x, list(range(5)))
+        learner.learn(x, action, reward[action], prob)
+    early, late = np.mean(widths[1000:2000]), np.mean(widths[3000:])
+    assert 0.7 < late / early < 1.2
+
+
+# -- validity, determinism, invariants ---------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("oracle", ["ridge", RidgeOracle(l2=3.0)], ids=["ridge", "ridge-l2"])
+@pytest.mark.parametrize("check", checks.yield_checks(), ids=lambda c: c.__name__)
+def test_invariants(variant, oracle, check):
+    check(RegCB(variant, oracle=oracle, beta=1e-2, seed=7))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    variant=st.sampled_from(VARIANTS),
+    schedule=st.sampled_from(["online", "sqrt2", "doubling"]),
+    beta=st.floats(0, 10),
+    seed=st.integers(0, 2**32 - 1),
+    data=st.lists(
+        st.tuples(
+            st.lists(st.floats(-1e3, 1e3), min_size=3, max_size=3),
+            st.floats(0, 1),
+            st.integers(2, 6),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+)
+def test_every_distribution_is_valid(variant, schedule, beta, seed, data):
+    learner = RegCB(variant, beta=beta, schedule=schedule, seed=seed)
+    for x, reward, k in data:
+        actions = list(range(k))
+        pmf = np.array(learner.pmf(x, actions))
+        assert (pmf >= 0).all() and abs(pmf.sum() - 1) < 1e-12
+        action, prob, _ = learner.predict(x, actions)
+        assert prob == pmf[action] > 0
+        learner.learn(x, action, reward, prob)
+
+
+def test_same_seed_same_run_different_seed_different_run():
+    def trace(seed):
+        return checks.run(RegCB("elimination", beta=1e-1, seed=seed), n=200)
+
+    assert trace(3) == trace(3)
+    assert trace(3) != trace(4)
+
+
+# -- the vectorized path -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_block_decisions_equal_one_at_a_time(variant):
+    X, _, rewards = LinearProblem.make(seed=2).sample(700, seed=3)
+    learner = RegCB(variant, beta=1e-3, schedule="sqrt2", seed=5)
+    actions = list(range(5))
+    learner.pmf(X[0], actions)
+    learner.learn_many(X[:500], [int(r.argmax()) for r in rewards[:500]], rewards[:500].max(1))
+    block = learner.pmf_many(X[500:], actions)
+    single = np.array([learner.pmf(x, actions) for x in X[500:]])
+    np.testing.assert_allclose(block, single, rtol=0, atol=1e-15)
+    twin = RegCB(variant, beta=1e-3, schedule="sqrt2", seed=5)
+    twin.pmf(X[0], actions)
+    twin.learn_many(X[:500], [int(r.argmax()) for r in rewards[:500]], rewards[:500].max(1))
+    index, probs = learner.predict_many(X[500:], actions)
+    drawn = [twin.predict(x, actions) for x in X[500:]]
+    assert index.tolist() == [a for a, _, _ in drawn]
+    assert probs.tolist() == [p for _, p, _ in drawn]
+
+
+@pytest.mark.parametrize("schedule", ["online", "sqrt2", "doubling"])
+def test_learning_a_block_equals_learning_one_at_a_time(schedule):
+    X, _, rewards = LinearProblem.make(seed=4).sample(300, seed=5)
+    actions = [t % 5 for t in range(300)]
+    observed = rewards[np.arange(300), actions]
+    one, block = (RegCB("optimistic", beta=1e-2, schedule=schedule) for _ in range(2))
+    for learner in (one, block):
+        learner.pmf(X[0], list(range(5)))
+    for x, a, r in zip(X, actions, observed):
+        one.learn(x, a, r)
+    block.learn_many(X[:137], actions[:137], observed[:137])
+    block.learn_many(X[137:], actions[137:], observed[137:])
+    assert one.epoch == block.epoch
+    np.testing.assert_allclose(one.pmf_many(X, list(range(5))), block.pmf_many(X, list(range(5))))
+    d1, d2 = one.decide_many(X, list(range(5))), block.decide_many(X, list(range(5)))
+    np.testing.assert_allclose(d1.high, d2.high, atol=1e-10)
+
+
+# -- sparse contexts and action features -------------------------------------------------
+
+
+def test_sparse_contexts_grow_the_feature_space():
+    learner = RegCB("elimination", beta=1e-3, seed=0)
+    for t in range(300):
+        x = {"user": 1.0, f"item{t % 3}": 1.0}
+        action, prob, _ = learner.predict(x, ["p", "q"])
+        best = "p" if t % 3 == 0 else "q"
+        learner.learn(x, action, float(action == best), prob)
+    assert learner.pmf({"user": 1.0, "item0": 1.0}, ["p", "q"]) == [1.0, 0.0]
+    assert learner.pmf({"user": 1.0, "item2": 1.0}, ["p", "q"]) == [0.0, 1.0]
+    assert learner.pmf({"new": 2.0}, ["p", "q"]) == [0.5, 0.5]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_action_features_learn_a_joint_model(variant):
+    """Learning to rank: one model over (context x action) features."""
+    rng = np.random.default_rng(0)
+    learner = RegCB(variant, beta=1e-3, seed=0)
+    total = 0.0
+    for t in range(1500):
+        docs = [{"quality": float(q), "len": float(n)}
+                for q, n in zip(rng.random(4), rng.random(4))]
+        action, prob, _ = learner.predict({"q": 1.0}, docs)
+        reward = action["quality"]
+        total += reward if t >= 1000 else 0.0
+        learner.learn({"q": 1.0}, action, reward, prob)
+    assert total / 500 > 0.75  # the best of 4 uniform qualities averages 0.8; random 0.5
+
+
+# -- bad input ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda l: l.pmf([1.0, 2.0, 3.0], ["a", "b"]), "context has 3 features, expected 2"),
+        (lambda l: l.pmf([1.0, float("nan")], ["a", "b"]), "context feature 1 is nan"),
+        (lambda l: l.pmf([1.0, float("inf")], ["a", "b"]), "context feature 1 is inf"),
+        (lambda l: l.pmf({"u": float("nan")}, ["a"]), "contexts were dense sequences"),
+        (lambda l: l.pmf([1.0, 2.0], []), "no actions offered"),
+        (lambda l: l.pmf([1.0, 2.0], ["a", "a"]), "actions must be distinct"),
+        (lambda l: l.learn([1.0, 2.0], "a", 0.5, 0.0), r"probability must be in \(0, 1\]"),
+        (lambda l: l.learn([1.0, 2.0], "a", 0.5, 1.5), r"probability must be in \(0, 1\]"),
+        (lambda l: l.learn([1.0, 2.0], "z", 0.5, 0.5), "action 'z' was never offered"),
+        (lambda l: l.learn([1.0, 2.0], "a", 1.5, 0.5), r"reward 1.5 is outside reward_range"),
+        (lambda l: l.learn([1.0, 2.0], "a", float("nan")), "reward must be a finite number"),
+        (lambda l: l.score([1.0, 2.0], ["a", "b"], "c"), "not among the offered actions"),
+    ],
+)
+def test_bad_input_is_named(call, message):
+    learner = RegCB()
+    learner.pmf([0.0, 0.0], ["a", "b"])
+    with pytest.raises((ValueError, TypeError), match=message):
+        call(learner)
+
+
+def test_sparse_feature_values_must_be_finite_numbers():
+    learner = RegCB()
+    with pytest.raises(ValueError, match="feature 'u' is nan"):
+        learner.pmf({"u": float("nan")}, ["a"])
+    with pytest.raises(TypeError, match="feature 'u' has value 'x'"):
+        learner.pmf({"u": "x"}, ["a"])
+
+
+def test_out_of_range_rewards_are_learned_when_allowed():
+    learner = RegCB(allow_out_of_range=True, reward_range=(0, 1))
+    learner.pmf([1.0], ["a", "b"])
+    for _ in range(50):
+        learner.learn([1.0], "a", 5.0)
+    decision = learner.decide([1.0], ["a", "b"])
+    assert decision.low[0] == decision.high[0] == 1.0  # bounds stay clipped
+    assert learner.pmf([1.0], ["a", "b"]) == [1.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        ({"variant": "greedy"}, "variant"),
+        ({"schedule": "weekly"}, "schedule"),
+        ({"beta": -1.0}, "beta"),
+        ({"mellowness": 0.0}, "mellowness"),
+        ({"reward_range": (1, 0)}, "reward_range"),
+        ({"warm_start_epochs": -1}, "warm_start_epochs"),
+        ({"budget": "theory"}, "horizon"),
+    ],
+)
+def test_bad_parameters_are_named(params, name):
+    with pytest.raises(ValueError, match=name):
+        RegCB(**params)
+
+
+def test_warm_start_plays_uniformly_for_m0_epochs():
+    learner = RegCB("optimistic", schedule="doubling", warm_start_epochs=3, beta=0.0)
+    for t in range(7):
+        assert learner.pmf([1.0], ["a", "b", "c"]) == pytest.approx([1 / 3] * 3)
+        learner.learn([1.0], "a", 1.0)
+    assert learner.epoch == 4
+    assert learner.pmf([1.0], ["a", "b", "c"]) == [1.0, 0.0, 0.0]
