@@ -19,9 +19,11 @@ from regcb_stream.oracles.ridge import RidgeOracle
 
 @dataclass(frozen=True)
 class Decision:
-    """Bounds and distribution for one context (1-D arrays) or a block (2-D, row per context)."""
+    """Predictions, bounds and distribution for one context (1-D arrays, one entry per
+    action) or a block of contexts (2-D, a row per context)."""
 
     pmf: np.ndarray
+    prediction: np.ndarray
     low: np.ndarray
     high: np.ndarray
 
@@ -143,7 +145,7 @@ class RegCB:
         """Bounds, plausible set and distribution for one context."""
         phi, models = self._features([context], actions)
         d = self._decide(phi, models)
-        return Decision(d.pmf[0], d.low[0], d.high[0])
+        return Decision(d.pmf[0], d.prediction[0], d.low[0], d.high[0])
 
     def decide_many(self, contexts, actions: Sequence) -> Decision:
         """``decide`` for a block of contexts in one computation (rows of the arrays)."""
@@ -231,10 +233,13 @@ class RegCB:
         n, k = phi.shape[:2]
         if self._n_frozen == 0 or self._epoch <= self.warm_start_epochs:  # F_1 = F
             lo, hi = self._range
-            return Decision(policies.uniform(n, k), np.full((n, k), lo), np.full((n, k), hi))
-        low, high = self._oracle.bounds(phi, models, self._budget(k))
+            prediction = self._oracle.predict(phi, models)
+            return Decision(
+                policies.uniform(n, k), prediction, np.full((n, k), lo), np.full((n, k), hi)
+            )
+        prediction, low, high = self._oracle.bounds(phi, models, self._budget(k))
         low, high = clip_bounds(low, high, self._range)
-        return Decision(self._rule(low, high), low, high)
+        return Decision(self._rule(low, high), prediction, low, high)
 
     def _budget(self, n_actions: int) -> float:
         return schedules.loss_budget(

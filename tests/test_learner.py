@@ -45,7 +45,7 @@ def test_closed_form_bounds_equal_constrained_optimum(seed):
         oracle.learn(x, 0, target)
     oracle.rebuild()
     phi = rng.normal(size=d)
-    low, high = oracle.bounds(phi[None, None, :], np.array([0]), budget)
+    _, low, high = oracle.bounds(phi[None, None, :], np.array([0]), budget)
     expected_low, expected_high = _version_space_extremes(X, y, phi, budget, l2)
     assert low[0, 0] == pytest.approx(expected_low, abs=1e-5)
     assert high[0, 0] == pytest.approx(expected_high, abs=1e-5)

@@ -41,8 +41,9 @@ class Oracle(Protocol):
 
     def bounds(
         self, phi: np.ndarray, models: np.ndarray, budget: float
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Lowest and highest prediction over the version space, unclipped, ``(n, K)`` each.
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Prediction, and lowest and highest prediction over the version space, unclipped,
+        ``(n, K)`` each.
 
         The version space holds the regressors whose summed squared loss on the data
         seen before the last rebuild exceeds the minimum by at most ``budget``.

@@ -32,7 +32,7 @@ class RidgeOracle:
     >>> phi = np.array([[[1.0, 0.0]]])
     >>> oracle.predict(phi, np.array([0])).round(3)
     array([[0.732]])
-    >>> low, high = oracle.bounds(phi, np.array([0]), budget=1.0)
+    >>> _, low, high = oracle.bounds(phi, np.array([0]), budget=1.0)
     >>> float(low[0, 0].round(3)), float(high[0, 0].round(3))
     (0.349, 1.114)
 
@@ -99,8 +99,9 @@ class RidgeOracle:
         return self._moments(phi, models)[0]
 
     def bounds(self, phi, models, budget):
-        """Ellipsoid bounds ``prediction +- sqrt(budget * phi^T A^-1 phi)``, unclipped."""
-        return ellipsoid_bounds(*self._moments(phi, models), budget)
+        """Prediction and ``prediction -+ sqrt(budget * phi^T A^-1 phi)``, unclipped."""
+        prediction, variance = self._moments(phi, models)
+        return (prediction, *ellipsoid_bounds(prediction, variance, budget))
 
     def _moments(self, phi: np.ndarray, models: np.ndarray):
         """Prediction and ``phi^T A^-1 phi`` per (context, action) of the frozen fit."""
