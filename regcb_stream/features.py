@@ -2,7 +2,8 @@
 
 A context is a 1-D sequence / numpy array of numbers (dense, fixed length) or a dict of
 feature name -> number (sparse; names are indexed as they appear). Every encoded vector
-starts with a constant 1 (the intercept), as the paper's dimensions count a bias column.
+starts with a constant 1 (the intercept, 0 with ``intercept=False``), as the paper's
+dimensions count a bias column.
 
 Actions are either labels (the product class: one model per action) or dicts of action
 features (the joint class: one model over the concatenation of context features, action
@@ -29,8 +30,9 @@ import numpy as np
 class FeatureEncoder:
     """Maps contexts (and action feature dicts) to float vectors of a growing dimension."""
 
-    def __init__(self, cross: bool = True):
+    def __init__(self, cross: bool = True, intercept: bool = True):
         self.cross = cross
+        self.intercept = intercept
         self._index: dict = {}  # feature key -> column (column 0 is the intercept)
         self._dense_dim: int | None = None
         self._sparse: bool | None = None
@@ -54,7 +56,7 @@ class FeatureEncoder:
                 "(the length of the first context)"
             )
         out = np.empty(self.dim)
-        out[0] = 1.0
+        out[0] = self.intercept
         out[1 : 1 + values.size] = values
         out[1 + values.size :] = 0.0
         return out
@@ -65,7 +67,7 @@ class FeatureEncoder:
             first = self.context(contexts[0])
             _check_finite(contexts)
             out = np.zeros((len(contexts), first.size))
-            out[:, 0] = 1.0
+            out[:, 0] = self.intercept
             out[:, 1 : 1 + contexts.shape[1]] = contexts
             return out
         rows = [self.context(c) for c in contexts]
@@ -92,7 +94,7 @@ class FeatureEncoder:
             if key not in index:
                 index[key] = len(index) + 1
         out = np.zeros(self.dim)
-        out[0] = 1.0
+        out[0] = self.intercept
         for key, value in items:
             out[index[key]] += value
         return out

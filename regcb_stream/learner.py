@@ -80,6 +80,8 @@ class RegCB:
     cross
         With action feature dicts: add products of context and action features (VW's
         ``-q sa``).
+    intercept
+        Add a constant feature (VW's constant; False for ``--noconstant``).
 
     Examples
     --------
@@ -111,6 +113,7 @@ class RegCB:
         warm_start_epochs: int = 0,
         allow_out_of_range: bool = False,
         cross: bool = True,
+        intercept: bool = True,
     ):
         self.variant = variant
         self.oracle = oracle
@@ -124,11 +127,12 @@ class RegCB:
         self.warm_start_epochs = warm_start_epochs
         self.allow_out_of_range = allow_out_of_range
         self.cross = cross
+        self.intercept = intercept
         _check_params(self)
 
         self._rule = policies.decision_rule(variant)
         self._oracle = _make_oracle(oracle)
-        self._encoder = FeatureEncoder(cross=cross)
+        self._encoder = FeatureEncoder(cross=cross, intercept=intercept)
         self._range = (float(reward_range[0]), float(reward_range[1]))
         self._rng = np.random.default_rng(seed)
         self._labels: dict = {}  # action label -> model id (product class)

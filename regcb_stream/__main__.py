@@ -1,0 +1,7 @@
+"""``python -m regcb_stream``: the ``regcb-stream`` command."""
+
+import sys
+
+from regcb_stream.cli import main
+
+sys.exit(main())

@@ -1,0 +1,175 @@
+"""``regcb-stream``: VW contextual-bandit text in, VW ``-p`` predictions out.
+
+    regcb-stream --cb_explore_adf --regcb -q UA -d train.dat -p preds.txt
+    producer | regcb-stream --cb_explore 4 --regcbopt -p /dev/stdout --quiet
+
+Flags named like VW's mean what they mean in VW; ``--oracle``, ``--schedule``, ``--beta`` and
+``--lenient`` are this tool's own. Exit status: 0 on success, 1 when the input has a bad
+example (the message names the line, after every earlier prediction has been written), 2
+for bad flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+
+from regcb_stream.driver import Driver, StreamSettings
+from regcb_stream.io.vw_text import VWParseError, iter_adf, iter_cb
+from regcb_stream.learner import RegCB
+from regcb_stream.persist import load_model, save_model
+from regcb_stream.progress import ProgressTable
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="regcb-stream", description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    io = parser.add_argument_group("input and output (as vw)")
+    io.add_argument("-d", "--data", default="-", help="input file; - (default) is stdin")
+    io.add_argument("-p", "--predictions", help="write predictions here (- is stdout)")
+    io.add_argument("-f", "--final_regressor", help="save the model here at the end")
+    io.add_argument("-i", "--initial_regressor", help="resume from this model file")
+    io.add_argument("--quiet", action="store_true", help="no progress table on stderr")
+    io.add_argument("--lenient", action="store_true",
+                    help="skip bad examples with a warning instead of stopping")
+    cb = parser.add_argument_group("contextual bandit (as vw)")
+    mode = cb.add_mutually_exclusive_group()
+    mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
+    mode.add_argument("--cb_explore_adf", action="store_true", help="multi-line ADF examples")
+    cb.add_argument("--cb_min_cost", type=float, default=0.0)
+    cb.add_argument("--cb_max_cost", type=float, default=1.0)
+    cb.add_argument("--cb_force_legacy", action="store_true",
+                    help="--cb_explore K: K probabilities in action order")
+    cb.add_argument("--random_seed", type=int, default=0)
+    features = parser.add_argument_group("features (as vw)")
+    features.add_argument("-q", "--quadratic", "--interactions", action="append", default=[],
+                          dest="interactions", metavar="AB", help="cross namespaces A and B")
+    features.add_argument("--noconstant", action="store_true", help="no constant feature")
+    regcb = parser.add_argument_group("RegCB (as vw)")
+    variant = regcb.add_mutually_exclusive_group()
+    variant.add_argument("--regcb", action="store_true", help="elimination (the default)")
+    variant.add_argument("--regcbopt", action="store_true", help="optimistic")
+    regcb.add_argument("--mellowness", type=float, default=0.1,
+                       help="loss budget c0 * ln(K n) * (cb_max_cost - cb_min_cost)^2")
+    regcb.add_argument("--first_only", action="store_true",
+                       help="optimistic: all mass on the first of tied actions")
+    own = parser.add_argument_group("regcb-stream's own")
+    own.add_argument("--oracle", choices=["ridge"], default="ridge", help="regression oracle")
+    own.add_argument("--schedule", choices=["online", "sqrt2", "doubling"], default="online",
+                     help="when the decision state is rebuilt")
+    own.add_argument("--beta", type=float,
+                     help="the paper's constant budget on the normalized risk, instead of "
+                          "--mellowness")
+    return parser
+
+
+def make_learner(args) -> RegCB:
+    """The learner the flags describe (costs become rewards -cost)."""
+    budget = {"budget": "beta", "beta": args.beta} if args.beta is not None else {
+        "budget": "mellowness", "mellowness": args.mellowness}
+    return RegCB(
+        "optimistic" if args.regcbopt else "elimination",
+        oracle=args.oracle,
+        schedule=args.schedule,
+        reward_range=(-args.cb_max_cost, -args.cb_min_cost),
+        seed=args.random_seed,
+        allow_out_of_range=True,
+        cross=False,
+        intercept=not args.noconstant,
+        **budget,
+    )
+
+
+def stream_settings(args) -> StreamSettings:
+    return StreamSettings(
+        adf=args.cb_explore_adf,
+        n_actions=args.cb_explore,
+        interactions=tuple(args.interactions),
+        constant=not args.noconstant,
+        cost_range=(args.cb_min_cost, args.cb_max_cost),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        learner, settings = _setup(args)
+    except ValueError as error:
+        parser.error(str(error))
+    progress = ProgressTable(None if args.quiet else sys.stderr)
+    with contextlib.ExitStack() as stack:
+        source = _open(stack, args.data, "r", sys.stdin)
+        sink = _open(stack, args.predictions, "w", sys.stdout) if args.predictions else None
+        driver = Driver(learner, settings, sink, progress, legacy=args.cb_force_legacy,
+                        first_only=args.first_only and args.regcbopt)
+        status = _run(driver, _examples(source, settings, args, progress))
+    if not args.quiet:
+        sys.stderr.write(progress.summary())
+    if status == 0 and args.final_regressor:
+        save_model(args.final_regressor, learner, settings.__dict__)
+    return status
+
+
+def _setup(args):
+    if args.cb_explore is None and not args.cb_explore_adf and not args.initial_regressor:
+        raise ValueError("give --cb_explore K or --cb_explore_adf")
+    if args.cb_force_legacy and args.cb_explore_adf:
+        raise ValueError("--cb_force_legacy applies to --cb_explore K only")
+    if args.initial_regressor:
+        learner, saved = load_model(args.initial_regressor)
+        settings = StreamSettings(**saved)
+        _check_same(settings, args)
+        return learner, settings
+    if args.cb_explore is not None and args.cb_explore < 1:
+        raise ValueError(f"--cb_explore needs K >= 1 actions, got {args.cb_explore}")
+    return make_learner(args), stream_settings(args)
+
+
+def _check_same(saved: StreamSettings, args) -> None:
+    """Flags that describe the stream must agree with the model's when they are given."""
+    given = stream_settings(args)
+    if args.cb_explore is None and not args.cb_explore_adf:
+        return
+    for name in ("adf", "n_actions", "interactions", "constant"):
+        if getattr(given, name) != getattr(saved, name):
+            raise ValueError(
+                f"{name} = {getattr(given, name)!r} from the flags conflicts with "
+                f"{getattr(saved, name)!r} in the model file {args.initial_regressor}"
+            )
+
+
+def _examples(source, settings: StreamSettings, args, progress: ProgressTable):
+    def skip(error: VWParseError) -> None:
+        progress.skipped += 1
+        print(f"warning: skipping example: {error}", file=sys.stderr)
+
+    on_error = skip if args.lenient else None
+    if settings.adf:
+        return iter_adf(source, on_error)
+    return iter_cb(source, settings.n_actions, on_error)
+
+
+def _run(driver: Driver, examples) -> int:
+    try:
+        driver.run(examples)
+    except VWParseError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError) as error:  # e.g. a probability the learner refuses
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _open(stack: contextlib.ExitStack, name: str, mode: str, default):
+    if name in ("-", "/dev/stdin" if mode == "r" else "/dev/stdout"):
+        return default  # reopening /dev/stdout would truncate a redirected stdout
+    return stack.enter_context(open(name, mode, newline="\n" if mode == "r" else None))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

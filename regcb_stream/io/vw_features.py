@@ -1,0 +1,235 @@
+"""Feature part of Vowpal Wabbit text lines: parsing namespaces, flattening, ``-q`` crosses.
+
+A line's features are a tuple of namespaces ``(name, ((feature, value), ...))``. The default
+namespace (a bare ``|``) is named ``" "``; a namespace scale (``|ns:2``) is already multiplied
+into the values; zero-valued features are dropped and empty namespaces omitted, as VW does.
+A feature written ``:v`` (no name) is VW's anonymous feature; the *k*-th one in a namespace is
+named ``str(k)``, which VW hashes identically (``--hash strings``: digit names hash to their
+number plus the namespace hash).
+
+Keys made by `flatten` follow VW's ``--audit`` names: ``"ns^feature"``, just ``"feature"`` in
+the default namespace, ``"a^x*b^y"`` for a quadratic cross, and ``"constant"`` for VW's constant
+feature. Duplicate keys are summed. The scheme is not injective when names contain ``^`` or
+``*`` (VW's hashed names collide in other cases), which only merges such features.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from itertools import combinations_with_replacement
+from typing import Iterable
+
+Feature = tuple[str, float]
+Namespace = tuple[str, tuple[Feature, ...]]
+Features = tuple[Namespace, ...]
+
+DEFAULT_NS = " "
+CONSTANT_KEY = "constant"
+_NAN = float("nan")
+
+
+class FieldError(Exception):
+    """A malformed field inside one line (turned into ``VWParseError`` by the line parser)."""
+
+    def __init__(self, rule: str, detail: str) -> None:
+        super().__init__(detail)
+        self.rule = rule
+        self.detail = detail
+
+
+def to_number(text: str) -> float | None:
+    """Parse a finite ASCII decimal number the way VW's text format writes them.
+
+    Parameters
+    ----------
+    text : str
+        The field, e.g. ``"0.5"``, ``"-2"``, ``"1e-3"``.
+
+    Returns
+    -------
+    float or None
+        The value, or None when `text` is not a finite number (``nan``, ``inf``, ``1_0``,
+        non-ASCII digits, embedded control characters and ``""`` are all rejected).
+
+    Examples
+    --------
+    >>> to_number("1e-3"), to_number("abc"), to_number("inf")
+    (0.001, None, None)
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if value - value != 0.0 or not text.isascii() or "_" in text or not text.isprintable():
+        return None
+    return value
+
+
+def parse_namespaces(body: str) -> Features:
+    """Parse the features of a line: the text after its first ``|``.
+
+    Parameters
+    ----------
+    body : str
+        E.g. ``"User a b:2 |Item:0.5 c"`` (without the leading ``|``).
+
+    Returns
+    -------
+    tuple of (str, tuple of (str, float))
+        Namespaces in line order, values scaled, zero values and empty namespaces dropped.
+
+    Raises
+    ------
+    FieldError
+        On a namespace without a name (``|:2``), a scale or feature value that is not a
+        finite number (VW would hash ``f:abc`` as a string feature; this parser refuses it).
+
+    Examples
+    --------
+    >>> parse_namespaces("User a b:2 |Item:0.5 c :3 | d")
+    (('User', (('a', 1.0), ('b', 2.0))), ('Item', (('c', 0.5), ('0', 1.5))), (' ', (('d', 1.0),)))
+    """
+    out = []
+    for seg in body.split("|"):
+        if "\t" in seg:
+            seg = seg.replace("\t", " ")
+        toks = seg.split(" ")
+        head = toks[0]
+        scale = 1.0
+        if not head:
+            name = DEFAULT_NS
+        else:
+            name, colon, scale_text = head.partition(":")
+            if not name:
+                raise FieldError("namespace", f"namespace {head!r} has no name before ':'")
+            if colon:
+                scale = to_number(scale_text)  # type: ignore[assignment]
+                if scale is None:
+                    raise FieldError("namespace", f"namespace scale {scale_text!r} is not a number")
+        feats = _namespace_features(toks, scale)
+        if feats:
+            out.append((name, feats))
+    return tuple(out)
+
+
+def _namespace_features(toks: list[str], scale: float) -> tuple[Feature, ...]:
+    feats = []
+    append = feats.append
+    anon = 0
+    for i in range(1, len(toks)):
+        tok = toks[i]
+        if ":" not in tok:
+            if tok and scale:
+                append((tok, scale))
+            continue
+        name, _, text = tok.partition(":")
+        try:  # inlined to_number: this loop is the parser's hot path
+            value = float(text)
+        except ValueError:
+            value = _NAN
+        if value - value != 0.0 or not text.isascii() or "_" in text or not text.isprintable():
+            raise FieldError("feature_value", f"value {text!r} of feature {tok!r} is not a number")
+        if not name:
+            name = str(anon)
+            anon += 1
+        if scale != 1.0:
+            value *= scale
+            if value - value != 0.0:
+                raise FieldError("feature_value", f"{tok!r} overflows when scaled by {scale}")
+        if value:
+            append((name, value))
+    return tuple(feats)
+
+
+def merge_shared(shared: Features | None, action: Features) -> Features:
+    """Features VW learns from for one ADF action: the action line's, then the shared ones.
+
+    Examples
+    --------
+    >>> merge_shared((("U", (("u", 1.0),)),), (("A", (("a", 1.0),)),))
+    (('A', (('a', 1.0),)), ('U', (('u', 1.0),)))
+    """
+    return action + shared if shared else action
+
+
+def flatten(
+    namespaces: Features, interactions: Iterable[str] = (), constant: bool = True
+) -> dict[str, float]:
+    """Flatten namespaces to ``{key: value}`` with VW's ``-q`` crosses and constant feature.
+
+    Parameters
+    ----------
+    namespaces : tuple
+        Parsed namespaces (for ADF, first merge the shared ones with `merge_shared`).
+    interactions : iterable of str
+        Two-character ``-q`` specs such as ``"UA"``: cross every namespace whose name starts
+        with ``U`` with every one starting with ``A`` (``"UU"`` pairs each feature with itself
+        and the later ones only). ``:`` is VW's wildcard (``"::"`` = all pairs). A pair given
+        twice in either order is crossed once, keys in sorted character order.
+    constant : bool
+        Add VW's constant feature (key ``"constant"``, value 1); False for ``--noconstant``.
+
+    Returns
+    -------
+    dict of str to float
+        Keys as described in the module docstring; values of repeated keys are summed.
+
+    Examples
+    --------
+    >>> flatten((("User", (("u", 2.0),)), ("Ad", (("a", 0.5),)), (" ", (("x", 1.0),))), ["UA"])
+    {'User^u': 2.0, 'Ad^a': 0.5, 'x': 1.0, 'constant': 1.0, 'User^u*Ad^a': 1.0}
+    """
+    out: dict[str, float] = {}
+    get = out.get
+    groups: dict[str, list[Feature]] = {}
+    for name, feats in namespaces:
+        if name != DEFAULT_NS:
+            prefix = name + "^"
+            feats = tuple([(prefix + f, v) for f, v in feats])
+        for key, value in feats:
+            out[key] = get(key, 0.0) + value
+        if interactions:
+            groups.setdefault(name[0], []).extend(feats)
+    if constant:
+        out[CONSTANT_KEY] = get(CONSTANT_KEY, 0.0) + 1.0
+    if interactions and groups:
+        for a, b in _expand(tuple(interactions), tuple(sorted(groups))):
+            _cross(out, groups[a], groups[b], a == b)
+    return out
+
+
+def _cross(out: dict[str, float], left: list[Feature], right: list[Feature], same: bool) -> None:
+    get = out.get
+    for i, (k1, v1) in enumerate(left):
+        prefix = k1 + "*"
+        for k2, v2 in right[i:] if same else right:
+            key = prefix + k2
+            out[key] = get(key, 0.0) + v1 * v2
+
+
+@lru_cache(maxsize=4096)
+def _expand(specs: tuple[str, ...], present: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Namespace-character pairs to cross for the characters `present` in one example."""
+    pairs: list[tuple[str, str]] = []
+    for spec in specs:
+        if not isinstance(spec, str) or len(spec) != 2:
+            raise ValueError(f"interaction {spec!r}: only 2-namespace (-q) crosses are supported")
+        a, b = spec
+        if a == ":" and b == ":":
+            pairs.extend(combinations_with_replacement(present, 2))
+        else:
+            pairs.extend((x, y) for x in (present if a == ":" else a)
+                         for y in (present if b == ":" else b))
+    counts: dict[tuple[str, str], int] = {}
+    for a, b in pairs:
+        key = (a, b) if a <= b else (b, a)
+        counts[key] = counts.get(key, 0) + 1
+    result = []
+    for a, b in pairs:
+        key = (a, b) if a <= b else (b, a)
+        if counts.get(key, 0) > 1:
+            result.append(key)
+            counts[key] = 0
+        elif counts.get(key):
+            result.append((a, b))
+    return tuple((a, b) for a, b in result if a in present and b in present)

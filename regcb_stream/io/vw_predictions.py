@@ -1,0 +1,64 @@
+"""Prediction lines in the format of VW 9's ``-p`` file for CB exploration.
+
+``--cb_explore_adf`` and ``--cb_explore K`` write one line per example, ``a:p,a:p,...`` with
+0-based actions in the explorer's order, then `` tag`` when the example has a tag, then an empty
+line. VW 9 prints each probability with ``fmt::format("{:.6f}")`` and strips trailing zeros and
+a trailing dot (``0.016667``, ``0.00001``, ``1``, ``0``); older VW (and some files in VW's test
+suite) used ``%g``, e.g. ``0.0166667``. ``--cb_explore K --cb_force_legacy`` writes the K
+probabilities in action order, each as ``%.6f`` followed by a space, then `` tag``, then a
+newline, with no empty line. Empty input lines produce no output in either mode; an ADF example
+with no action lines (a lone ``shared`` line) gives an empty line plus the separator.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+
+def format_prob(p: float) -> str:
+    """One probability as VW 9 prints it: 6 decimals, trailing zeros and dot removed.
+
+    Examples
+    --------
+    >>> [format_prob(p) for p in (1.0, 0.5, 1 / 70, 1e-05, 4e-07, 0.0)]
+    ['1', '0.5', '0.014286', '0.00001', '0', '0']
+    """
+    text = "%.6f" % p
+    if text[-1] == "0":
+        text = text.rstrip("0")
+        if text[-1] == ".":
+            text = text[:-1]
+    return text
+
+
+def format_pmf(pairs: Iterable[tuple[int, float]], tag: str | None = None) -> str:
+    """The ``-p`` text for one example: ``a:p,...``, optional `` tag``, newline, empty line.
+
+    Parameters
+    ----------
+    pairs : iterable of (int, float)
+        0-based action and probability, in the order to print (the explorer's order).
+    tag : str, optional
+        The example's tag; None or ``""`` prints none.
+
+    Examples
+    --------
+    >>> format_pmf([(1, 0.95), (0, 0.05)], tag="id7")
+    '1:0.95,0:0.05 id7\\n\\n'
+    >>> format_pmf([(0, 1 / 3), (1, 1 / 3), (2, 1 / 3)])
+    '0:0.333333,1:0.333333,2:0.333333\\n\\n'
+    """
+    body = ",".join([f"{a}:{format_prob(p)}" for a, p in pairs])
+    return f"{body} {tag}\n\n" if tag else body + "\n\n"
+
+
+def format_legacy(probs: Iterable[float], tag: str | None = None) -> str:
+    """The ``--cb_explore K --cb_force_legacy`` ``-p`` line: probabilities in action order.
+
+    Examples
+    --------
+    >>> format_legacy([0.9666666, 1 / 60, 1 / 60], tag="t1")
+    '0.966667 0.016667 0.016667  t1\\n'
+    """
+    body = "".join(["%.6f " % p for p in probs])
+    return f"{body} {tag}\n" if tag else body + "\n"

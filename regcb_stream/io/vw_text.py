@@ -1,0 +1,291 @@
+"""Streaming parser for Vowpal Wabbit contextual-bandit text (``--cb_explore K`` and ADF).
+
+Line syntax (VW 9): ``[label] [tag]|ns[:scale] feat[:value] ... |ns2 ...`` (features: see
+`vw_features`). Before the first ``|``, text up to a tab is ignored and the rest split on spaces;
+the last word is the tag if it starts with ``'`` or touches the ``|`` (so VW reads ``1:0:0.5|f``
+as a *tag*; rejected here as ambiguous); the other word is the label ``action:cost:probability``.
+A probability outside (0, 1] or a non-numeric field is an error (VW clamps or zeroes it);
+``action:cost`` gives ``Label(prob=None)``, a test label to VW (do not learn from it); a bare
+``action`` means no label. Single-line (`iter_cb`): actions 1..K. ADF (`iter_adf`): optional
+``shared`` first line, one line per action (the labelled one's leading number is ignored:
+`Label.action` is its 0-based position), then an empty line; the first line's tag is the
+example's (VW prints that one). Whitespace-only lines are not separators to VW (they are
+featureless examples): rejected. EOF ends an example unless ``strict_eof``. A trailing ``\r``
+and a BOM are stripped like VW; open files with ``newline="\n"`` (VW does not split at ``\r``).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Iterator, NamedTuple
+
+from regcb_stream.io.vw_features import Features, FieldError, parse_namespaces, to_number
+
+
+class Label(NamedTuple):
+    """A CB label; ``prob is None`` marks VW's test label (``action:cost``)."""
+    action: int
+    cost: float
+    prob: float | None
+
+
+class Line(NamedTuple):
+    """One parsed text line."""
+    features: Features
+    label: Label | None
+    tag: str | None
+    shared: bool = False
+
+
+class CBExample(NamedTuple):
+    """A single-line ``--cb_explore K`` example (label actions are 1..K)."""
+    features: Features
+    label: Label | None
+    tag: str | None
+    line_no: int
+
+
+class ADFExample(NamedTuple):
+    """A multi-line ADF example; ``label.action`` is the 0-based labelled action line."""
+    shared: Features | None
+    actions: tuple[Features, ...]
+    label: Label | None
+    tag: str | None
+    line_no: int
+
+
+class VWParseError(ValueError):
+    """A malformed line; `rule` names the broken rule, `line_no` is 1-based."""
+
+    def __init__(self, line_no: int, text: str, rule: str, detail: str) -> None:
+        shown = text if len(text) <= 72 else text[:69] + "..."
+        super().__init__(f"line {line_no}: {shown!r} - {detail}")
+        self.line_no, self.text, self.rule, self.detail = line_no, text, rule, detail
+
+    def __reduce__(self):  # keep picklable despite the custom signature
+        return (VWParseError, (self.line_no, self.text, self.rule, self.detail))
+
+
+OnError = Callable[[VWParseError], None]
+
+
+def parse_line(text: str, n_actions: int | None = None) -> Line:
+    """Parse one line (no trailing newline); `n_actions` None means ADF rules.
+
+    Raises
+    ------
+    FieldError
+        With a rule name and a message (the iterators wrap it into `VWParseError`).
+
+    Examples
+    --------
+    >>> ln = parse_line("2:1.5:0.25 'id7 |a x:2 y", n_actions=3)
+    >>> ln.features, ln.label, ln.tag
+    ((('a', (('x', 2.0), ('y', 1.0))),), Label(action=2, cost=1.5, prob=0.25), 'id7')
+    """
+    bar = text.find("|")
+    if bar < 0:
+        what = "whitespace-only line (not a separator to VW)" if text.isspace() else "line"
+        raise FieldError("no_bar", f"{what} has no '|' before the features")
+    if "\r" in text or "\n" in text:
+        raise FieldError("control", "carriage return or newline inside the line")
+    features = parse_namespaces(text[bar + 1:])
+    return _with_head(features, text[:bar], n_actions) if bar else Line(features, None, None)
+
+
+def _with_head(features: Features, head: str, n_actions: int | None) -> Line:
+    """Complete a line from the text before its first ``|``: label, tag, ``shared``."""
+    tab = head.find("\t")
+    if tab >= 0:
+        head = head[tab + 1:]
+    words = [w for w in head.split(" ") if w]
+    tag = None
+    if words and (head[-1] != " " or words[-1][0] == "'"):
+        tag = words.pop()
+        if tag[0] == "'":
+            tag = tag[1:] or None
+        elif tag == "shared" or (":" in tag and tag.partition(":")[0].isdigit()):
+            raise FieldError("tag", f"{tag!r} touches '|', so VW reads it as a tag, not a "
+                             "label; put a space before '|'")
+    if not words:
+        return Line(features, None, tag)
+    if words == ["shared"]:
+        if n_actions is not None:
+            raise FieldError("shared", "'shared' lines only exist in multi-line (ADF) input")
+        return Line(features, None, tag, True)
+    return Line(features, _parse_label(words, n_actions), tag)
+
+
+def _parse_label(words: list[str], n_actions: int | None) -> Label | None:
+    if len(words) > 1:
+        detail = ("a shared line cannot carry a label" if "shared" in words else
+                  "the 'tag must be the last word before '|'" if "'" in "".join(words) else
+                  f"more than one label: {' '.join(words)!r}")
+        raise FieldError("label", detail)
+    parts = words[0].split(":")
+    act = parts[0]
+    if len(parts) > 3 or not act or act == "shared":
+        raise FieldError("label", f"label {words[0]!r} is not action:cost:probability")
+    if n_actions is not None:  # ADF ignores the action field, as VW does
+        if not (act.isascii() and act.isdigit()):
+            raise FieldError("label", f"action {act!r} is not an integer")
+        if not 1 <= int(act) <= n_actions:
+            raise FieldError("action_range", f"action {act} is outside 1..{n_actions}")
+    if len(parts) == 1:
+        return None
+    cost = to_number(parts[1])
+    if cost is None:
+        raise FieldError("cost", f"cost {parts[1]!r} is not a number")
+    prob = to_number(parts[2]) if len(parts) == 3 else None
+    if len(parts) == 3 and (prob is None or not 0.0 < prob <= 1.0):
+        raise FieldError("probability", f"probability {parts[2]!r} is not a number in (0, 1]")
+    return Label(int(act) if n_actions else 0, cost, prob)
+
+
+def _clean(raw: str) -> str:
+    if raw[-1:] == "\n":
+        raw = raw[:-1]
+    if raw[-1:] == "\r":
+        raw = raw[:-1]
+    return raw[1:] if raw[:1] == "\ufeff" else raw
+
+
+def _fail(err: VWParseError, on_error: OnError | None) -> None:
+    if on_error is None:
+        raise err
+    on_error(err)
+
+
+def iter_cb(lines: Iterable[str], n_actions: int,
+            on_error: OnError | None = None) -> Iterator[CBExample]:
+    """Yield single-line ``--cb_explore K`` examples; empty lines are skipped (as VW does).
+
+    Parameters
+    ----------
+    lines : iterable of str
+        Text lines, with or without their newline (a file object, ``io.StringIO``, list).
+    n_actions : int
+        K; label actions must be in 1..K.
+    on_error : callable, optional
+        Called with each `VWParseError`, whose line is then skipped; if None it is raised.
+
+    Examples
+    --------
+    >>> [ex.label for ex in iter_cb(["1:0:0.5 |a x", "", "|a y"], 2)]
+    [Label(action=1, cost=0.0, prob=0.5), None]
+    """
+    if n_actions < 1:
+        raise ValueError(f"n_actions must be >= 1, got {n_actions}")
+    for no, raw in enumerate(lines, 1):
+        text = _clean(raw)
+        if text:
+            try:
+                line = parse_line(text, n_actions)
+            except FieldError as exc:
+                _fail(VWParseError(no, text, exc.rule, exc.detail), on_error)
+                continue
+            yield CBExample(line.features, line.label, line.tag, no)
+
+
+class _Reader:
+    """State of `iter_adf`: the example being read, and features of plain action lines."""
+
+    __slots__ = ("memo", "size", "max_lines", "acts", "shared", "label", "tag", "start", "first")
+
+    def __init__(self, size: int, max_lines: int) -> None:
+        self.memo: dict[str, Features] = {}  # raw text of a plain action line -> features
+        self.size, self.max_lines = size, max_lines
+        self.reset()
+
+    def reset(self) -> None:
+        self.acts: list[Features] = []
+        self.shared, self.label, self.tag, self.start, self.first = None, None, None, 0, ""
+
+    def pop(self) -> ADFExample:
+        ex = ADFExample(self.shared, tuple(self.acts), self.label, self.tag, self.start)
+        self.reset()
+        return ex
+
+    def parse(self, raw: str, text: str) -> Line:
+        bar = raw.find("|")
+        feats = self.memo.get(raw[bar:]) if bar >= 0 else None
+        if feats is not None:  # same features as a plain line seen before: parse the head only
+            head = text[:text.find("|")]
+            if "\r" in head or "\n" in head:
+                raise FieldError("control", "carriage return or newline inside the line")
+            return _with_head(feats, head, None) if head else Line(feats, None, None)
+        line = parse_line(text)
+        if line.label is None and line.tag is None and not line.shared:
+            if len(self.memo) >= self.size:
+                self.memo.clear()
+            self.memo[raw] = line.features
+        return line
+
+    def add(self, line: Line, no: int, text: str) -> None:
+        begin = not self.acts and self.shared is None
+        if line.shared:
+            if not begin:
+                raise FieldError("shared", "'shared' must be the first line of an example")
+            self.shared = line.features
+        elif len(self.acts) >= self.max_lines:
+            raise FieldError("too_long", f"more than {self.max_lines} action lines; "
+                             "is the empty separator line missing?")
+        else:
+            if line.label is not None:
+                if self.label is not None:
+                    raise FieldError("two_labels", "second labelled line in one example")
+                self.label = Label(len(self.acts), line.label.cost, line.label.prob)
+            self.acts.append(line.features)
+        if begin:
+            self.start, self.first, self.tag = no, text, line.tag
+
+
+def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eof: bool = False,
+             max_lines: int = 10_000, cache_size: int = 65_536) -> Iterator[ADFExample]:
+    """Yield ADF examples, each as soon as its terminating empty line is read.
+
+    Parameters
+    ----------
+    lines : iterable of str
+        Text lines (see `iter_cb`). Repeated empty lines are ignored.
+    on_error : callable, optional
+        Called with each `VWParseError`; the example is dropped and reading resumes after the
+        next empty line. If None the error is raised.
+    strict_eof : bool
+        Treat an example cut off by the end of input as an error (VW accepts it).
+    max_lines : int
+        Most action lines allowed in one example.
+    cache_size : int
+        Size of the memo of plain action lines' features (cleared when full).
+
+    Examples
+    --------
+    >>> ex, = iter_adf(["shared 't1 |u a", "|x b", "0:-1:0.5 |x c", ""])
+    >>> ex.label, ex.tag, len(ex.actions), ex.shared
+    (Label(action=1, cost=-1.0, prob=0.5), 't1', 2, (('u', (('a', 1.0),)),))
+    """
+    st = _Reader(cache_size, max_lines)
+    memo, acts, skipping = st.memo, st.acts, False
+    for no, raw in enumerate(lines, 1):
+        feats = memo.get(raw)
+        if feats is not None and acts and len(acts) < max_lines:
+            acts.append(feats)  # fast path: a repeated plain action line inside an example
+            continue
+        text = _clean(raw)
+        if not text:
+            if acts or st.shared is not None:
+                yield st.pop()
+                acts = st.acts
+            skipping = False
+        elif not skipping:
+            try:
+                st.add(st.parse(raw, text), no, text)
+            except FieldError as exc:
+                st.reset()
+                acts, skipping = st.acts, True
+                _fail(VWParseError(no, text, exc.rule, exc.detail), on_error)
+    if acts or st.shared is not None:
+        if not strict_eof:
+            yield st.pop()
+        else:
+            _fail(VWParseError(st.start, st.first, "eof", f"example starting here "
+                               f"({len(st.acts)} action lines) has no ending empty line"), on_error)

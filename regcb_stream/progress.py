@@ -1,0 +1,104 @@
+"""VW's progress table and final summary, so runs compare with ``vw`` line by line.
+
+The loss is VW's IPS estimate of the exploration policy's cost: for a labelled example
+whose logged action ``a`` had probability ``p`` and cost ``c``, ``c * pmf(a) / p`` with
+``pmf`` the distribution computed before learning; averages are over labelled examples.
+Rows are printed at examples 1, 2, 4, 8, ...
+
+>>> import io
+>>> out = io.StringIO()
+>>> table = ProgressTable(out)
+>>> table.update(loss=None, label=None, prediction=(0, 0.25), n_features=12)
+>>> table.update(loss=0.5, label=(1, 0.0, 0.25), prediction=(0, 0.25), n_features=12)
+>>> print(out.getvalue(), end="")
+average  since         example        example        current        current  current
+loss     last          counter         weight          label        predict features
+n.a.     n.a.                1            1.0        unknown         0:0.25       12
+0.500000 0.500000            2            2.0       1:0:0.25         0:0.25       12
+
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+HEADER = (
+    "average  since         example        example        current        current  current\n"
+    "loss     last          counter         weight          label        predict features\n"
+)
+
+
+class ProgressTable:
+    """Accumulates VW's counters and prints its progress rows to ``out``."""
+
+    def __init__(self, out: TextIO | None):
+        self.out = out
+        self.examples = 0
+        self.labelled = 0
+        self.loss = 0.0
+        self.features = 0
+        self.skipped = 0
+        self._since = [0.0, 0]  # loss and labelled examples since the last row
+        self._next_row = 1
+
+    def update(self, loss: float | None, label, prediction, n_features: int) -> None:
+        """Count one example; ``label`` is ``(action, cost, prob)`` or None (unlabelled),
+        ``prediction`` the ``(action, prob)`` listed first in the output."""
+        self.examples += 1
+        self.features += n_features
+        if loss is not None:
+            self.labelled += 1
+            self.loss += loss
+            self._since[0] += loss
+            self._since[1] += 1
+        if self.examples == self._next_row:
+            self._print_row(label, prediction, n_features)
+            self._next_row *= 2
+
+    def _print_row(self, label, prediction, n_features: int) -> None:
+        if self.out is None:
+            return
+        if self.examples == 1:
+            self.out.write(HEADER)
+        average = _loss(self.loss, self.labelled)
+        since = _loss(*self._since)
+        label_text = "unknown" if label is None else "{}:{}:{}".format(*map(_short, label))
+        predict_text = "{}:{}".format(*map(_short, prediction))
+        self.out.write(
+            f"{average:<8} {since:<8} {self.examples:>12} {float(self.examples):>14.1f} "
+            f"{label_text:>14} {predict_text:>14} {n_features:>8}\n"
+        )
+        self._since = [0.0, 0]
+
+    def summary(self) -> str:
+        """VW's closing block (plus the count of skipped examples in lenient mode)."""
+        lines = [
+            "",
+            "finished run",
+            f"number of examples = {self.examples}",
+            f"weighted example sum = {self.examples:.6f}",
+            "weighted label sum = 0.000000",
+            f"average loss = {_loss(self.loss, self.labelled, width=None)}",
+            f"total feature number = {self.features}",
+        ]
+        if self.skipped:
+            lines.append(f"skipped examples = {self.skipped}")
+        return "\n".join(lines) + "\n"
+
+
+def _loss(total: float, count: int, width: int | None = 8) -> str:
+    """An average as VW prints it: 6 decimals, in table rows narrowed to ``width``
+    characters; n.a. without labelled examples."""
+    if not count:
+        return "n.a."
+    value = total / count
+    for decimals in range(6, -1, -1):
+        text = f"{value:.{decimals}f}"
+        if width is None or len(text) <= width:
+            return text
+    return text
+
+
+def _short(value) -> str:
+    """A number with 2 significant digits, as VW prints labels and predictions."""
+    return f"{value:.2g}" if isinstance(value, float) else str(value)

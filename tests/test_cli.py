@@ -1,0 +1,232 @@
+"""The regcb-stream command: VW -p output, pipes, model files, bad input."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from vowpalwabbit import Workspace
+
+from regcb_stream.cli import main
+from regcb_stream.synthetic import LinearProblem
+
+VW_TESTS = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "vw_tests"
+TRAIN = VW_TESTS / "train-sets"
+
+
+def needs(path: pathlib.Path) -> pathlib.Path:
+    if not path.exists():
+        pytest.skip(f"{path} is missing (VW's test files come with ../shared/vw_tests)")
+    return path
+
+
+def run_cli(args, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "regcb_stream", *args], input=stdin,
+                          capture_output=True, text=True, timeout=120)
+
+
+def vw_predictions(args: str, data: pathlib.Path, tmp_path) -> str:
+    out = tmp_path / "vw.predict"
+    Workspace(f"{args} --quiet -d {data} -p {out}").finish()
+    return out.read_text()
+
+
+def cb_stream(n: int, seed: int = 0, k: int = 4) -> str:
+    """Single-line --cb_explore K text of a linear problem, logged uniformly."""
+    X, _, R = LinearProblem.make(n_actions=k, dim=3, seed=seed).sample(n, seed=seed + 1)
+    rng = np.random.default_rng(seed)
+    lines = []
+    for t, (x, r) in enumerate(zip(X, R)):
+        a = int(rng.integers(k))
+        label = f"{a + 1}:{1 - r[a]:g}:{1 / k:g} " if t % 5 else ""  # some unlabelled
+        lines.append(label + "|x " + " ".join(f"f{j}:{v:.4f}" for j, v in enumerate(x)))
+    return "\n".join(lines) + "\n"
+
+
+def first_example(path: pathlib.Path, tmp_path, adf: bool) -> pathlib.Path:
+    text = path.read_text()
+    first = text.split("\n\n")[0] + "\n\n" if adf else text.splitlines()[0] + "\n"
+    out = tmp_path / path.name
+    out.write_text(first)
+    return out
+
+
+# -- -p output against the vowpalwabbit package --------------------------------------------
+
+
+@pytest.mark.parametrize("name, vw_args", [
+    ("cb_test.ldf", "--cb_explore_adf --regcb --noconstant"),
+    ("cb_load.dat", "--cb_explore_adf --regcb -q UA --mellowness .001"),
+])
+def test_adf_predictions_byte_identical_to_vw_on_uniform_example(name, vw_args, tmp_path):
+    data = first_example(needs(TRAIN / name), tmp_path, adf=True)
+    ours = run_cli([*vw_args.split(), "-d", str(data), "-p", "-", "--quiet"])
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == vw_predictions(vw_args, data, tmp_path)
+
+
+def test_single_line_predictions_byte_identical_to_vw(tmp_path):
+    data = tmp_path / "cb.dat"
+    data.write_text("1:1:0.5 tagA|f a b\n")
+    ours = run_cli(["--cb_explore", "4", "--regcb", "-d", str(data), "-p", "-", "--quiet"])
+    assert ours.stdout == vw_predictions("--cb_explore 4 --regcb", data, tmp_path)
+    assert ours.stdout == "0:0.25,1:0.25,2:0.25,3:0.25 tagA\n\n"
+
+
+def test_legacy_predictions_byte_identical_to_vw(tmp_path):
+    data = tmp_path / "cb.dat"
+    data.write_text("1:1:0.5 tagA|f a b\n")
+    ours = run_cli(["--cb_explore", "4", "--cb_force_legacy", "-d", str(data), "-p", "-",
+                    "--quiet"])
+    vw = vw_predictions("--cb_explore 4 --first 1 --cb_force_legacy", data, tmp_path)
+    assert ours.stdout == vw == "0.250000 0.250000 0.250000 0.250000  tagA\n"
+
+
+def test_progress_table_matches_vw_while_distributions_agree(tmp_path):
+    data = tmp_path / "cb.dat"
+    data.write_text("|f a b\n2:0:0.25 |f a c\n|f b\n3:-0.5:0.5 tagx|f a\n")
+    ours = run_cli(["--cb_explore", "4", "--regcb", "-d", str(data)])
+    vw = subprocess.run(
+        [sys.executable, "-c", f"from vowpalwabbit import Workspace\n"
+         f"Workspace('--cb_explore 4 --regcb -d {data}').finish()"],
+        capture_output=True, text=True).stderr
+    table = vw[vw.index("average  since"):]
+    ours_table = "".join(line for line in ours.stderr.splitlines(keepends=True)
+                         if not line.startswith("warning: line 4: cost -0.5 is outside"))
+    assert ours_table == table
+    assert "unknown" in table and "-0.12500" in table
+
+
+# -- streaming, interactivity, determinism -------------------------------------------------
+
+
+def test_interactive_pipe_protocol():
+    """Write an unlabelled example, read its distribution, sample, send the label."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "regcb_stream", "--cb_explore", "3", "-p", "-", "--quiet"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    rng = np.random.default_rng(0)
+    try:
+        for t in range(20):
+            features = f"|x a:{t % 2} b:{1 - t % 2}"
+            process.stdin.write(features + "\n")
+            process.stdin.flush()
+            line = process.stdout.readline()
+            assert process.stdout.readline() == "\n"
+            pmf = {int(a): float(p) for a, p in (pair.split(":") for pair in line.split(","))}
+            assert sorted(pmf) == [0, 1, 2] and abs(sum(pmf.values()) - 1) < 1e-5
+            actions = sorted(pmf)
+            action = int(rng.choice(actions, p=[pmf[a] / sum(pmf.values()) for a in actions]))
+            cost = 0.0 if action == t % 2 else 1.0
+            process.stdin.write(f"{action + 1}:{cost}:{pmf[action]} {features}\n")
+            process.stdin.flush()
+            assert process.stdout.readline().count(":") == 3
+            assert process.stdout.readline() == "\n"
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+    assert process.returncode == 0
+
+
+def test_same_input_same_output_and_python_m_equals_console_script(tmp_path):
+    data = tmp_path / "cb.dat"
+    data.write_text(cb_stream(300))
+    args = ["--cb_explore", "4", "--regcbopt", "--mellowness", "0.01", "-d", str(data),
+            "-p", "-", "--quiet"]
+    first, second = run_cli(args), run_cli(args)
+    assert first.returncode == 0 and first.stdout == second.stdout
+    script = pathlib.Path(sys.executable).parent / "regcb-stream"
+    if script.exists():
+        assert subprocess.run([script, *args], capture_output=True, text=True).stdout == \
+            first.stdout
+
+
+# -- model files ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags", [
+    ["--cb_explore", "4", "--regcb"],
+    ["--cb_explore", "4", "--regcbopt", "--schedule", "sqrt2", "--beta", "1e-3"],
+])
+def test_save_and_resume_equals_one_run(flags, tmp_path):
+    lines = cb_stream(400).splitlines(keepends=True)
+    whole, head, tail = (tmp_path / n for n in ("whole.dat", "head.dat", "tail.dat"))
+    whole.write_text("".join(lines))
+    head.write_text("".join(lines[:173]))
+    tail.write_text("".join(lines[173:]))
+    model = tmp_path / "model.regcb"
+    one = run_cli([*flags, "-d", str(whole), "-p", "-", "--quiet"])
+    part1 = run_cli([*flags, "-d", str(head), "-p", "-", "--quiet", "-f", str(model)])
+    part2 = run_cli(["-i", str(model), "-d", str(tail), "-p", "-", "--quiet"])
+    assert one.returncode == part1.returncode == part2.returncode == 0, part2.stderr
+    assert part1.stdout + part2.stdout == one.stdout
+    assert list(tmp_path.glob("*.tmp")) == []
+
+
+def test_resume_with_conflicting_flags_is_refused(tmp_path):
+    data = tmp_path / "cb.dat"
+    data.write_text(cb_stream(20))
+    model = tmp_path / "model.regcb"
+    assert run_cli(["--cb_explore", "4", "-d", str(data), "-f", str(model), "--quiet"]) \
+        .returncode == 0
+    refused = run_cli(["--cb_explore", "5", "-i", str(model), "-d", str(data), "--quiet"])
+    assert refused.returncode == 2 and "n_actions = 5" in refused.stderr
+
+
+def test_a_file_that_is_not_a_model_is_refused(tmp_path):
+    bogus = tmp_path / "bogus.regcb"
+    bogus.write_text("hello")
+    refused = run_cli(["-i", str(bogus)], "")
+    assert refused.returncode == 2 and "not a regcb-stream model file" in refused.stderr
+
+
+# -- bad input -------------------------------------------------------------------------------
+
+GOOD = "1:0.5:0.25 |x a:1\n2:0:0.5 |x b:1\n"
+
+
+@pytest.mark.parametrize("bad, mode, message", [
+    ("1:x:0.5 |x a", "cb", "cost"),
+    ("1:0.5:1.5 |x a", "cb", "probability"),
+    ("1:0.5:0 |x a", "cb", "probability"),
+    ("1:0.5:0.5:7 |x a", "cb", "label"),
+    ("0:0.5:0.5 |x a", "cb", "action"),
+    ("5:0.5:0.5 |x a", "cb", "action"),
+    ("1:0.5:0.5 |x a:abc", "cb", "value"),
+    ("shared |s a\n0:1:0.5 |x a\n0:0:0.5 |x b\n", "adf", "label"),
+])
+def test_bad_input_names_the_line_and_keeps_earlier_predictions(bad, mode, message, tmp_path):
+    flags = ["--cb_explore", "4"] if mode == "cb" else ["--cb_explore_adf"]
+    good = GOOD if mode == "cb" else "shared |s a\n|x a\n0:1:0.5 |x b\n\n"
+    text = good + bad + "\n"
+    bad_line = good.count("\n") + 1 + (2 if mode == "adf" else 0)
+    result = run_cli([*flags, "-p", "-", "--quiet"], text)
+    assert result.returncode == 1
+    assert f"line {bad_line}" in result.stderr and message in result.stderr.lower()
+    assert result.stdout.count("\n\n") == (2 if mode == "cb" else 1)  # earlier predictions
+    lenient = run_cli([*flags, "-p", "-", "--lenient"], text + good)
+    assert lenient.returncode == 0, lenient.stderr
+    assert "warning" in lenient.stderr and "skipped examples = 1" in lenient.stderr
+    assert lenient.stdout.count("\n\n") == (4 if mode == "cb" else 2)
+
+
+def test_an_example_that_never_ends_is_an_error():
+    text = "shared |s a\n" + "|x a\n" * 10_001
+    result = run_cli(["--cb_explore_adf", "--quiet"], text)
+    assert result.returncode == 1 and "line" in result.stderr
+
+
+def test_bad_flags_exit_2():
+    assert run_cli(["--quiet"]).returncode == 2
+    assert run_cli(["--cb_explore", "0"]).returncode == 2
+    assert run_cli(["--cb_explore_adf", "--cb_force_legacy"]).returncode == 2
+
+
+def test_main_is_callable_in_process(tmp_path, capsys):
+    data = tmp_path / "cb.dat"
+    data.write_text(GOOD)
+    assert main(["--cb_explore", "2", "-d", str(data), "-p", "-", "--quiet"]) == 0
+    assert capsys.readouterr().out == "0:0.5,1:0.5\n\n1:0.5,0:0.5\n\n"
