@@ -27,4 +27,4 @@ def clip_bounds(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bounds clipped to the reward range (rewards outside it are impossible)."""
     lo, hi = reward_range
-    return np.clip(low, lo, hi), np.clip(high, lo, hi)
+    return np.minimum(np.maximum(low, lo), hi), np.minimum(np.maximum(high, lo), hi)

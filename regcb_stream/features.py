@@ -33,19 +33,23 @@ class FeatureEncoder:
     def __init__(self, cross: bool = True, intercept: bool = True):
         self.cross = cross
         self.intercept = intercept
-        self._index: dict = {}  # feature key -> column (column 0 is the intercept)
+        # feature key -> column, one table per kind of feature: context ("x"), action ("a"),
+        # context x action ("xa"); column 0 is the intercept
+        self._index: dict[str, dict] = {"x": {}, "a": {}, "xa": {}}
+        self._n_named = 0
         self._dense_dim: int | None = None
         self._sparse: bool | None = None
 
     @property
     def dim(self) -> int:
-        return 1 + (self._dense_dim or 0) + len(self._index)
+        return 1 + (self._dense_dim or 0) + self._n_named
 
     def context(self, context) -> np.ndarray:
         """Encode one context as a vector of the current dimension."""
         if isinstance(context, Mapping):
             self._set_kind(sparse=True)
-            return self._vector(_checked_items(context))
+            keys, values = _checked_items(context)
+            return self._rows([(self._columns("x", keys), values)])[0]
         self._set_kind(sparse=False)
         values = _dense_values(context)
         if self._dense_dim is None:
@@ -71,32 +75,51 @@ class FeatureEncoder:
             out[:, 1 : 1 + contexts.shape[1]] = contexts
             return out
         rows = [self.context(c) for c in contexts]
-        return _stack(rows, self.dim)
+        return rows[0][None, :] if len(rows) == 1 else _stack(rows, self.dim)
 
     def joint(self, context, actions: Sequence[Mapping]) -> np.ndarray:
         """Encode (context, action) pairs for the joint class, shape ``(K, D)``."""
         if isinstance(context, Mapping):
-            shared = [(("x", k), v) for k, v in _checked_items(context)]
+            shared_keys, shared_values = _checked_items(context)
         else:
-            shared = [(("x", i), float(v)) for i, v in enumerate(_dense_values(context))]
+            shared_values = _dense_values(context).tolist()
+            shared_keys = list(range(len(shared_values)))
+        shared_columns = self._columns("x", shared_keys)
         rows = []
         for action in actions:
-            own = [(("a", k), v) for k, v in _checked_items(action)]
-            items = shared + own
+            keys, own = _checked_items(action)
+            columns = shared_columns + self._columns("a", keys)
+            values = shared_values + own
             if self.cross:
-                items += [(("xa", s[1], a[1]), sv * av) for s, sv in shared for a, av in own]
-            rows.append(self._vector(items))
-        return _stack(rows, self.dim)
+                columns += self._columns("xa", [(s, a) for s in shared_keys for a in keys])
+                values += [sv * av for sv in shared_values for av in own]
+            rows.append((columns, values))
+        return self._rows(rows)
 
-    def _vector(self, items) -> np.ndarray:
-        index = self._index
-        for key, _ in items:
-            if key not in index:
-                index[key] = len(index) + 1
-        out = np.zeros(self.dim)
-        out[0] = self.intercept
-        for key, value in items:
-            out[index[key]] += value
+    def _columns(self, kind: str, keys: list) -> list[int]:
+        """Columns of feature keys of one kind, registering new keys."""
+        table = self._index[kind]
+        try:
+            return [table[key] for key in keys]
+        except KeyError:
+            for key in keys:
+                if key not in table:
+                    self._n_named += 1
+                    table[key] = (self._dense_dim or 0) + self._n_named
+            return [table[key] for key in keys]
+
+    def _rows(self, rows: list[tuple[list[int], list[float]]]) -> np.ndarray:
+        """Dense ``(len(rows), dim)`` array from (columns, values) per row (the columns of
+        a row are distinct: each kind of key has its own table)."""
+        out = np.zeros((len(rows), self.dim))
+        out[:, 0] = self.intercept
+        if len(rows) == 1:
+            out[0, rows[0][0]] = rows[0][1]
+            return out
+        lengths = [len(columns) for columns, _ in rows]
+        out[np.repeat(np.arange(len(rows)), lengths), [c for cs, _ in rows for c in cs]] = [
+            v for _, vs in rows for v in vs
+        ]
         return out
 
     def _set_kind(self, sparse: bool) -> None:
@@ -130,16 +153,20 @@ def _check_finite(values: np.ndarray) -> None:
         )
 
 
-def _checked_items(features: Mapping) -> list[tuple]:
-    items = []
+def _checked_items(features: Mapping) -> tuple[list, list[float]]:
+    """Keys and values of a feature dict, or an error naming the first bad value."""
+    values = list(features.values())
+    try:
+        if math.isfinite(math.fsum(values)):  # fast path: every value a finite number
+            return list(features), values
+    except (TypeError, ValueError, OverflowError):
+        pass
     for name, value in features.items():
         if not isinstance(value, (int, float, np.number)):
             raise TypeError(f"feature {name!r} has value {value!r}: features must be numbers")
-        value = float(value)
         if not math.isfinite(value):
             raise ValueError(f"feature {name!r} is {value}: features must be finite numbers")
-        items.append((name, value))
-    return items
+    return list(features), [float(v) for v in values]
 
 
 def _stack(rows: list[np.ndarray], dim: int) -> np.ndarray:

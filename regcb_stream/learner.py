@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from regcb_stream import policies, schedules
 from regcb_stream.bounds import clip_bounds
@@ -136,6 +137,7 @@ class RegCB:
         self._range = (float(reward_range[0]), float(reward_range[1]))
         self._rng = np.random.default_rng(seed)
         self._labels: dict = {}  # action label -> model id (product class)
+        self._ids_of: dict[tuple, np.ndarray] = {}  # offered action list -> model ids
         self._joint: bool | None = None
         self._n_labels = 0  # labels learned
         self._n_frozen = 0  # labels behind the frozen decision state
@@ -190,8 +192,8 @@ class RegCB:
         """Learn the ``reward`` of ``action`` (played with probability ``prob``)."""
         _check_prob(prob)
         self._check_reward(reward)
-        phi, models = self._features([context], [action], learning=True)
-        self._oracle.learn(phi[0, 0], int(models[0]), float(reward))
+        x, models = self._learn_features([context], [action])
+        self._oracle.learn(x[0], int(models[0]), float(reward))
         self._n_labels += 1
         if self._n_labels == self._next_rebuild:
             self._rebuild()
@@ -265,7 +267,7 @@ class RegCB:
         self._epoch += 1
         self._next_rebuild = schedules.next_rebuild(self.schedule, self._n_labels)
 
-    def _features(self, contexts, actions: Sequence, learning: bool = False):
+    def _features(self, contexts, actions: Sequence):
         """``(phi, models)`` of shape ``(n, K, D)`` and ``(K,)`` for the oracle."""
         if self._is_joint(actions):
             rows = [self._encoder.joint(c, actions) for c in contexts]
@@ -273,8 +275,9 @@ class RegCB:
             models = np.zeros(len(actions), dtype=np.intp)
         else:
             x = self._encoder.contexts(contexts)
-            models = self._model_ids(actions, learning)
-            phi = np.broadcast_to(x[:, None, :], (x.shape[0], len(actions), x.shape[1]))
+            models = self._model_ids(actions)
+            phi = as_strided(x, (x.shape[0], len(actions), x.shape[1]),
+                             (x.strides[0], 0, x.strides[1]), writeable=False)
         self._oracle.grow(max(len(self._labels), 1), self._encoder.dim)
         return phi, models
 
@@ -286,16 +289,17 @@ class RegCB:
             models = np.zeros(len(rows), dtype=np.intp)
         else:
             x = self._encoder.contexts(contexts)
-            models = self._model_ids(actions, learning=True, unique=False)
+            models = self._played_ids(actions)
         self._oracle.grow(max(len(self._labels), 1), self._encoder.dim)
         return x, models
 
     def _is_joint(self, actions: Sequence) -> bool:
         if len(actions) == 0:
             raise ValueError("no actions offered")
-        joint = isinstance(actions[0], Mapping)
-        if any(isinstance(a, Mapping) != joint for a in actions):
+        kinds = {issubclass(kind, Mapping) for kind in set(map(type, actions))}
+        if len(kinds) > 1:
             raise TypeError("actions must be all labels or all dicts of action features")
+        joint = kinds.pop()
         if self._joint is None:
             self._joint = joint
         elif self._joint != joint:
@@ -303,17 +307,34 @@ class RegCB:
             raise TypeError(f"actions were {kinds[self._joint]}, got {kinds[joint]}")
         return joint
 
-    def _model_ids(self, actions: Sequence, learning: bool, unique: bool = True) -> np.ndarray:
+    def _model_ids(self, actions: Sequence):
+        """Model ids of offered actions (a slice when consecutive), registering new ones."""
+        key = tuple(actions)
+        ids = self._ids_of.get(key)
+        if ids is None:
+            if len(self._ids_of) > 1024:
+                self._ids_of.clear()
+            ids = self._register(actions)
+            if len(ids) > 1 and (np.diff(ids) == 1).all():
+                ids = slice(int(ids[0]), int(ids[-1]) + 1)
+            self._ids_of[key] = ids
+        return ids
+
+    def _register(self, actions: Sequence) -> np.ndarray:
+        """Model ids of an offered list of distinct actions; new labels get new models."""
         labels = self._labels
-        if learning:
-            unknown = [a for a in actions if a not in labels]
-            if unknown:
-                raise ValueError(f"action {unknown[0]!r} was never offered to this learner")
-        else:
-            if unique and len(set(actions)) != len(actions):
-                raise ValueError(f"actions must be distinct, got {list(actions)!r}")
-            for action in actions:
-                labels.setdefault(action, len(labels))
+        if len(set(actions)) != len(actions):
+            raise ValueError(f"actions must be distinct, got {list(actions)!r}")
+        for action in actions:
+            labels.setdefault(action, len(labels))
+        return np.fromiter((labels[a] for a in actions), dtype=np.intp, count=len(actions))
+
+    def _played_ids(self, actions: Sequence) -> np.ndarray:
+        """Model ids of played actions, each of which must have been offered before."""
+        labels = self._labels
+        unknown = [a for a in actions if a not in labels]
+        if unknown:
+            raise ValueError(f"action {unknown[0]!r} was never offered to this learner")
         return np.fromiter((labels[a] for a in actions), dtype=np.intp, count=len(actions))
 
     def _check_reward(self, reward: float) -> None:

@@ -4,8 +4,10 @@ Inputs are feature arrays ``phi`` of shape ``(n, K, D)`` (row ``i``, action colu
 the features of context ``i`` paired with the ``k``-th offered action) and ``models``, an
 int array of shape ``(K,)`` naming the model that scores each column. The product class
 (one model per action, the paper's Option I) passes the same context row for every
-column, as a broadcast view that costs no memory, and ``models = action ids``; the joint
-class (Option II, VW's ADF) passes per-action features and ``models = 0``.
+column, as a broadcast view that costs no memory (stride 0 along the action axis), and
+``models = action ids`` (a ``slice`` when they are consecutive, so parameters can be taken
+as views); the joint class (Option II, VW's ADF) passes per-action features and
+``models = 0``.
 
 Learning changes the live statistics only; the answers of ``predict`` and ``bounds`` come
 from the decision state frozen at the last ``rebuild`` (the epoch boundary).

@@ -14,8 +14,11 @@ class RidgeOracle:
     ``(theta - theta_hat)^T A (theta - theta_hat)`` with ``A = l2 I + sum w x x^T``, so
     the extreme predictions over the version space are ``theta_hat^T x +- sqrt(budget
     x^T A^-1 x)``, in closed form. Learning adds to the sufficient statistics ``A`` and
-    ``b = sum w y x`` (O(D^2) per label); a rebuild inverts ``A`` of the models that
-    learned since the last one, so rebuilding after every label costs one D x D inverse.
+    ``b = sum w y x``. A rebuild brings the inverse of ``A`` up to date for the models that
+    learned since the last one: by Sherman-Morrison rank-one updates when few labels are
+    pending (O(D^2) each, so rebuilding after every label is cheap), by a fresh inverse when
+    many are (and every ``max(64, D)`` rank-one updates, against rounding drift). Scoring
+    sparse feature rows (VW's ADF features) gathers only their nonzero block of ``A^-1``.
 
     Parameters
     ----------
@@ -46,7 +49,8 @@ class RidgeOracle:
         self._b = np.zeros((0, 0))
         self._a_inv = np.zeros((0, 0, 0))  # frozen decision state
         self._theta = np.zeros((0, 0))
-        self._dirty: set[int] = set()
+        self._pending: dict[int, list | None] = {}  # model -> rank-one updates, None: many
+        self._updates = np.zeros(0, dtype=np.int64)  # rank-one updates since a fresh inverse
 
     @property
     def n_models(self) -> int:
@@ -67,13 +71,18 @@ class RidgeOracle:
         self._a_inv = _pad(self._a_inv, (m, d, d), eye / self.l2)
         self._b = _pad(self._b, (m, d), 0.0)
         self._theta = _pad(self._theta, (m, d), 0.0)
+        self._updates = np.r_[self._updates, np.zeros(m - m0, dtype=np.int64)]
+        for model in self._pending:  # pending vectors are shorter than the new dimension
+            self._pending[model] = None
 
     def learn(self, x: np.ndarray, model: int, y: float, weight: float = 1.0) -> None:
         """Add one example to the sufficient statistics of ``model``."""
         wx = weight * x
         self._a[model] += np.outer(wx, x)
         self._b[model] += y * wx
-        self._dirty.add(model)
+        pending = self._pending.setdefault(model, [])
+        if pending is not None:
+            pending.append((x, weight))
 
     def learn_many(self, x, models, y, weight) -> None:
         """Add a block of examples (rows of ``x``) in one computation per model."""
@@ -82,17 +91,24 @@ class RidgeOracle:
             rows = models == model
             self._a[model] += wx[rows].T @ x[rows]
             self._b[model] += y[rows] @ wx[rows]
-            self._dirty.add(model)
+            self._pending[model] = None
 
     def rebuild(self) -> None:
         """Solve the ridge problems of the models that learned since the last rebuild."""
-        if not self._dirty:
-            return
-        idx = np.fromiter(sorted(self._dirty), dtype=np.intp)
-        a_inv = np.linalg.inv(self._a[idx])
-        self._a_inv[idx] = a_inv
-        self._theta[idx] = np.einsum("mij,mj->mi", a_inv, self._b[idx])
-        self._dirty.clear()
+        d = self.dim
+        for model, pending in sorted(self._pending.items()):
+            a_inv = self._a_inv[model]
+            refresh = max(64, d)
+            if pending is None or 4 * len(pending) > d or self._updates[model] >= refresh:
+                a_inv[...] = np.linalg.inv(self._a[model])
+                self._updates[model] = 0
+            else:
+                for x, weight in pending:
+                    spread = a_inv @ x
+                    a_inv -= np.outer(spread, spread * (weight / (1.0 + weight * x @ spread)))
+                self._updates[model] += len(pending)
+            self._theta[model] = a_inv @ self._b[model]
+        self._pending.clear()
 
     def predict(self, phi: np.ndarray, models: np.ndarray) -> np.ndarray:
         """Frozen ridge predictions, shape ``(n, K)``."""
@@ -105,11 +121,36 @@ class RidgeOracle:
 
     def _moments(self, phi: np.ndarray, models: np.ndarray):
         """Prediction and ``phi^T A^-1 phi`` per (context, action) of the frozen fit."""
+        if isinstance(models, np.ndarray) and models.size > 1 and (models == models[0]).all():
+            pred, var = self._rows(phi.reshape(-1, phi.shape[-1]), int(models[0]))
+            return pred.reshape(phi.shape[:2]), var.reshape(phi.shape[:2])
+        theta, a_inv = self._theta[models], self._a_inv[models]
+        if phi.strides[1] == 0:  # product class: the same context row for every action
+            x = phi[:, 0, :]
+            pred = x @ theta.T
+            if len(x) == 1:
+                return pred, np.maximum((a_inv @ x[0]) @ x[0], 0.0)[None, :]
+            return pred, np.maximum(np.einsum("knd,nd->nk", x @ a_inv, x), 0.0)
         per_model = np.swapaxes(phi, 0, 1)  # (K, n, D)
-        pred = np.matmul(per_model, self._theta[models][:, :, None])[..., 0]
-        spread = np.matmul(per_model, self._a_inv[models])
-        var = np.einsum("knd,knd->kn", spread, per_model)
+        pred = np.matmul(per_model, theta[:, :, None])[..., 0]
+        var = np.einsum("knd,knd->kn", np.matmul(per_model, a_inv), per_model)
         return pred.T, np.maximum(var.T, 0.0)
+
+    def _rows(self, rows: np.ndarray, model: int):
+        """Moments of feature rows ``(N, D)`` under one model; sparse rows gather only the
+        block of ``A^-1`` at their nonzero features."""
+        a_inv = self._a_inv[model]
+        pred = rows @ self._theta[model]
+        nonzero = rows != 0
+        width = int(nonzero.sum(axis=1).max())
+        if 4 * width < rows.shape[1]:
+            idx = np.argsort(~nonzero, axis=1, kind="stable")[:, :width]
+            values = np.take_along_axis(rows, idx, axis=1)
+            block = a_inv[idx[:, :, None], idx[:, None, :]]
+            var = np.einsum("nl,nlm,nm->n", values, block, values)
+        else:
+            var = np.einsum("nd,nd->n", rows @ a_inv, rows)
+        return pred, np.maximum(var, 0.0)
 
 
 def _pad(array: np.ndarray, shape: tuple[int, ...], fill) -> np.ndarray:
