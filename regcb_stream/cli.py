@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import stat
 import sys
 
 from regcb_stream.driver import Driver, StreamSettings
@@ -35,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--quiet", action="store_true", help="no progress table on stderr")
     io.add_argument("--lenient", action="store_true",
                     help="skip bad examples with a warning instead of stopping")
+    io.add_argument("--blocks", action="store_true",
+                    help="read one epoch ahead and decide it in one computation (default "
+                         "for single-line input from a file; not for interactive use)")
     cb = parser.add_argument_group("contextual bandit (as vw)")
     mode = cb.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
@@ -106,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         sink = _open(stack, args.predictions, "w", sys.stdout) if args.predictions else None
         driver = Driver(learner, settings, sink, progress, legacy=args.cb_force_legacy,
                         first_only=args.first_only and args.regcbopt)
-        status = _run(driver, _examples(source, settings, args, progress))
+        blocks = args.blocks or (source is not sys.stdin and _is_regular_file(source))
+        status = _run(driver, _examples(source, settings, args, progress), blocks)
     if not args.quiet:
         sys.stderr.write(progress.summary())
     if status == 0 and args.final_regressor:
@@ -153,9 +159,9 @@ def _examples(source, settings: StreamSettings, args, progress: ProgressTable):
     return iter_cb(source, settings.n_actions, on_error)
 
 
-def _run(driver: Driver, examples) -> int:
+def _run(driver: Driver, examples, blocks: bool) -> int:
     try:
-        driver.run(examples)
+        driver.run(examples, blocks)
     except VWParseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -163,6 +169,13 @@ def _run(driver: Driver, examples) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def _is_regular_file(stream) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _open(stack: contextlib.ExitStack, name: str, mode: str, default):

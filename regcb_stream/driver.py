@@ -20,6 +20,9 @@ from regcb_stream.io.vw_predictions import format_legacy, format_pmf
 from regcb_stream.progress import ProgressTable
 
 
+MAX_BLOCK = 4096  # examples read ahead at most (unlabelled ones do not end an epoch)
+
+
 @dataclass(frozen=True)
 class StreamSettings:
     """How examples are read and turned into features (saved with the model)."""
@@ -61,23 +64,88 @@ class Driver:
         self._warned_range = False
         self._labels = list(range(settings.n_actions or 0))
 
-    def run(self, examples) -> None:
-        """Process every example of an iterable (a parser generator)."""
-        for example in examples:
-            self.process(example)
+    def run(self, examples, blocks: bool = False) -> None:
+        """Process every example of an iterable (a parser generator).
 
-    def process(self, example) -> None:
-        """Decide, write and learn one example."""
-        context, actions, n_features = self._inputs(example)
-        decision = self.learner.decide(context, actions)
-        pmf = decision.pmf
-        order = np.argsort(-decision.prediction, kind="stable")
-        if self.first_only and pmf.max() < 1.0:
-            pmf = _first_of_ties(pmf, order)
-        self._write(pmf, order, example.tag)
-        label, loss = self._learn(example, context, actions, pmf)
-        first = int(order[0])
-        self.progress.update(loss, label, (first, float(pmf[first])), n_features)
+        With ``blocks`` (single-line input only), the examples of one epoch are read
+        ahead and decided in one computation: the decision state is frozen within an
+        epoch, so the output is the same as example by example. Reading ahead waits for
+        input, so interactive use needs ``blocks=False``.
+        """
+        if not blocks or self.settings.adf:
+            for example in examples:
+                self.process([example])
+            return
+        block, labelled, room = [], 0, self.learner.labels_until_rebuild
+        iterator = iter(examples)
+        while True:
+            try:
+                example = next(iterator)
+            except StopIteration:
+                break
+            except Exception:
+                self.process(block)  # predictions before a bad example are written
+                raise
+            block.append(example)
+            labelled += _learnable(example)
+            if labelled == room or len(block) == MAX_BLOCK:
+                self.process(block)
+                block, labelled, room = [], 0, self.learner.labels_until_rebuild
+        self.process(block)
+
+    def process(self, block: list) -> None:
+        """Decide, write and learn a block of examples from within one epoch."""
+        if not block:
+            return
+        inputs = [self._inputs(example) for example in block]
+        if len(block) == 1:
+            context, actions, _ = inputs[0]
+            decision = self.learner.decide(context, actions)
+            pmfs, predictions = decision.pmf[None, :], decision.prediction[None, :]
+        else:
+            decision = self.learner.decide_many([i[0] for i in inputs], self._labels)
+            pmfs, predictions = decision.pmf, decision.prediction
+        orders = np.argsort(-predictions, axis=1, kind="stable")
+        if self.first_only:
+            pmfs = np.array([_first_of_ties(p, o) for p, o in zip(pmfs, orders)])
+        for example, pmf, order in zip(block, pmfs, orders):
+            self._write(pmf, order, example.tag)
+        if self.predictions is not None:
+            self.predictions.flush()
+        losses = self._learn(block, inputs, pmfs)
+        for example, (_, _, n_features), pmf, order, loss in zip(
+            block, inputs, pmfs, orders, losses
+        ):
+            label = None if loss is None else (self._action(example), *example.label[1:])
+            first = int(order[0])
+            self.progress.update(loss, label, (first, float(pmf[first])), n_features)
+
+    def _learn(self, block, inputs, pmfs) -> list:
+        """Learn the labelled examples of a block; return each example's IPS loss
+        ``cost * pmf(action) / prob`` (None when unlabelled)."""
+        rows = self._learnable(block)
+        losses: list = [None] * len(block)
+        if not rows:
+            return losses
+        for i in rows:
+            label = block[i].label
+            self._check_cost(label.cost, block[i].line_no)
+            losses[i] = label.cost * float(pmfs[i][self._action(block[i])]) / label.prob
+        self.learner.learn_many(
+            [inputs[i][0] for i in rows],
+            [inputs[i][1][self._action(block[i])] for i in rows],
+            [-block[i].label.cost for i in rows],
+            [block[i].label.prob for i in rows],
+        )
+        return losses
+
+    @staticmethod
+    def _learnable(block) -> list[int]:
+        return [i for i, example in enumerate(block) if _learnable(example)]
+
+    def _action(self, example) -> int:
+        """0-based index of the labelled action."""
+        return example.label.action - (0 if self.settings.adf else 1)
 
     def _inputs(self, example):
         """Context, actions and VW's feature count of one example."""
@@ -92,17 +160,6 @@ class Driver:
         per_action = len(context) + s.constant
         return context, self._labels, per_action * (1 if self.legacy else len(self._labels))
 
-    def _learn(self, example, context, actions, pmf):
-        """Learn the example's label (if any); return it as (action, cost, prob) and the
-        IPS loss ``cost * pmf(action) / prob``."""
-        label = example.label
-        if label is None or label.prob is None:
-            return None, None
-        action = label.action if self.settings.adf else label.action - 1
-        self._check_cost(label.cost, example.line_no)
-        self.learner.learn(context, actions[action], -label.cost, label.prob)
-        return (action, label.cost, label.prob), label.cost * float(pmf[action]) / label.prob
-
     def _write(self, pmf: np.ndarray, order: np.ndarray, tag: str | None) -> None:
         if self.predictions is None:
             return
@@ -111,7 +168,6 @@ class Driver:
         else:
             probs = pmf.tolist()
             self.predictions.write(format_pmf([(a, probs[a]) for a in order.tolist()], tag))
-        self.predictions.flush()
 
     def _check_cost(self, cost: float, line_no: int) -> None:
         low, high = self.settings.cost_range
@@ -123,6 +179,11 @@ class Driver:
                 "clipped to the range",
                 file=sys.stderr,
             )
+
+
+def _learnable(example) -> bool:
+    """Whether an example carries a label to learn (VW's test labels have no probability)."""
+    return example.label is not None and example.label.prob is not None
 
 
 def _first_of_ties(pmf: np.ndarray, order: np.ndarray) -> np.ndarray:

@@ -224,6 +224,11 @@ class RegCB:
         return self._n_labels
 
     @property
+    def labels_until_rebuild(self) -> int:
+        """Labels still to learn before the decision state is rebuilt (the epoch's end)."""
+        return self._next_rebuild - self._n_labels
+
+    @property
     def epoch(self) -> int:
         """Current epoch (1 before the first rebuild)."""
         return self._epoch

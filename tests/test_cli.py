@@ -230,3 +230,30 @@ def test_main_is_callable_in_process(tmp_path, capsys):
     data.write_text(GOOD)
     assert main(["--cb_explore", "2", "-d", str(data), "-p", "-", "--quiet"]) == 0
     assert capsys.readouterr().out == "0:0.5,1:0.5\n\n1:0.5,0:0.5\n\n"
+
+
+# -- epoch blocks ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schedule", ["online", "sqrt2", "doubling"])
+def test_blocks_give_the_same_output_as_example_by_example(schedule, tmp_path):
+    data = tmp_path / "cb.dat"
+    data.write_text(cb_stream(600, seed=3))
+    args = ["--cb_explore", "4", "--regcbopt", "--schedule", schedule, "-p", "-", "--quiet"]
+    from_file = run_cli([*args, "-d", str(data)])  # a regular file: blocks
+    piped = run_cli(args, data.read_text())  # stdin: example by example
+    forced = run_cli([*args, "--blocks"], data.read_text())
+    assert from_file.returncode == piped.returncode == forced.returncode == 0
+    assert from_file.stdout == piped.stdout == forced.stdout
+    assert from_file.stdout.count("\n\n") == 600
+
+
+def test_a_bad_example_mid_block_keeps_the_predictions_before_it(tmp_path):
+    lines = cb_stream(100).splitlines()
+    lines[70] = "1:0.5:2 |x a"
+    data = tmp_path / "cb.dat"
+    data.write_text("\n".join(lines) + "\n")
+    result = run_cli(["--cb_explore", "4", "--schedule", "doubling", "-d", str(data),
+                      "-p", "-", "--quiet"])
+    assert result.returncode == 1 and "line 71" in result.stderr
+    assert result.stdout.count("\n\n") == 70

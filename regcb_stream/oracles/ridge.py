@@ -85,13 +85,10 @@ class RidgeOracle:
             pending.append((x, weight))
 
     def learn_many(self, x, models, y, weight) -> None:
-        """Add a block of examples (rows of ``x``) in one computation per model."""
-        wx = weight[:, None] * x
-        for model in np.unique(models).tolist():
-            rows = models == model
-            self._a[model] += wx[rows].T @ x[rows]
-            self._b[model] += y[rows] @ wx[rows]
-            self._pending[model] = None
+        """Add a block of examples row by row: the same arithmetic as ``learn``, so a
+        stream gives bit-identical decisions whichever way it is cut into blocks."""
+        for row, model, target, w in zip(x, models.tolist(), y.tolist(), weight.tolist()):
+            self.learn(row, model, target, w)
 
     def rebuild(self) -> None:
         """Solve the ridge problems of the models that learned since the last rebuild."""
@@ -127,10 +124,7 @@ class RidgeOracle:
         theta, a_inv = self._theta[models], self._a_inv[models]
         if phi.strides[1] == 0:  # product class: the same context row for every action
             x = phi[:, 0, :]
-            pred = x @ theta.T
-            if len(x) == 1:
-                return pred, np.maximum((a_inv @ x[0]) @ x[0], 0.0)[None, :]
-            return pred, np.maximum(np.einsum("knd,nd->nk", x @ a_inv, x), 0.0)
+            return x @ theta.T, np.maximum(_quadratic_forms(x, a_inv), 0.0)
         per_model = np.swapaxes(phi, 0, 1)  # (K, n, D)
         pred = np.matmul(per_model, theta[:, :, None])[..., 0]
         var = np.einsum("knd,knd->kn", np.matmul(per_model, a_inv), per_model)
@@ -151,6 +145,20 @@ class RidgeOracle:
         else:
             var = np.einsum("nd,nd->n", rows @ a_inv, rows)
         return pred, np.maximum(var, 0.0)
+
+
+def _quadratic_forms(x: np.ndarray, matrices: np.ndarray) -> np.ndarray:
+    """``x[i] @ matrices[k] @ x[i]`` for every row i and matrix k, shape ``(n, K)``: one
+    matrix product of the rows' outer products with the flattened matrices (much faster
+    than a batched matmul), in chunks that keep the outer products under ~32 MB."""
+    n, d = x.shape
+    flat = matrices.reshape(len(matrices), d * d).T
+    out = np.empty((n, len(matrices)))
+    step = max(1, 4_000_000 // (d * d))
+    for start in range(0, n, step):
+        rows = x[start : start + step]
+        out[start : start + step] = (rows[:, :, None] * rows[:, None, :]).reshape(-1, d * d) @ flat
+    return out
 
 
 def _pad(array: np.ndarray, shape: tuple[int, ...], fill) -> np.ndarray:
