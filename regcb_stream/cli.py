@@ -180,6 +180,8 @@ def _is_regular_file(stream) -> bool:
 
 def _open(stack: contextlib.ExitStack, name: str, mode: str, default):
     if name in ("-", "/dev/stdin" if mode == "r" else "/dev/stdout"):
+        if mode == "r" and hasattr(default, "reconfigure"):
+            default.reconfigure(newline="\n")  # like VW: a bare \r does not end a line
         return default  # reopening /dev/stdout would truncate a redirected stdout
     return stack.enter_context(open(name, mode, newline="\n" if mode == "r" else None))
 

@@ -15,7 +15,7 @@ from typing import TextIO
 
 import numpy as np
 
-from regcb_stream.io.vw_features import flatten, merge_shared
+from regcb_stream.io.vw_features import flatten, flatten_adf
 from regcb_stream.io.vw_predictions import format_legacy, format_pmf
 from regcb_stream.progress import ProgressTable
 
@@ -151,10 +151,7 @@ class Driver:
         """Context, actions and VW's feature count of one example."""
         s = self.settings
         if s.adf:
-            actions = [
-                flatten(merge_shared(example.shared, line), s.interactions, constant=False)
-                for line in example.actions
-            ]
+            actions = flatten_adf(example.shared, example.actions, s.interactions, constant=False)
             return {}, actions, sum(len(a) for a in actions) + s.constant * len(actions)
         context = flatten(example.features, s.interactions, constant=False)
         per_action = len(context) + s.constant

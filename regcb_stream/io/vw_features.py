@@ -7,17 +7,17 @@ A feature written ``:v`` (no name) is VW's anonymous feature; the *k*-th one in 
 named ``str(k)``, which VW hashes identically (``--hash strings``: digit names hash to their
 number plus the namespace hash).
 
-Keys made by `flatten` follow VW's ``--audit`` names: ``"ns^feature"``, just ``"feature"`` in
-the default namespace, ``"a^x*b^y"`` for a quadratic cross, and ``"constant"`` for VW's constant
-feature. Duplicate keys are summed. The scheme is not injective when names contain ``^`` or
-``*`` (VW's hashed names collide in other cases), which only merges such features.
+Keys made by `flatten` / `flatten_adf` follow VW's ``--audit`` names: ``"ns^feature"``, just
+``"feature"`` in the default namespace, ``"a^x*b^y"`` for a quadratic cross, and ``"constant"``
+for VW's constant feature (``Constant`` in VW's audit). Duplicate keys are summed. The scheme is
+not injective when names contain ``^`` or ``*``, which only merges such features.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 from itertools import combinations_with_replacement
-from typing import Iterable
 
 Feature = tuple[str, float]
 Namespace = tuple[str, tuple[Feature, ...]]
@@ -26,6 +26,7 @@ Features = tuple[Namespace, ...]
 DEFAULT_NS = " "
 CONSTANT_KEY = "constant"
 _NAN = float("nan")
+FLOAT32_MIN, FLOAT32_MAX = 1.1754943508222875e-38, 3.4028234663852886e38  # VW stores float32
 
 
 class FieldError(Exception):
@@ -37,31 +38,38 @@ class FieldError(Exception):
         self.detail = detail
 
 
-def to_number(text: str) -> float | None:
-    """Parse a finite ASCII decimal number the way VW's text format writes them.
+def number(text: str, what: str, rule: str) -> float:
+    """Parse a finite decimal number that VW's 32-bit floats can hold.
 
     Parameters
     ----------
     text : str
         The field, e.g. ``"0.5"``, ``"-2"``, ``"1e-3"``.
+    what, rule : str
+        Name of the field and rule for the error message.
 
-    Returns
-    -------
-    float or None
-        The value, or None when `text` is not a finite number (``nan``, ``inf``, ``1_0``,
-        non-ASCII digits, embedded control characters and ``""`` are all rejected).
+    Raises
+    ------
+    FieldError
+        If `text` is not a finite number (``nan``, ``inf``, ``1_0``, ``""``, non-ASCII digits
+        and control characters are refused) or is outside float32's range (0 is fine).
 
     Examples
     --------
-    >>> to_number("1e-3"), to_number("abc"), to_number("inf")
-    (0.001, None, None)
+    >>> number("1e-3", "cost", "cost")
+    0.001
+    >>> number("abc", "cost", "cost")
+    Traceback (most recent call last):
+    regcb_stream.io.vw_features.FieldError: cost 'abc' is not a number
     """
     try:
         value = float(text)
     except ValueError:
-        return None
+        value = _NAN
     if value - value != 0.0 or not text.isascii() or "_" in text or not text.isprintable():
-        return None
+        raise FieldError(rule, f"{what} {text!r} is not a number")
+    if value and not FLOAT32_MIN <= abs(value) <= FLOAT32_MAX:
+        raise FieldError(rule, f"{what} {text!r} is outside the range of VW's 32-bit floats")
     return value
 
 
@@ -103,9 +111,7 @@ def parse_namespaces(body: str) -> Features:
             if not name:
                 raise FieldError("namespace", f"namespace {head!r} has no name before ':'")
             if colon:
-                scale = to_number(scale_text)  # type: ignore[assignment]
-                if scale is None:
-                    raise FieldError("namespace", f"namespace scale {scale_text!r} is not a number")
+                scale = number(scale_text, "namespace scale", "namespace")
         feats = _namespace_features(toks, scale)
         if feats:
             out.append((name, feats))
@@ -123,20 +129,21 @@ def _namespace_features(toks: list[str], scale: float) -> tuple[Feature, ...]:
                 append((tok, scale))
             continue
         name, _, text = tok.partition(":")
-        try:  # inlined to_number: this loop is the parser's hot path
+        try:  # `number` inlined: this loop is the parser's hot path
             value = float(text)
         except ValueError:
             value = _NAN
         if value - value != 0.0 or not text.isascii() or "_" in text or not text.isprintable():
-            raise FieldError("feature_value", f"value {text!r} of feature {tok!r} is not a number")
+            number(text, f"feature {tok!r}: value", "feature_value")  # raises
         if not name:
             name = str(anon)
             anon += 1
-        if scale != 1.0:
-            value *= scale
-            if value - value != 0.0:
-                raise FieldError("feature_value", f"{tok!r} overflows when scaled by {scale}")
+        value *= scale
         if value:
+            if not FLOAT32_MIN <= abs(value) <= FLOAT32_MAX:
+                scaled = f" times namespace scale {scale}" if scale != 1.0 else ""
+                raise FieldError("feature_value", f"feature {tok!r}{scaled} is outside the "
+                                 "range of VW's 32-bit floats")
             append((name, value))
     return tuple(feats)
 
@@ -179,23 +186,58 @@ def flatten(
     >>> flatten((("User", (("u", 2.0),)), ("Ad", (("a", 0.5),)), (" ", (("x", 1.0),))), ["UA"])
     {'User^u': 2.0, 'Ad^a': 0.5, 'x': 1.0, 'constant': 1.0, 'User^u*Ad^a': 1.0}
     """
-    out: dict[str, float] = {}
+    groups: dict[str, list[Feature]] | None = {} if interactions else None
+    out = _collect({}, namespaces, groups, constant)
+    if groups:
+        _interact(out, groups, interactions)
+    return out
+
+
+def flatten_adf(shared: Features | None, actions: Iterable[Features],
+                interactions: Iterable[str] = (), constant: bool = True) -> list[dict[str, float]]:
+    """`flatten` of each action merged with the shared features, doing the shared part once.
+
+    Examples
+    --------
+    >>> shared, actions = (("U", (("u", 2.0),)),), [(("A", (("a", 1.0),)),), ()]
+    >>> flatten_adf(shared, actions, ["UA"], constant=False)
+    [{'U^u': 2.0, 'A^a': 1.0, 'U^u*A^a': 2.0}, {'U^u': 2.0}]
+    """
+    interactions = tuple(interactions)
+    shared_groups: dict[str, list[Feature]] = {}
+    base = _collect({}, shared or (), shared_groups, constant)
+    result = []
+    for action in actions:
+        groups: dict[str, list[Feature]] | None = {} if interactions else None
+        out = _collect(base.copy(), action, groups, False)
+        if groups is not None:
+            for c, feats in shared_groups.items():
+                groups[c] = groups[c] + feats if c in groups else feats
+            _interact(out, groups, interactions)
+        result.append(out)
+    return result
+
+
+def _collect(out: dict[str, float], namespaces: Features,
+             groups: dict[str, list[Feature]] | None, constant: bool) -> dict[str, float]:
+    """Add keyed features (and the constant) to `out`; group them by first letter if asked."""
     get = out.get
-    groups: dict[str, list[Feature]] = {}
     for name, feats in namespaces:
         if name != DEFAULT_NS:
             prefix = name + "^"
             feats = tuple([(prefix + f, v) for f, v in feats])
         for key, value in feats:
             out[key] = get(key, 0.0) + value
-        if interactions:
+        if groups is not None:
             groups.setdefault(name[0], []).extend(feats)
     if constant:
         out[CONSTANT_KEY] = get(CONSTANT_KEY, 0.0) + 1.0
-    if interactions and groups:
-        for a, b in _expand(tuple(interactions), tuple(sorted(groups))):
-            _cross(out, groups[a], groups[b], a == b)
     return out
+
+
+def _interact(out: dict[str, float], groups: dict[str, list[Feature]], specs) -> None:
+    for a, b in _expand(tuple(specs), tuple(sorted(groups))):
+        _cross(out, groups[a], groups[b], a == b)
 
 
 def _cross(out: dict[str, float], left: list[Feature], right: list[Feature], same: bool) -> None:
@@ -220,16 +262,9 @@ def _expand(specs: tuple[str, ...], present: tuple[str, ...]) -> tuple[tuple[str
         else:
             pairs.extend((x, y) for x in (present if a == ":" else a)
                          for y in (present if b == ":" else b))
-    counts: dict[tuple[str, str], int] = {}
-    for a, b in pairs:
-        key = (a, b) if a <= b else (b, a)
-        counts[key] = counts.get(key, 0) + 1
-    result = []
-    for a, b in pairs:
-        key = (a, b) if a <= b else (b, a)
-        if counts.get(key, 0) > 1:
-            result.append(key)
-            counts[key] = 0
-        elif counts.get(key):
-            result.append((a, b))
+    keys = [(a, b) if a <= b else (b, a) for a, b in pairs]
+    result: list[tuple[str, str]] = []
+    for pair, key in zip(pairs, keys, strict=True):  # a pair given twice: once, sorted (as VW)
+        if key not in result and pair not in result:
+            result.append(key if keys.count(key) > 1 else pair)
     return tuple((a, b) for a, b in result if a in present and b in present)

@@ -12,7 +12,7 @@ with no action lines (a lone ``shared`` line) gives an empty line plus the separ
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def format_prob(p: float) -> str:
@@ -23,7 +23,7 @@ def format_prob(p: float) -> str:
     >>> [format_prob(p) for p in (1.0, 0.5, 1 / 70, 1e-05, 4e-07, 0.0)]
     ['1', '0.5', '0.014286', '0.00001', '0', '0']
     """
-    text = "%.6f" % p
+    text = f"{p:.6f}"
     if text[-1] == "0":
         text = text.rstrip("0")
         if text[-1] == ".":
@@ -60,5 +60,5 @@ def format_legacy(probs: Iterable[float], tag: str | None = None) -> str:
     >>> format_legacy([0.9666666, 1 / 60, 1 / 60], tag="t1")
     '0.966667 0.016667 0.016667  t1\\n'
     """
-    body = "".join(["%.6f " % p for p in probs])
+    body = "".join([f"{p:.6f} " for p in probs])
     return f"{body} {tag}\n" if tag else body + "\n"

@@ -1,14 +1,14 @@
-"""Streaming parser for Vowpal Wabbit contextual-bandit text (``--cb_explore K`` and ADF).
+r"""Streaming parser for Vowpal Wabbit contextual-bandit text (``--cb_explore K`` and ADF).
 
 Line syntax (VW 9): ``[label] [tag]|ns[:scale] feat[:value] ... |ns2 ...`` (features: see
 `vw_features`). Before the first ``|``, text up to a tab is ignored and the rest split on spaces;
 the last word is the tag if it starts with ``'`` or touches the ``|`` (so VW reads ``1:0:0.5|f``
-as a *tag*; rejected here as ambiguous); the other word is the label ``action:cost:probability``.
+as a *tag*: rejected here as ambiguous); the other word is the label ``action:cost:probability``.
 A probability outside (0, 1] or a non-numeric field is an error (VW clamps or zeroes it);
 ``action:cost`` gives ``Label(prob=None)``, a test label to VW (do not learn from it); a bare
 ``action`` means no label. Single-line (`iter_cb`): actions 1..K. ADF (`iter_adf`): optional
-``shared`` first line, one line per action (the labelled one's leading number is ignored:
-`Label.action` is its 0-based position), then an empty line; the first line's tag is the
+``shared`` first line, one line per action (the labelled one's action field is ignored, as VW
+does: `Label.action` is its 0-based position), then an empty line; the first line's tag is the
 example's (VW prints that one). Whitespace-only lines are not separators to VW (they are
 featureless examples): rejected. EOF ends an example unless ``strict_eof``. A trailing ``\r``
 and a BOM are stripped like VW; open files with ``newline="\n"`` (VW does not split at ``\r``).
@@ -16,9 +16,10 @@ and a BOM are stripped like VW; open files with ``newline="\n"`` (VW does not sp
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
 
-from regcb_stream.io.vw_features import Features, FieldError, parse_namespaces, to_number
+from regcb_stream.io.vw_features import Features, FieldError, number, parse_namespaces
 
 
 class Label(NamedTuple):
@@ -132,20 +133,16 @@ def _parse_label(words: list[str], n_actions: int | None) -> Label | None:
             raise FieldError("action_range", f"action {act} is outside 1..{n_actions}")
     if len(parts) == 1:
         return None
-    cost = to_number(parts[1])
-    if cost is None:
-        raise FieldError("cost", f"cost {parts[1]!r} is not a number")
-    prob = to_number(parts[2]) if len(parts) == 3 else None
-    if len(parts) == 3 and (prob is None or not 0.0 < prob <= 1.0):
-        raise FieldError("probability", f"probability {parts[2]!r} is not a number in (0, 1]")
+    cost = number(parts[1], "cost", "cost")
+    prob = number(parts[2], "probability", "probability") if len(parts) == 3 else None
+    if prob is not None and not 0.0 < prob <= 1.0:
+        raise FieldError("probability", f"probability {parts[2]} is outside (0, 1]")
     return Label(int(act) if n_actions else 0, cost, prob)
 
 
 def _clean(raw: str) -> str:
-    if raw[-1:] == "\n":
-        raw = raw[:-1]
-    if raw[-1:] == "\r":
-        raw = raw[:-1]
+    raw = raw[:-1] if raw[-1:] == "\n" else raw
+    raw = raw[:-1] if raw[-1:] == "\r" else raw
     return raw[1:] if raw[:1] == "\ufeff" else raw
 
 
@@ -189,7 +186,7 @@ def iter_cb(lines: Iterable[str], n_actions: int,
 class _Reader:
     """State of `iter_adf`: the example being read, and features of plain action lines."""
 
-    __slots__ = ("memo", "size", "max_lines", "acts", "shared", "label", "tag", "start", "first")
+    __slots__ = ("acts", "first", "label", "max_lines", "memo", "shared", "size", "start", "tag")
 
     def __init__(self, size: int, max_lines: int) -> None:
         self.memo: dict[str, Features] = {}  # raw text of a plain action line -> features
@@ -249,7 +246,7 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
         Text lines (see `iter_cb`). Repeated empty lines are ignored.
     on_error : callable, optional
         Called with each `VWParseError`; the example is dropped and reading resumes after the
-        next empty line. If None the error is raised.
+        next empty (or whitespace-only) line. If None the error is raised.
     strict_eof : bool
         Treat an example cut off by the end of input as an error (VW accepts it).
     max_lines : int
@@ -281,7 +278,7 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
                 st.add(st.parse(raw, text), no, text)
             except FieldError as exc:
                 st.reset()
-                acts, skipping = st.acts, True
+                acts, skipping = st.acts, not text.isspace()  # resume after a "   " separator
                 _fail(VWParseError(no, text, exc.rule, exc.detail), on_error)
     if acts or st.shared is not None:
         if not strict_eof:
