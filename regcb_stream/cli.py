@@ -54,15 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
                           dest="interactions", metavar="AB", help="cross namespaces A and B")
     features.add_argument("--noconstant", action="store_true", help="no constant feature")
     regcb = parser.add_argument_group("RegCB (as vw)")
-    variant = regcb.add_mutually_exclusive_group()
-    variant.add_argument("--regcb", action="store_true", help="elimination (the default)")
-    variant.add_argument("--regcbopt", action="store_true", help="optimistic")
+    regcb.add_argument("--regcb", action="store_true", help="RegCB (elimination by default)")
+    regcb.add_argument("--regcbopt", action="store_true",
+                       help="the optimistic variant (VW spells it --regcb --regcbopt)")
     regcb.add_argument("--mellowness", type=float, default=0.1,
                        help="loss budget c0 * ln(K n) * (cb_max_cost - cb_min_cost)^2")
     regcb.add_argument("--first_only", action="store_true",
                        help="optimistic: all mass on the first of tied actions")
     own = parser.add_argument_group("regcb-stream's own")
-    own.add_argument("--oracle", choices=["ridge"], default="ridge", help="regression oracle")
+    own.add_argument("--oracle", choices=["ridge", "vw"], default="ridge",
+                     help="regression oracle: exact ridge, or VW's own regressor (vw)")
+    own.add_argument("--vw_compat", action="store_true",
+                     help="reproduce VW's RegCB defects bit for bit (docs/vw_compatibility.md)")
     own.add_argument("--schedule", choices=["online", "sqrt2", "doubling"], default="online",
                      help="when the decision state is rebuilt")
     own.add_argument("--beta", type=float,
@@ -110,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         source = _open(stack, args.data, "r", sys.stdin)
         sink = _open(stack, args.predictions, "w", sys.stdout) if args.predictions else None
         driver = Driver(learner, settings, sink, progress, legacy=args.cb_force_legacy,
-                        first_only=args.first_only and args.regcbopt)
+                        first_only=args.first_only and args.regcbopt, vw_compat=args.vw_compat)
         blocks = args.blocks or (source is not sys.stdin and _is_regular_file(source))
         status = _run(driver, _examples(source, settings, args, progress), blocks)
     if not args.quiet:

@@ -51,16 +51,22 @@ class Driver:
         Write ``--cb_force_legacy`` lines (single-line input only).
     first_only
         Put all the mass of a tie on the first tied action in the output order.
+    vw_compat
+        Reproduce VW's defects: a label on an ADF example's last action line is learned
+        with importance weight 1/prob (VW's "no importance weighting" loop skips that
+        line), and the optimistic variant gives probability 1 to every tied action.
     """
 
     def __init__(self, learner, settings: StreamSettings, predictions: TextIO | None,
-                 progress: ProgressTable, legacy: bool = False, first_only: bool = False):
+                 progress: ProgressTable, legacy: bool = False, first_only: bool = False,
+                 vw_compat: bool = False):
         self.learner = learner
         self.settings = settings
         self.predictions = predictions
         self.progress = progress
         self.legacy = legacy
         self.first_only = first_only
+        self.vw_compat = vw_compat
         self._warned_range = False
         self._labels = list(range(settings.n_actions or 0))
 
@@ -108,6 +114,8 @@ class Driver:
         orders = np.argsort(-predictions, axis=1, kind="stable")
         if self.first_only:
             pmfs = np.array([_first_of_ties(p, o) for p, o in zip(pmfs, orders)])
+        elif self.vw_compat and self.learner.variant == "optimistic":
+            pmfs = (pmfs > 0).astype(float)  # VW: 1 for each tied action, not a distribution
         for example, pmf, order in zip(block, pmfs, orders):
             self._write(pmf, order, example.tag)
         if self.predictions is not None:
@@ -136,8 +144,14 @@ class Driver:
             [inputs[i][1][self._action(block[i])] for i in rows],
             [-block[i].label.cost for i in rows],
             [block[i].label.prob for i in rows],
+            [self._weight(block[i]) for i in rows],
         )
         return losses
+
+    def _weight(self, example) -> float:
+        """Importance weight of a label: 1, or VW's 1/prob on an ADF example's last line."""
+        last = self.settings.adf and example.label.action == len(example.actions) - 1
+        return 1.0 / example.label.prob if self.vw_compat and last else 1.0
 
     @staticmethod
     def _learnable(block) -> list[int]:

@@ -16,6 +16,9 @@ from regcb_stream.bounds import clip_bounds
 from regcb_stream.features import FeatureEncoder
 from regcb_stream.oracles.base import Oracle
 from regcb_stream.oracles.ridge import RidgeOracle
+from regcb_stream.oracles.vw import VWOracle
+
+ORACLES = {"ridge": RidgeOracle, "vw": VWOracle}
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,8 @@ class RegCB:
     variant
         ``"elimination"`` or ``"optimistic"``.
     oracle
-        ``"ridge"`` (exact ridge regression, ``l2 = 1``) or an oracle object (copied).
+        ``"ridge"`` (exact ridge regression, ``l2 = 1``), ``"vw"`` (VW's default linear
+        regressor with its sensitivity bounds) or an oracle object (copied).
     beta
         The paper's budget on the normalized squared risk (``budget="beta"``).
     schedule
@@ -132,9 +136,9 @@ class RegCB:
         _check_params(self)
 
         self._rule = policies.decision_rule(variant)
-        self._oracle = _make_oracle(oracle)
-        self._encoder = FeatureEncoder(cross=cross, intercept=intercept)
         self._range = (float(reward_range[0]), float(reward_range[1]))
+        self._oracle = _make_oracle(oracle, self._range)
+        self._encoder = FeatureEncoder(cross=cross, intercept=intercept)
         self._rng = np.random.default_rng(seed)
         self._labels: dict = {}  # action label -> model id (product class)
         self._ids_of: dict[tuple, np.ndarray] = {}  # offered action list -> model ids
@@ -188,19 +192,23 @@ class RegCB:
 
     # -- learning ----------------------------------------------------------------------
 
-    def learn(self, context, action, reward: float, prob: float = 1.0, **kwargs) -> None:
-        """Learn the ``reward`` of ``action`` (played with probability ``prob``)."""
+    def learn(
+        self, context, action, reward: float, prob: float = 1.0, *, weight: float = 1.0, **kwargs
+    ) -> None:
+        """Learn the ``reward`` of ``action`` (played with probability ``prob``); ``weight``
+        is the label's importance weight in the regression (RegCB's is 1)."""
         _check_prob(prob)
         self._check_reward(reward)
         x, models = self._learn_features([context], [action])
-        self._oracle.learn(x[0], int(models[0]), float(reward))
+        self._oracle.learn(x[0], int(models[0]), float(reward), float(weight))
         self._n_labels += 1
         if self._n_labels == self._next_rebuild:
             self._rebuild()
 
-    def learn_many(self, contexts, actions: Sequence, rewards, probs=None) -> None:
+    def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None) -> None:
         """Learn a block of labels; same state as calling ``learn`` row by row."""
         rewards = np.asarray(rewards, dtype=float)
+        weights = np.ones(len(rewards)) if weights is None else np.asarray(weights, float)
         for prob in np.ones(len(rewards)) if probs is None else probs:
             _check_prob(prob)
         for reward in rewards.tolist():
@@ -210,7 +218,7 @@ class RegCB:
         while start < len(rewards):
             stop = min(len(rewards), start + self._next_rebuild - self._n_labels)
             block = slice(start, stop)
-            self._oracle.learn_many(x[block], models[block], rewards[block], np.ones(stop - start))
+            self._oracle.learn_many(x[block], models[block], rewards[block], weights[block])
             self._n_labels += stop - start
             if self._n_labels == self._next_rebuild:
                 self._rebuild()
@@ -375,14 +383,21 @@ def _widen(rows: np.ndarray, dim: int) -> np.ndarray:
     return out
 
 
-def _make_oracle(oracle) -> Oracle:
+def _make_oracle(oracle, reward_range: tuple[float, float]) -> Oracle:
+    """A private oracle for the learner: a new one by name, or a copy of the one given;
+    oracles whose bounds depend on the reward range (``reward_range`` attribute) get the
+    learner's."""
     if isinstance(oracle, str):
-        if oracle == "ridge":
-            return RidgeOracle()
-        raise ValueError(f"unknown oracle {oracle!r}; expected 'ridge' or an oracle object")
-    if not isinstance(oracle, Oracle):
-        raise TypeError(f"oracle must be 'ridge' or implement the Oracle protocol: {oracle!r}")
-    return copy.deepcopy(oracle)
+        if oracle not in ORACLES:
+            raise ValueError(f"unknown oracle {oracle!r}; expected one of {sorted(ORACLES)} "
+                             "or an oracle object")
+        oracle = ORACLES[oracle]()
+    elif not isinstance(oracle, Oracle):
+        raise TypeError(f"oracle must be a name or implement the Oracle protocol: {oracle!r}")
+    oracle = copy.deepcopy(oracle)
+    if hasattr(oracle, "reward_range"):
+        oracle.reward_range = reward_range
+    return oracle
 
 
 def _check_params(learner: RegCB) -> None:

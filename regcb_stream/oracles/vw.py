@@ -1,0 +1,234 @@
+"""VW's default linear regressor with its closed-form sensitivity, in numpy.
+
+A re-implementation of Vowpal Wabbit's ``gd`` (adaptive, normalized, invariant updates,
+learning rate 0.5, ``power_t`` 0.5, squared loss, float32 state) and of what RegCB asks of
+it in ``cb_explore_adf_regcb.cc``: the *sensitivity*, how far one unit of importance weight
+on a fake example would move the prediction, and VW's 20-step bisection for the largest
+weight whose loss increase stays within the budget. With this oracle ``RegCB`` makes VW's
+``--cb_explore_adf --regcb`` decisions (VW's test 320: 113 of 113 lines).
+
+It learns rewards, the negated costs VW learns: the update, the adaptive sums and the
+bounds are symmetric under that negation, so the decisions are the same.
+
+Where VW's behaviour is a defect, the default is the correct behaviour and
+``vw_compat=True`` in :class:`regcb_stream.RegCB`'s caller (the CLI's ``--vw_compat``)
+reproduces VW: see ``docs/vw_compatibility.md``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+F32 = np.float32
+X2_MIN = F32(1.084202e-19) ** 2
+TOLERANCE = F32(1e-6)
+
+
+class VWOracle:
+    """VW's adaptive, normalized, invariant SGD regressor, one weight vector per model.
+
+    VW learns a ``--cb_explore_adf`` label with importance weight ``events / actions``
+    (labelled examples over their total number of actions, so ``1/K`` for a constant K);
+    this oracle does the same, taking the number of actions from its last decision.
+    Costs: O(nonzero features) per label and per (context, action) bound; a rebuild
+    copies the state (O(models x features)).
+
+    Parameters
+    ----------
+    learning_rate
+        VW's ``-l`` (0.5).
+    bisection
+        Find the weight with VW's 20-step float32 bisection (the default: VW's decisions),
+        or, with False, as the exact root of the cubic that bisection approximates (VW's
+        search stops at its lower end, coarsely when the budget is small: the bounds are
+        then up to ~1e-2 wider than VW's).
+
+    Examples
+    --------
+    >>> oracle = VWOracle()
+    >>> oracle.grow(n_models=1, dim=2)
+    >>> for _ in range(20):
+    ...     oracle.learn(np.array([1.0, 0.5]), 0, 1.0)
+    >>> oracle.rebuild()
+    >>> phi = np.array([[[1.0, 0.5]]])
+    >>> prediction, low, high = oracle.bounds(phi, np.array([0]), budget=0.01)
+    >>> float(prediction[0, 0].round(3)), bool(low[0, 0] < prediction[0, 0] < high[0, 0])
+    (1.0, True)
+
+    """
+
+    def __init__(self, learning_rate: float = 0.5, bisection: bool = True):
+        self.learning_rate = learning_rate
+        self.bisection = bisection
+        self._live = _State.empty()
+        self._frozen = _State.empty()
+        self._n_actions = 1  # of the last decision: VW's importance-weight normaliser
+        self._events = 0
+        self._action_sum = 0
+
+    def grow(self, n_models: int, dim: int) -> None:
+        self._live.grow(n_models, dim)
+        self._frozen.grow(n_models, dim)
+
+    def learn(self, x: np.ndarray, model: int, y: float, weight: float = 1.0) -> None:
+        """VW's ``gd`` update on one example, with weight ``weight * events / actions``."""
+        self._events += 1
+        self._action_sum += self._n_actions
+        weight = F32(weight * self._events / self._action_sum)
+        idx = np.flatnonzero(x)
+        self._live.update(model, idx, x[idx].astype(F32), F32(y), weight, F32(self.learning_rate))
+
+    def learn_many(self, x, models, y, weight) -> None:
+        for row, model, target, w in zip(x, models.tolist(), y.tolist(), weight.tolist()):
+            self.learn(row, model, target, w)
+
+    def rebuild(self) -> None:
+        self._frozen = self._live.copy()
+
+    def predict(self, phi: np.ndarray, models) -> np.ndarray:
+        self._n_actions = phi.shape[1]
+        rows, row_models, idx, values = _sparse_rows(phi, models)
+        return self._frozen.scores(row_models, idx, values).reshape(phi.shape[:2])
+
+    def bounds(self, phi: np.ndarray, models, budget: float):
+        """Score and VW's sensitivity bounds: the fake labels are one beyond each end of
+        the reward range (``reward_range``, which the learner sets to its own)."""
+        low_end, high_end = self.reward_range
+        self._n_actions = phi.shape[1]
+        _, row_models, idx, values = _sparse_rows(phi, models)
+        state = self._frozen
+        score = state.scores(row_models, idx, values)
+        delta = F32(budget) if budget > 0 else F32(-np.inf)
+        fake = np.array([[high_end + 1.0], [low_end - 1.0]], F32)  # both sides at once
+        sign = np.array([[1.0], [-1.0]], F32)
+        sens = state.sensitivity(row_models, idx, values, score, fake, self.learning_rate)
+        distance = (fake - score) * sign
+        search = _bisection if self.bisection else _largest_weight
+        bound = score + sign * sens * search(distance, delta, sens)
+        outside = (distance < 1) | ~np.isfinite(sens)  # a score beyond the range's end
+        high, low = np.where(outside, sign * np.inf, bound).astype(float)
+        shape = phi.shape[:2]
+        return score.astype(float).reshape(shape), low.reshape(shape), high.reshape(shape)
+
+    reward_range: tuple[float, float] = (0.0, 1.0)  # replaced by the learner's
+
+
+class _State:
+    """Weights, adaptive sums, normalizers and VW's global counters (float32 like VW)."""
+
+    def __init__(self, w, g, s, counters):
+        self.w, self.g, self.s = w, g, s
+        self.total, self.norm_sum, self.label_min, self.label_max = counters
+
+    @classmethod
+    def empty(cls) -> _State:
+        return cls(*(np.zeros((0, 0), F32) for _ in range(3)), [0.0, 0.0, 0.0, 0.0])
+
+    def copy(self) -> _State:
+        counters = [self.total, self.norm_sum, self.label_min, self.label_max]
+        return _State(self.w.copy(), self.g.copy(), self.s.copy(), counters)
+
+    def grow(self, n_models: int, dim: int) -> None:
+        m, d = max(n_models, self.w.shape[0]), max(dim, self.w.shape[1])
+        if (m, d) != self.w.shape:
+            for name in ("w", "g", "s"):
+                old = getattr(self, name)
+                new = np.zeros((m, d), F32)
+                new[: old.shape[0], : old.shape[1]] = old
+                setattr(self, name, new)
+
+    def scores(self, models, idx, values) -> np.ndarray:
+        return np.einsum("rl,rl->r", self.w[models[:, None], idx], values, dtype=F32)
+
+    def sensitivity(self, models, idx, values, score, fake, eta: float) -> np.ndarray:
+        """Prediction change per unit weight on a fake example (VW's stateless pass)."""
+        x2 = np.maximum(values * values, X2_MIN)
+        grad = F32(4) * (score - fake) ** 2  # per side and row: fake has shape (sides, 1)
+        g = self.g[models[:, None], idx] + grad[..., None] * x2
+        s = np.maximum(self.s[models[:, None], idx], np.abs(values))
+        active = values != 0
+        norm_x = np.where(active, x2 / (s * s), 0).sum(axis=-1, dtype=F32)
+        rate = np.where(active, x2 / np.sqrt(g) / s, 0).sum(axis=-1, dtype=F32)
+        multiplier = np.sqrt((F32(self.total) + F32(1)) / (F32(self.norm_sum) + norm_x))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return F32(eta) * rate * multiplier
+
+    def update(self, model: int, idx, x, y, weight, eta) -> None:
+        """One invariant update of VW's ``gd`` (``compute_update`` and ``train``)."""
+        self.label_min, self.label_max = min(self.label_min, y), max(self.label_max, y)
+        w, g, s = self.w[model], self.g[model], self.s[model]
+        raw = np.dot(w[idx], x)  # float32 arrays: a float32 sum
+        p = F32(min(max(raw, self.label_min), self.label_max))  # VW's finalize_prediction
+        if (p - y) ** 2 <= 0:
+            return
+        x2 = np.maximum(x * x, X2_MIN)
+        g[idx] += weight * F32(4) * (p - y) ** 2 * x2
+        ax, old = np.abs(x), s[idx]
+        grown = ax > old
+        rescale = grown & (old > 0)  # a new scale: rescale the weight as if it were the old
+        w[idx[rescale]] *= old[rescale] / ax[rescale]
+        s[idx[grown]] = ax[grown]
+        rate = F32(1) / np.sqrt(g[idx]) / s[idx]
+        self.norm_sum += float(weight) * float(np.sum(x2 / (s[idx] * s[idx]), dtype=F32))
+        self.total += float(weight)
+        multiplier = F32(math.sqrt(F32(self.total) / F32(self.norm_sum)))
+        per_update = np.sum(x2 * rate, dtype=F32) * multiplier
+        scale = F32(eta) * weight
+        if scale * per_update < 1e-6:
+            step = F32(2) * (y - p) * scale
+        else:
+            step = (y - p) * (F32(1) - F32(math.exp(-2.0 * scale * per_update))) / per_update
+        w[idx] += step * multiplier * x * rate
+
+
+def _sparse_rows(phi: np.ndarray, models):
+    """Rows of (context, action) features as padded (index, value) arrays, with models."""
+    n, k, d = phi.shape
+    rows = phi.reshape(n * k, d) if phi.strides[1] else np.repeat(phi[:, 0, :], k, axis=0)
+    if isinstance(models, slice):
+        models = np.arange(models.start, models.stop)
+    row_models = np.tile(models, n)
+    nonzero = rows != 0
+    width = max(int(nonzero.sum(axis=1).max(initial=0)), 1)
+    idx = np.argsort(~nonzero, axis=1, kind="stable")[:, :width]
+    values = np.take_along_axis(rows, idx, axis=1).astype(F32)
+    return rows, row_models, idx, values
+
+
+def _largest_weight(fhat: np.ndarray, delta: F32, sens: np.ndarray) -> np.ndarray:
+    """The largest w <= fhat/sens with ``w (fhat^2 - (fhat - sens w)^2) <= delta``, exactly.
+
+    With ``w = u fhat/sens`` the condition is ``2u^2 - u^3 <= c``, ``c = delta sens /
+    fhat^3``; the left side increases on [0, 1], so w is the root of the cubic in [0, 1]
+    (trigonometric form), or fhat/sens when ``c >= 1``, or 0 when ``delta <= 0``.
+    """
+    f, s = fhat.astype(float), sens.astype(float)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        c = np.clip(float(delta) * s / f**3, 0.0, 1.0)
+        theta = np.arccos(1.0 - 27.0 * c / 16.0)
+        u = 2.0 / 3.0 + 4.0 / 3.0 * np.cos((theta - 2.0 * np.pi) / 3.0)
+        return np.where(delta > 0, np.clip(u, 0.0, 1.0) * f / s, 0.0)
+
+
+def _bisection(fhat: np.ndarray, delta: F32, sens: np.ndarray) -> np.ndarray:
+    """VW's search for the largest weight w <= fhat/sens with
+    ``w (fhat^2 - (fhat - sens w)^2) <= delta`` (20 halvings, tolerance 1e-6), per row."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        maxw = np.minimum(fhat / sens, F32(np.finfo(F32).max))
+        done = maxw * fhat * fhat <= delta
+        low, high = np.zeros_like(fhat), maxw.copy()
+        square = fhat * fhat
+        active = ~done
+        for _ in range(20):
+            w = (high + low) / F32(2)
+            gap = fhat - sens * w
+            v = w * (square - gap * gap) - delta
+            up = v > 0
+            np.copyto(high, w, where=active & up)
+            np.copyto(low, w, where=active & ~up)
+            active &= (np.abs(v) > TOLERANCE) & (high - low > TOLERANCE)
+            if not active.any():
+                break
+    return np.where(done, maxw, low)

@@ -1,0 +1,126 @@
+"""The VW oracle: VW's own RegCB decisions, reproduced through regcb-stream."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from vowpalwabbit import Workspace
+
+from regcb_stream import RegCB, checks
+from regcb_stream.oracles.vw import VWOracle, _bisection
+from regcb_stream.synthetic import LinearProblem
+from test_cli import TRAIN, VW_TESTS, needs, run_cli
+
+
+def vw_predict_file(args: str, data, tmp_path) -> str:
+    out = tmp_path / "vw.predict"
+    Workspace(f"{args} --quiet -d {data} -p {out}").finish()
+    return out.read_text()
+
+
+def ours_predict_file(args: str, data) -> str:
+    result = run_cli([*args.split(), "--oracle", "vw", "-d", str(data), "-p", "-", "--quiet"])
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+# -- VW's own tests 320 and 631 ---------------------------------------------------------------
+
+
+def test_vw_test_320_every_line_reproduced_with_vw_compat():
+    reference = needs(VW_TESTS / "pred-sets" / "ref" / "regcb_pred.predict").read_text()
+    ours = ours_predict_file("--cb_explore_adf -q UA --regcb --mellowness .001 --vw_compat",
+                             needs(TRAIN / "cb_load.dat"))
+    assert ours.count("\n\n") == reference.count("\n\n") == 113
+    assert ours == reference
+
+
+def test_vw_test_631_progress_table_and_predictions(tmp_path):
+    data = needs(TRAIN / "cb_test.ldf")
+    reference = needs(TRAIN / "ref" / "t631.stderr").read_text()
+    args = "--cb_explore_adf --regcb --noconstant"
+    result = run_cli([*args.split(), "--oracle", "vw", "-d", str(data), "-p", "-"])
+    assert result.stderr == reference[reference.index("average  since"):]
+    assert result.stdout == vw_predict_file(args, data, tmp_path)
+    assert result.stdout.count("\n\n") == 3
+
+
+def test_default_differs_from_vw_only_through_the_last_line_weight(tmp_path):
+    """With every logged probability 1, VW's skipped override is harmless: our default
+    (weight 1 on every line) then equals VW line for line; on the real file it does not."""
+    text = needs(TRAIN / "cb_load.dat").read_text()
+    ones = re.sub(r"^0:(-?[\d.]+):[\d.e-]+ ", r"0:\1:1 ", text, flags=re.M)
+    data = tmp_path / "cb_load_p1.dat"
+    data.write_text(ones)
+    args = "--cb_explore_adf -q UA --regcb --mellowness .001"
+    assert ours_predict_file(args, data) == vw_predict_file(args, data, tmp_path)
+    assert ours_predict_file(args, TRAIN / "cb_load.dat") != vw_predict_file(
+        args, TRAIN / "cb_load.dat", tmp_path)
+
+
+def test_optimistic_ties_normalized_by_default_and_vw_style_with_vw_compat(tmp_path):
+    data = needs(TRAIN / "cb_load.dat")
+    args = "--cb_explore_adf -q UA --regcb --regcbopt --mellowness .001"
+    vw = vw_predict_file(args, data, tmp_path)
+    assert ours_predict_file(args + " --vw_compat", data) == vw
+    ours = ours_predict_file(args, data)
+    for line in filter(None, ours.split("\n")):
+        assert abs(sum(float(pair.split(":")[1]) for pair in line.split(",")) - 1) < 1e-5
+    assert "1,1:1" in vw or vw.count(":1,") > 0  # VW gives several actions probability 1
+
+
+# -- the oracle on its own ------------------------------------------------------------------
+
+
+def _trained(n=200, seed=0):
+    X, _, R = LinearProblem.make(n_actions=3, dim=4, seed=seed).sample(n, seed=seed + 1)
+    oracle = VWOracle()
+    oracle.reward_range = (0.0, 1.0)
+    oracle.grow(3, 4)
+    for t, (x, r) in enumerate(zip(X, R)):
+        oracle.learn(x, t % 3, r[t % 3])
+    oracle.rebuild()
+    return oracle, X
+
+
+def test_bounds_contain_the_prediction_and_grow_with_the_budget():
+    oracle, X = _trained()
+    phi = np.broadcast_to(X[:20, None, :], (20, 3, 4))
+    widths = []
+    for budget in (0.0, 0.01, 0.1, 1.0):
+        prediction, low, high = oracle.bounds(phi, np.arange(3), budget)
+        inside = (prediction < 1) & (prediction > 0)
+        assert (low[inside] <= prediction[inside] + 1e-7).all()
+        assert (prediction[inside] <= high[inside] + 1e-7).all()
+        widths.append(float((high - low)[inside].mean()))
+    assert widths[0] == pytest.approx(0.0, abs=1e-6)
+    assert widths == sorted(widths) and widths[-1] > widths[1] > 0
+
+
+def test_bisection_finds_the_budget_boundary():
+    fhat = np.array([1.5, 2.0, 1.2], dtype=np.float32)
+    sens = np.array([0.1, 0.5, 2.0], dtype=np.float32)
+    delta = np.float32(0.05)
+    w = _bisection(fhat, delta, sens)
+    spent = w * (fhat**2 - (fhat - sens * w) ** 2)
+    assert np.all(spent <= delta + 1e-5) and np.all(spent > delta - 1e-3)
+
+
+@pytest.mark.parametrize("variant, mellowness", [("elimination", 0.01), ("optimistic", 0.1)])
+def test_learner_with_vw_oracle_passes_checks_and_has_sublinear_regret(variant, mellowness):
+    """The core issue's regret test (K=5, d=10, 20,000 rounds) with VW's regressor; each
+    variant at the mellowness that suits it (measured: 0.001 under-explores both)."""
+    for check in checks.yield_checks():
+        check(RegCB(variant, oracle="vw", budget="mellowness", mellowness=mellowness, seed=3))
+    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(20_000, seed=1)
+    learner = RegCB(variant, oracle="vw", budget="mellowness", mellowness=mellowness, seed=0)
+    regret = np.empty(len(X))
+    for t, x in enumerate(X):
+        action, prob, _ = learner.predict(x, list(range(5)))
+        regret[t] = means[t].max() - means[t, action]
+        learner.learn(x, action, rewards[t, action], prob)
+    uniform = (means.max(axis=1) - means.mean(axis=1)).sum()
+    assert regret.sum() < 1.6 * regret[:10_000].sum()
+    assert regret.sum() < 0.2 * uniform
