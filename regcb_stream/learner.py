@@ -19,6 +19,8 @@ from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
 
 ORACLES = {"ridge": RidgeOracle, "vw": VWOracle}
+TIE_TOLERANCE = 1e-12  # bounds closer than this (times the reward span) are ties: rounding
+# noise must not decide; float32 oracles (VW's) differ by far more when they differ at all
 
 
 @dataclass(frozen=True)
@@ -258,7 +260,8 @@ class RegCB:
             )
         prediction, low, high = self._oracle.bounds(phi, models, self._budget(k))
         low, high = clip_bounds(low, high, self._range)
-        return Decision(self._rule(low, high), prediction, low, high)
+        tolerance = TIE_TOLERANCE * (self._range[1] - self._range[0])
+        return Decision(self._rule(low, high, tolerance), prediction, low, high)
 
     def _budget(self, n_actions: int) -> float:
         return schedules.loss_budget(

@@ -2,6 +2,8 @@
 
 Each rule is a pure function of ``(low, high)`` arrays of shape ``(n, K)`` (one row per
 context, one column per action) returning an ``(n, K)`` array whose rows are distributions.
+Bounds closer than ``tolerance`` count as equal, so that rounding noise (e.g. between a
+block computation and a one-context one) cannot change a decision.
 
 >>> low = np.array([[0.1, 0.5, 0.2]])
 >>> high = np.array([[0.6, 0.9, 0.4]])
@@ -19,26 +21,26 @@ import numpy as np
 VARIANTS = ("elimination", "optimistic")
 
 
-def plausible(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+def plausible(low: np.ndarray, high: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
     """Mask of the actions that may be best: ``High(a) >= max_a' Low(a')``.
 
     The action with the largest lower bound is always in the set, so no row is empty.
     """
-    return high >= low.max(axis=1, keepdims=True)
+    return high >= low.max(axis=1, keepdims=True) - tolerance
 
 
-def elimination(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+def elimination(low: np.ndarray, high: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
     """RegCB.Elimination: uniform over the plausible actions (Algorithm 1)."""
-    return _uniform_over(plausible(low, high))
+    return _uniform_over(plausible(low, high, tolerance))
 
 
-def optimistic(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+def optimistic(low: np.ndarray, high: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
     """RegCB.Optimistic: the action(s) with the largest upper bound (Algorithm 2).
 
-    Exact ties share the mass evenly, so the result is always a distribution (VW's
+    Ties share the mass evenly, so the result is always a distribution (VW's
     ``--regcbopt`` gives probability 1 to every tied action instead).
     """
-    return _uniform_over(high == high.max(axis=1, keepdims=True))
+    return _uniform_over(high >= high.max(axis=1, keepdims=True) - tolerance)
 
 
 def uniform(n: int, k: int) -> np.ndarray:
