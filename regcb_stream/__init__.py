@@ -12,5 +12,7 @@ from __future__ import annotations
 from regcb_stream.learner import Decision, RegCB
 from regcb_stream.oracles.base import Oracle
 from regcb_stream.oracles.ridge import RidgeOracle
+from regcb_stream.oracles.river import RiverOracle
+from regcb_stream.oracles.vw import VWOracle
 
-__all__ = ["Decision", "Oracle", "RegCB", "RidgeOracle"]
+__all__ = ["Decision", "Oracle", "RegCB", "RidgeOracle", "RiverOracle", "VWOracle"]

@@ -4,5 +4,7 @@ from __future__ import annotations
 
 from regcb_stream.oracles.base import Oracle
 from regcb_stream.oracles.ridge import RidgeOracle
+from regcb_stream.oracles.river import RiverOracle
+from regcb_stream.oracles.vw import VWOracle
 
-__all__ = ["Oracle", "RidgeOracle"]
+__all__ = ["Oracle", "RidgeOracle", "RiverOracle", "VWOracle"]

@@ -11,6 +11,9 @@ as views); the joint class (Option II, VW's ADF) passes per-action features and
 
 Learning changes the live statistics only; the answers of ``predict`` and ``bounds`` come
 from the decision state frozen at the last ``rebuild`` (the epoch boundary).
+
+Oracles whose bounds depend on the reward range (sensitivity rules place fake labels one
+beyond each end) have a ``reward_range`` attribute; the learner sets it to its own.
 """
 
 from __future__ import annotations

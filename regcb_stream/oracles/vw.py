@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from regcb_stream.bounds import sensitivity_move
+
 F32 = np.float32
 X2_MIN = F32(1.084202e-19) ** 2
 TOLERANCE = F32(1e-6)
@@ -105,8 +107,11 @@ class VWOracle:
         sign = np.array([[1.0], [-1.0]], F32)
         sens = state.sensitivity(row_models, idx, values, score, fake, self.learning_rate)
         distance = (fake - score) * sign
-        search = _bisection if self.bisection else _largest_weight
-        bound = score + sign * sens * search(distance, delta, sens)
+        if self.bisection:
+            move = sens * _bisection(distance, delta, sens)
+        else:
+            move = sensitivity_move(distance.astype(float), sens.astype(float), budget)
+        bound = score + sign * move
         outside = (distance < 1) | ~np.isfinite(sens)  # a score beyond the range's end
         high, low = np.where(outside, sign * np.inf, bound).astype(float)
         shape = phi.shape[:2]
@@ -195,21 +200,6 @@ def _sparse_rows(phi: np.ndarray, models):
     idx = np.argsort(~nonzero, axis=1, kind="stable")[:, :width]
     values = np.take_along_axis(rows, idx, axis=1).astype(F32)
     return rows, row_models, idx, values
-
-
-def _largest_weight(fhat: np.ndarray, delta: F32, sens: np.ndarray) -> np.ndarray:
-    """The largest w <= fhat/sens with ``w (fhat^2 - (fhat - sens w)^2) <= delta``, exactly.
-
-    With ``w = u fhat/sens`` the condition is ``2u^2 - u^3 <= c``, ``c = delta sens /
-    fhat^3``; the left side increases on [0, 1], so w is the root of the cubic in [0, 1]
-    (trigonometric form), or fhat/sens when ``c >= 1``, or 0 when ``delta <= 0``.
-    """
-    f, s = fhat.astype(float), sens.astype(float)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        c = np.clip(float(delta) * s / f**3, 0.0, 1.0)
-        theta = np.arccos(1.0 - 27.0 * c / 16.0)
-        u = 2.0 / 3.0 + 4.0 / 3.0 * np.cos((theta - 2.0 * np.pi) / 3.0)
-        return np.where(delta > 0, np.clip(u, 0.0, 1.0) * f / s, 0.0)
 
 
 def _bisection(fhat: np.ndarray, delta: F32, sens: np.ndarray) -> np.ndarray:
