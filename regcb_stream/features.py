@@ -47,23 +47,34 @@ class FeatureEncoder:
     def context(self, context) -> np.ndarray:
         """Encode one context as a vector of the current dimension."""
         if isinstance(context, Mapping):
-            self._set_kind(sparse=True)
-            keys, values = _checked_items(context)
-            return self._rows([(self._columns("x", keys), values)])[0]
-        self._set_kind(sparse=False)
-        values = _dense_values(context)
-        if self._dense_dim is None:
-            self._dense_dim = values.size
-        elif values.size != self._dense_dim:
-            raise ValueError(
-                f"context has {values.size} features, expected {self._dense_dim} "
-                "(the length of the first context)"
-            )
+            return self._rows([self.context_items(context)])[0]
+        values = self._dense_context(context)
         out = np.empty(self.dim)
         out[0] = self.intercept
         out[1 : 1 + values.size] = values
         out[1 + values.size :] = 0.0
         return out
+
+    def context_items(self, context) -> tuple[list[int], list[float]]:
+        """One context as (columns, values) of its nonzero-able features, no intercept."""
+        if isinstance(context, Mapping):
+            self._set_kind(sparse=True)
+            keys, values = _checked_items(context)
+            return self._columns("x", keys), values
+        values = self._dense_context(context)
+        return list(range(1, values.size + 1)), values.tolist()
+
+    def sparse(self, rows: list[tuple[list[int], list[float]]]) -> tuple[np.ndarray, np.ndarray]:
+        """Padded ``(index, value)`` arrays of shape ``(len(rows), L)`` for (columns,
+        values) rows, with the intercept as column 0."""
+        width = 1 + max(len(columns) for columns, _ in rows)
+        index = np.zeros((len(rows), width), dtype=np.intp)
+        value = np.zeros((len(rows), width))
+        value[:, 0] = self.intercept
+        for i, (columns, values) in enumerate(rows):
+            index[i, 1 : 1 + len(columns)] = columns
+            value[i, 1 : 1 + len(values)] = values
+        return index, value
 
     def contexts(self, contexts) -> np.ndarray:
         """Encode a block of contexts, shape ``(n, D)``."""
@@ -79,6 +90,10 @@ class FeatureEncoder:
 
     def joint(self, context, actions: Sequence[Mapping]) -> np.ndarray:
         """Encode (context, action) pairs for the joint class, shape ``(K, D)``."""
+        return self._rows(self.joint_items(context, actions))
+
+    def joint_items(self, context, actions: Sequence[Mapping]) -> list[tuple[list, list]]:
+        """(columns, values) of each (context, action) pair, no intercept."""
         if isinstance(context, Mapping):
             shared_keys, shared_values = _checked_items(context)
         else:
@@ -94,7 +109,7 @@ class FeatureEncoder:
                 columns += self._columns("xa", [(s, a) for s in shared_keys for a in keys])
                 values += [sv * av for sv in shared_values for av in own]
             rows.append((columns, values))
-        return self._rows(rows)
+        return rows
 
     def _columns(self, kind: str, keys: list) -> list[int]:
         """Columns of feature keys of one kind, registering new keys."""
@@ -121,6 +136,18 @@ class FeatureEncoder:
             v for _, vs in rows for v in vs
         ]
         return out
+
+    def _dense_context(self, context) -> np.ndarray:
+        self._set_kind(sparse=False)
+        values = _dense_values(context)
+        if self._dense_dim is None:
+            self._dense_dim = values.size
+        elif values.size != self._dense_dim:
+            raise ValueError(
+                f"context has {values.size} features, expected {self._dense_dim} "
+                "(the length of the first context)"
+            )
+        return values
 
     def _set_kind(self, sparse: bool) -> None:
         if self._sparse is None:

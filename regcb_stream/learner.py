@@ -14,7 +14,7 @@ from numpy.lib.stride_tricks import as_strided
 from regcb_stream import policies, schedules
 from regcb_stream.bounds import clip_bounds
 from regcb_stream.features import FeatureEncoder
-from regcb_stream.oracles.base import Oracle
+from regcb_stream.oracles.base import Oracle, SparseRows
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
 
@@ -140,6 +140,7 @@ class RegCB:
         self._rule = policies.decision_rule(variant)
         self._range = (float(reward_range[0]), float(reward_range[1]))
         self._oracle = _make_oracle(oracle, self._range)
+        self._sparse_input = getattr(self._oracle, "sparse_input", False)
         self._encoder = FeatureEncoder(cross=cross, intercept=intercept)
         self._rng = np.random.default_rng(seed)
         self._labels: dict = {}  # action label -> model id (product class)
@@ -284,7 +285,10 @@ class RegCB:
         self._next_rebuild = schedules.next_rebuild(self.schedule, self._n_labels)
 
     def _features(self, contexts, actions: Sequence):
-        """``(phi, models)`` of shape ``(n, K, D)`` and ``(K,)`` for the oracle."""
+        """``(phi, models)`` of shape ``(n, K, D)`` and ``(K,)`` for the oracle (``phi`` as
+        ``SparseRows`` for oracles with ``sparse_input``)."""
+        if self._sparse_input:
+            return self._sparse_features(contexts, actions)
         if self._is_joint(actions):
             rows = [self._encoder.joint(c, actions) for c in contexts]
             phi = np.stack([_widen(r, self._encoder.dim) for r in rows])
@@ -297,8 +301,25 @@ class RegCB:
         self._oracle.grow(max(len(self._labels), 1), self._encoder.dim)
         return phi, models
 
+    def _sparse_features(self, contexts, actions: Sequence):
+        encoder, n, k = self._encoder, len(contexts), len(actions)
+        if self._is_joint(actions):
+            items = [row for c in contexts for row in encoder.joint_items(c, actions)]
+            index, value = (a.reshape(n, k, -1) for a in encoder.sparse(items))
+            models = np.zeros(k, dtype=np.intp)
+        else:
+            index, value = encoder.sparse([encoder.context_items(c) for c in contexts])
+            index, value = (as_strided(a, (n, k, a.shape[1]), (a.strides[0], 0, a.strides[1]),
+                                       writeable=False) for a in (index, value))
+            models = self._model_ids(actions)
+        self._oracle.grow(max(len(self._labels), 1), encoder.dim)
+        return SparseRows(index, value, encoder.dim), models
+
     def _learn_features(self, contexts, actions: Sequence):
-        """Features ``(n, D)`` and model ids ``(n,)`` of a block of played actions."""
+        """Features ``(n, D)`` (for sparse oracles, a list of nonzero ``(index, value)``
+        pairs) and model ids ``(n,)`` of a block of played actions."""
+        if self._sparse_input:
+            return self._sparse_learn_features(contexts, actions)
         if self._is_joint(actions):
             rows = [self._encoder.joint(c, [a])[0] for c, a in zip(contexts, actions)]
             x = np.stack([_widen(r, self._encoder.dim) for r in rows])
@@ -308,6 +329,21 @@ class RegCB:
             models = self._played_ids(actions)
         self._oracle.grow(max(len(self._labels), 1), self._encoder.dim)
         return x, models
+
+    def _sparse_learn_features(self, contexts, actions: Sequence):
+        encoder = self._encoder
+        if self._is_joint(actions):
+            items = [encoder.joint_items(c, [a])[0] for c, a in zip(contexts, actions)]
+            models = np.zeros(len(items), dtype=np.intp)
+        else:
+            items = [encoder.context_items(c) for c in contexts]
+            models = self._played_ids(actions)
+        pairs = []
+        for columns, values in items:
+            index, value = np.array([0, *columns], np.intp), np.array([self.intercept, *values])
+            pairs.append((index[value != 0], value[value != 0]))
+        self._oracle.grow(max(len(self._labels), 1), encoder.dim)
+        return pairs, models
 
     def _is_joint(self, actions: Sequence) -> bool:
         if len(actions) == 0:

@@ -9,6 +9,7 @@ import pytest
 from vowpalwabbit import Workspace
 
 from regcb_stream import RegCB, checks
+from regcb_stream.oracles.base import SparseRows
 from regcb_stream.oracles.vw import VWOracle, _bisection
 from regcb_stream.synthetic import LinearProblem
 from test_cli import TRAIN, VW_TESTS, needs, run_cli
@@ -80,14 +81,15 @@ def _trained(n=200, seed=0):
     oracle.reward_range = (0.0, 1.0)
     oracle.grow(3, 4)
     for t, (x, r) in enumerate(zip(X, R)):
-        oracle.learn(x, t % 3, r[t % 3])
+        oracle.learn((np.arange(4), x), t % 3, r[t % 3])
     oracle.rebuild()
     return oracle, X
 
 
 def test_bounds_contain_the_prediction_and_grow_with_the_budget():
     oracle, X = _trained()
-    phi = np.broadcast_to(X[:20, None, :], (20, 3, 4))
+    index = np.broadcast_to(np.arange(4), (20, 3, 4))
+    phi = SparseRows(index, np.broadcast_to(X[:20, None, :], (20, 3, 4)), dim=4)
     widths = []
     for budget in (0.0, 0.01, 0.1, 1.0):
         prediction, low, high = oracle.bounds(phi, np.arange(3), budget)

@@ -12,15 +12,33 @@ as views); the joint class (Option II, VW's ADF) passes per-action features and
 Learning changes the live statistics only; the answers of ``predict`` and ``bounds`` come
 from the decision state frozen at the last ``rebuild`` (the epoch boundary).
 
+Oracles that set ``sparse_input = True`` (those whose cost grows with the number of nonzero
+features, not with D) receive ``SparseRows`` instead of ``phi`` and learn from an
+``(index, value)`` pair of 1-D arrays instead of a dense ``x``: that is how contexts with
+up to millions of distinct features are learned without a dense row ever being built.
+
 Oracles whose bounds depend on the reward range (sensitivity rules place fake labels one
 beyond each end) have a ``reward_range`` attribute; the learner sets it to its own.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
+
+
+class SparseRows(NamedTuple):
+    """(context, action) feature rows as padded arrays: ``index`` and ``value`` of shape
+    ``(n, K, L)`` (padding has value 0), for oracles with ``sparse_input = True``."""
+
+    index: np.ndarray
+    value: np.ndarray
+    dim: int
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.index.shape[0], self.index.shape[1], self.dim
 
 
 @runtime_checkable

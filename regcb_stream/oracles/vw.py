@@ -34,8 +34,11 @@ class VWOracle:
     VW learns a ``--cb_explore_adf`` label with importance weight ``events / actions``
     (labelled examples over their total number of actions, so ``1/K`` for a constant K);
     this oracle does the same, taking the number of actions from its last decision.
-    Costs: O(nonzero features) per label and per (context, action) bound; a rebuild
-    copies the state (O(models x features)).
+    It takes sparse input (``sparse_input``): costs are O(nonzero features) per label and
+    per (context, action) bound whatever the number of distinct features, and its state is
+    3 float32 numbers per (model, feature) seen, so contexts with up to millions of distinct
+    features fit (2^18 features and 4 models: 12 MB). A rebuild copies only the entries that
+    learned since the last one into the frozen state.
 
     Parameters
     ----------
@@ -49,17 +52,20 @@ class VWOracle:
 
     Examples
     --------
+    >>> from regcb_stream.oracles.base import SparseRows
     >>> oracle = VWOracle()
     >>> oracle.grow(n_models=1, dim=2)
     >>> for _ in range(20):
-    ...     oracle.learn(np.array([1.0, 0.5]), 0, 1.0)
+    ...     oracle.learn((np.array([0, 1]), np.array([1.0, 0.5])), 0, 1.0)
     >>> oracle.rebuild()
-    >>> phi = np.array([[[1.0, 0.5]]])
+    >>> phi = SparseRows(np.array([[[0, 1]]]), np.array([[[1.0, 0.5]]]), dim=2)
     >>> prediction, low, high = oracle.bounds(phi, np.array([0]), budget=0.01)
     >>> float(prediction[0, 0].round(3)), bool(low[0, 0] < prediction[0, 0] < high[0, 0])
     (1.0, True)
 
     """
+
+    sparse_input = True
 
     def __init__(self, learning_rate: float = 0.5, bisection: bool = True):
         self.learning_rate = learning_rate
@@ -69,37 +75,41 @@ class VWOracle:
         self._n_actions = 1  # of the last decision: VW's importance-weight normaliser
         self._events = 0
         self._action_sum = 0
+        self._touched: list[tuple[int, np.ndarray]] = []  # (model, features) since a rebuild
 
     def grow(self, n_models: int, dim: int) -> None:
         self._live.grow(n_models, dim)
         self._frozen.grow(n_models, dim)
 
-    def learn(self, x: np.ndarray, model: int, y: float, weight: float = 1.0) -> None:
-        """VW's ``gd`` update on one example, with weight ``weight * events / actions``."""
+    def learn(self, x, model: int, y: float, weight: float = 1.0) -> None:
+        """VW's ``gd`` update on one example (``x``: nonzero ``(index, value)`` arrays), with
+        weight ``weight * events / actions``."""
         self._events += 1
         self._action_sum += self._n_actions
         weight = F32(weight * self._events / self._action_sum)
-        idx = np.flatnonzero(x)
-        self._live.update(model, idx, x[idx].astype(F32), F32(y), weight, F32(self.learning_rate))
+        idx, value = x
+        self._live.update(model, idx, value.astype(F32), F32(y), weight, F32(self.learning_rate))
+        self._touched.append((model, idx))
 
     def learn_many(self, x, models, y, weight) -> None:
         for row, model, target, w in zip(x, models.tolist(), y.tolist(), weight.tolist()):
             self.learn(row, model, target, w)
 
     def rebuild(self) -> None:
-        self._frozen = self._live.copy()
+        self._frozen.copy_from(self._live, self._touched)
+        self._touched.clear()
 
-    def predict(self, phi: np.ndarray, models) -> np.ndarray:
+    def predict(self, phi, models) -> np.ndarray:
         self._n_actions = phi.shape[1]
-        rows, row_models, idx, values = _sparse_rows(phi, models)
+        row_models, idx, values = _flat_rows(phi, models)
         return self._frozen.scores(row_models, idx, values).reshape(phi.shape[:2])
 
-    def bounds(self, phi: np.ndarray, models, budget: float):
+    def bounds(self, phi, models, budget: float):
         """Score and VW's sensitivity bounds: the fake labels are one beyond each end of
         the reward range (``reward_range``, which the learner sets to its own)."""
         low_end, high_end = self.reward_range
         self._n_actions = phi.shape[1]
-        _, row_models, idx, values = _sparse_rows(phi, models)
+        row_models, idx, values = _flat_rows(phi, models)
         state = self._frozen
         score = state.scores(row_models, idx, values)
         delta = F32(budget) if budget > 0 else F32(-np.inf)
@@ -131,13 +141,21 @@ class _State:
     def empty(cls) -> _State:
         return cls(*(np.zeros((0, 0), F32) for _ in range(3)), [0.0, 0.0, 0.0, 0.0])
 
-    def copy(self) -> _State:
-        counters = [self.total, self.norm_sum, self.label_min, self.label_max]
-        return _State(self.w.copy(), self.g.copy(), self.s.copy(), counters)
+    def copy_from(self, other: _State, touched) -> None:
+        """Take ``other``'s counters and its entries at the (model, features) touched."""
+        for model, idx in touched:
+            for name in ("w", "g", "s"):
+                getattr(self, name)[model, idx] = getattr(other, name)[model, idx]
+        self.total, self.norm_sum = other.total, other.norm_sum
+        self.label_min, self.label_max = other.label_min, other.label_max
 
     def grow(self, n_models: int, dim: int) -> None:
-        m, d = max(n_models, self.w.shape[0]), max(dim, self.w.shape[1])
-        if (m, d) != self.w.shape:
+        """Room for ``n_models`` x ``dim`` (capacity doubles, so growing one feature at a
+        time costs O(1) amortized)."""
+        m0, d0 = self.w.shape
+        if n_models > m0 or dim > d0:
+            m = max(n_models, 2 * m0 if n_models > m0 else m0)
+            d = max(dim, 2 * d0 if dim > d0 else d0)
             for name in ("w", "g", "s"):
                 old = getattr(self, name)
                 new = np.zeros((m, d), F32)
@@ -153,11 +171,11 @@ class _State:
         grad = F32(4) * (score - fake) ** 2  # per side and row: fake has shape (sides, 1)
         g = self.g[models[:, None], idx] + grad[..., None] * x2
         s = np.maximum(self.s[models[:, None], idx], np.abs(values))
-        active = values != 0
-        norm_x = np.where(active, x2 / (s * s), 0).sum(axis=-1, dtype=F32)
-        rate = np.where(active, x2 / np.sqrt(g) / s, 0).sum(axis=-1, dtype=F32)
-        multiplier = np.sqrt((F32(self.total) + F32(1)) / (F32(self.norm_sum) + norm_x))
+        active = values != 0  # padding has value 0 (and normalizer 0)
         with np.errstate(divide="ignore", invalid="ignore"):
+            norm_x = np.where(active, x2 / (s * s), 0).sum(axis=-1, dtype=F32)
+            rate = np.where(active, x2 / np.sqrt(g) / s, 0).sum(axis=-1, dtype=F32)
+            multiplier = np.sqrt((F32(self.total) + F32(1)) / (F32(self.norm_sum) + norm_x))
             return F32(eta) * rate * multiplier
 
     def update(self, model: int, idx, x, y, weight, eta) -> None:
@@ -188,18 +206,13 @@ class _State:
         w[idx] += step * multiplier * x * rate
 
 
-def _sparse_rows(phi: np.ndarray, models):
-    """Rows of (context, action) features as padded (index, value) arrays, with models."""
-    n, k, d = phi.shape
-    rows = phi.reshape(n * k, d) if phi.strides[1] else np.repeat(phi[:, 0, :], k, axis=0)
+def _flat_rows(phi, models):
+    """Model, feature indices and float32 values per (context, action) row of sparse rows."""
+    n, k, _ = phi.shape
     if isinstance(models, slice):
         models = np.arange(models.start, models.stop)
-    row_models = np.tile(models, n)
-    nonzero = rows != 0
-    width = max(int(nonzero.sum(axis=1).max(initial=0)), 1)
-    idx = np.argsort(~nonzero, axis=1, kind="stable")[:, :width]
-    values = np.take_along_axis(rows, idx, axis=1).astype(F32)
-    return rows, row_models, idx, values
+    idx = phi.index.reshape(n * k, -1)
+    return np.tile(models, n), idx, phi.value.reshape(n * k, -1).astype(F32)
 
 
 def _bisection(fhat: np.ndarray, delta: F32, sens: np.ndarray) -> np.ndarray:
