@@ -12,7 +12,14 @@ from __future__ import annotations
 from regcb_stream.learner import Decision, RegCB
 from regcb_stream.oracles.base import Oracle
 from regcb_stream.oracles.ridge import RidgeOracle
-from regcb_stream.oracles.river import RiverOracle
 from regcb_stream.oracles.vw import VWOracle
 
 __all__ = ["Decision", "Oracle", "RegCB", "RidgeOracle", "RiverOracle", "VWOracle"]
+
+
+def __getattr__(name: str):
+    if name == "RiverOracle":  # imported on first use: River takes a second to import
+        from regcb_stream.oracles.river import RiverOracle
+
+        return RiverOracle
+    raise AttributeError(f"module 'regcb_stream' has no attribute {name!r}")

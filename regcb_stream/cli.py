@@ -20,6 +20,7 @@ import sys
 from regcb_stream.driver import Driver, StreamSettings
 from regcb_stream.io.vw_text import VWParseError, iter_adf, iter_cb
 from regcb_stream.learner import RegCB
+from regcb_stream.oracles.vw import VWOracle
 from regcb_stream.persist import load_model, save_model
 from regcb_stream.progress import ProgressTable
 
@@ -78,9 +79,10 @@ def make_learner(args) -> RegCB:
     """The learner the flags describe (costs become rewards -cost)."""
     budget = {"budget": "beta", "beta": args.beta} if args.beta is not None else {
         "budget": "mellowness", "mellowness": args.mellowness}
+    oracle = VWOracle(bisection=args.vw_compat) if args.oracle == "vw" else args.oracle
     return RegCB(
         "optimistic" if args.regcbopt else "elimination",
-        oracle=args.oracle,
+        oracle=oracle,
         schedule=args.schedule,
         reward_range=(-args.cb_max_cost, -args.cb_min_cost),
         seed=args.random_seed,

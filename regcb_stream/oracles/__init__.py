@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from regcb_stream.oracles.base import Oracle
 from regcb_stream.oracles.ridge import RidgeOracle
-from regcb_stream.oracles.river import RiverOracle
 from regcb_stream.oracles.vw import VWOracle
 
 __all__ = ["Oracle", "RidgeOracle", "RiverOracle", "VWOracle"]
+
+
+def __getattr__(name: str):
+    if name == "RiverOracle":  # imported on first use: River takes a second to import
+        from regcb_stream.oracles.river import RiverOracle
+
+        return RiverOracle
+    raise AttributeError(f"module 'regcb_stream.oracles' has no attribute {name!r}")

@@ -45,10 +45,10 @@ class VWOracle:
     learning_rate
         VW's ``-l`` (0.5).
     bisection
-        Find the weight with VW's 20-step float32 bisection (the default: VW's decisions),
-        or, with False, as the exact root of the cubic that bisection approximates (VW's
-        search stops at its lower end, coarsely when the budget is small: the bounds are
-        then up to ~1e-2 wider than VW's).
+        Find the weight with VW's 20-step float32 bisection (``--vw_compat``: VW's
+        decisions) instead of the exact root of the cubic it approximates (the default:
+        VW's search stops at the lower end of its bracket, which can be 0 when its early
+        stop fires, and is coarse when the budget is small; it is also 20 numpy passes).
 
     Examples
     --------
@@ -67,7 +67,7 @@ class VWOracle:
 
     sparse_input = True
 
-    def __init__(self, learning_rate: float = 0.5, bisection: bool = True):
+    def __init__(self, learning_rate: float = 0.5, bisection: bool = False):
         self.learning_rate = learning_rate
         self.bisection = bisection
         self._live = _State.empty()
