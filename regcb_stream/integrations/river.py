@@ -1,0 +1,274 @@
+"""RegCB in River's conventions: a contextual-bandit policy and a VW text stream reader.
+
+`RegCBPolicy` follows ``river.bandit``: ``pull(arm_ids, context)`` picks an arm and
+``update(arm_id, context, reward)`` learns, in the argument order of River's
+``ContextualPolicy`` (the order ``river.bandit.evaluate_offline`` calls). The confidence
+bounds come from RegCB's exact ridge oracle, from a River regressor or pipeline (through
+`regcb_stream.RiverOracle`), or from any oracle object RegCB accepts; a River
+transformer or pipeline of transformers, e.g. ``preprocessing.StandardScaler()``, maps the
+contexts first and learns online from the contexts of the updates, as a River pipeline
+learns its unsupervised steps. `iter_vw` reads VW contextual-bandit text the way
+``river.stream.iter_libsvm`` reads LIBSVM.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import typing
+from collections.abc import Mapping
+
+from river import bandit
+from river.stream import utils
+
+from regcb_stream.io.vw_features import flatten, flatten_adf
+from regcb_stream.io.vw_text import iter_adf, iter_cb
+from regcb_stream.learner import RegCB
+
+if typing.TYPE_CHECKING:
+    from river import base
+
+__all__ = ["LoggedLabel", "RegCBPolicy", "iter_vw"]
+
+
+def _as_oracle(oracle):
+    """River regressors (anything with ``learn_one``) become a `RiverOracle`."""
+    if hasattr(oracle, "learn_one"):
+        from regcb_stream.oracles.river import RiverOracle
+
+        return RiverOracle(oracle)
+    return oracle
+
+
+class RegCBPolicy(bandit.base.ContextualPolicy):
+    """RegCB (Foster et al., 2018) as a River contextual-bandit policy.
+
+    Use it where a ``river.bandit`` policy fits, when the reward of an arm depends on the
+    context: arms are offered per round (labels, or dicts of arm features for the joint
+    model of VW's ADF format), and the policy samples an arm from RegCB's distribution.
+    The probability of each pull is kept for the matching ``update``; `distribution` gives
+    the whole distribution without sampling.
+
+    Parameters
+    ----------
+    variant
+        ``"elimination"`` or ``"optimistic"``.
+    preprocessor
+        A River transformer or pipeline of transformers applied to the contexts (copied, so
+        the object given is left untouched). ``update`` learns it on the context before
+        transforming it; ``pull`` only transforms. None passes contexts through.
+    oracle
+        ``"ridge"`` (exact ridge bounds), a River regressor or pipeline that honours sample
+        weights (used through `regcb_stream.RiverOracle`: sensitivity bounds), or an oracle
+        object for `regcb_stream.RegCB`.
+    beta
+        The paper's budget on the normalized squared risk.
+    schedule
+        When RegCB rebuilds its decision state: ``"online"``, ``"sqrt2"`` or ``"doubling"``.
+    reward_range
+        ``(low, high)`` of the rewards (maximized); rewards outside it are refused.
+    seed
+        Seed of the sampler.
+
+    Attributes
+    ----------
+    learner
+        The `regcb_stream.RegCB` learner behind the policy.
+
+    Examples
+    --------
+    >>> from river import preprocessing
+    >>> policy = RegCBPolicy(preprocessor=preprocessing.StandardScaler(), beta=1e-3, seed=1)
+    >>> arms = ["left", "right", "stay"]
+    >>> for t in range(300):
+    ...     context = {"x": 10.0 * (t % 2), "y": 5.0}
+    ...     arm = policy.pull(arms, context)
+    ...     policy.update(arm, context, 1.0 if arm == ("left" if t % 2 else "right") else 0.0)
+    >>> policy.distribution(arms, {"x": 10.0, "y": 5.0})
+    [1.0, 0.0, 0.0]
+    >>> policy.distribution(arms, {"x": 0.0, "y": 5.0})
+    [0.0, 1.0, 0.0]
+
+    References
+    ----------
+    [^1]: [Foster, D. J., Agarwal, A., Dudik, M., Luo, H. and Schapire, R. E. (2018).
+    Practical Contextual Bandits with Regression Oracles. ICML.](https://arxiv.org/abs/1803.01088)
+
+    """
+
+    def __init__(
+        self,
+        variant: str = "elimination",
+        *,
+        preprocessor: base.Transformer | None = None,
+        oracle="ridge",
+        beta: float = 1e-3,
+        schedule: str = "online",
+        reward_range: tuple[float, float] = (0.0, 1.0),
+        seed: int | None = 0,
+    ):
+        super().__init__(reward_obj=None, reward_scaler=None, burn_in=0)
+        self.variant = variant
+        self.preprocessor = preprocessor
+        self.oracle = oracle
+        self.beta = beta
+        self.schedule = schedule
+        self.reward_range = reward_range
+        self.seed = seed
+        self._learner = RegCB(
+            variant, oracle=_as_oracle(oracle), beta=beta, schedule=schedule,
+            reward_range=reward_range, seed=seed,
+        )
+        self._preprocessor = copy.deepcopy(preprocessor)
+        self._pulled: tuple | None = None  # (arm key, probability) of the last pull
+
+    @classmethod
+    def _unit_test_params(cls):
+        from river import preprocessing
+
+        yield {"preprocessor": preprocessing.StandardScaler()}
+
+    @property
+    def learner(self) -> RegCB:
+        return self._learner
+
+    def pull(self, arm_ids: list, context: dict | None = None):
+        """Sample an arm among ``arm_ids`` for ``context`` (RegCB has no burn-in phase)."""
+        return self._pull(arm_ids, context)
+
+    def _pull(self, arm_ids, context):
+        arm, prob, _ = self._learner.predict(self._transform(context), list(arm_ids))
+        self._pulled = (_arm_key(arm), prob)
+        return arm
+
+    def distribution(self, arm_ids: list, context: dict | None = None) -> list[float]:
+        """Probability of pulling each of ``arm_ids`` (in their order) for ``context``."""
+        return self._learner.pmf(self._transform(context), list(arm_ids))
+
+    def pmf(self, context, actions: list) -> list[float]:
+        """`distribution` in the argument order of ``RegCB.pmf`` (for `regcb_stream.ope`)."""
+        return self.distribution(actions, context)
+
+    def update(self, arm_id, context, reward: float, prob: float | None = None):
+        """Learn the ``reward`` of ``arm_id`` for ``context``.
+
+        ``prob`` is the probability with which the arm was played; by default that of the
+        last pull if it was this arm, else 1. RegCB's regression is unweighted, so it is
+        only checked, as `regcb_stream.RegCB.learn` does.
+        """
+        key = _arm_key(arm_id)
+        if prob is None:
+            prob = self._pulled[1] if self._pulled and self._pulled[0] == key else 1.0
+        if self._preprocessor is not None:
+            self._preprocessor.learn_one(_as_dict(context))
+        self._learner.learn(self._transform(context), arm_id, reward, prob)
+        super().update(key, None, reward)
+
+    def _transform(self, context):
+        if self._preprocessor is None:
+            return {} if context is None else context
+        return self._preprocessor.transform_one(_as_dict(context))
+
+
+def _as_dict(context) -> dict:
+    if context is None:
+        return {}
+    if not isinstance(context, Mapping):
+        raise TypeError(f"a preprocessor needs dict contexts (River's), got {context!r}")
+    return dict(context)
+
+
+def _arm_key(arm):
+    """A hashable key of an arm for River's per-arm statistics (dict arms: their items)."""
+    return tuple(arm.items()) if isinstance(arm, Mapping) else arm
+
+
+class LoggedLabel(typing.NamedTuple):
+    """The logged choice of a VW example: its position in ``actions``, its cost and the
+    probability it was played with (None for VW's test label ``action:cost``)."""
+
+    index: int
+    cost: float
+    prob: float | None
+
+
+def iter_vw(
+    filepath_or_buffer,
+    adf: bool = False,
+    n_actions: int | None = None,
+    *,
+    interactions: typing.Iterable[str] = (),
+    merge_shared: bool = False,
+) -> typing.Iterator[tuple[dict, list, LoggedLabel | None]]:
+    """Iterate over VW contextual-bandit text, one ``(context, actions, label)`` per example.
+
+    Features are flattened to dicts keyed ``"ns^feature"`` (see `regcb_stream.io.vw_features`)
+    without VW's constant feature (RegCB adds its own intercept). Single-line input
+    (``--cb_explore K``): ``actions`` are VW's action ids ``[1, ..., K]``. ADF input: the
+    context is the ``shared`` line's features and ``actions`` one dict per action line; with
+    ``merge_shared`` the context is ``{}`` and each action dict also holds the shared
+    features and the ``-q`` crosses between shared and action namespaces, as VW (and
+    ``regcb-stream --cb_explore_adf``) sees them. ``label`` is None for an unlabelled example.
+
+    Parameters
+    ----------
+    filepath_or_buffer
+        A path (``.gz`` and ``.zip`` are decompressed) or a text buffer (not closed here).
+    adf
+        Multi-line ADF examples instead of single-line ones.
+    n_actions
+        K, for single-line input.
+    interactions
+        VW's ``-q`` crosses (``"sa"``), computed within each line unless ``merge_shared``.
+    merge_shared
+        ADF only: merge the shared features into each action, as VW does.
+
+    Examples
+    --------
+    >>> import io
+    >>> data = io.StringIO('''2:1:0.5 |s x:2 y
+    ... |s x:-1
+    ... ''')
+    >>> for context, actions, label in iter_vw(data, n_actions=3):
+    ...     print(context, actions, label)
+    {'s^x': 2.0, 's^y': 1.0} [1, 2, 3] LoggedLabel(index=1, cost=1.0, prob=0.5)
+    {'s^x': -1.0} [1, 2, 3] None
+    >>> data = io.StringIO("shared |u a\\n|x b\\n0:0.5:0.25 |x c\\n\\n")
+    >>> next(iter_vw(data, adf=True))
+    ({'u^a': 1.0}, [{'x^b': 1.0}, {'x^c': 1.0}], LoggedLabel(index=1, cost=0.5, prob=0.25))
+
+    """
+    if not adf and (n_actions is None or n_actions < 1):
+        raise ValueError(f"single-line input needs n_actions >= 1, got {n_actions!r}")
+    interactions = tuple(interactions)
+    should_close = isinstance(filepath_or_buffer, (str, os.PathLike))
+    buffer = _open(filepath_or_buffer) if should_close else filepath_or_buffer
+    try:
+        if adf:
+            for ex in iter_adf(buffer):
+                yield (*_adf_inputs(ex, interactions, merge_shared), _logged(ex.label, 0))
+        else:
+            for ex in iter_cb(buffer, n_actions):
+                context = flatten(ex.features, interactions, constant=False)
+                yield context, list(range(1, n_actions + 1)), _logged(ex.label, 1)
+    finally:
+        if should_close:
+            buffer.close()
+
+
+def _open(path) -> typing.TextIO:
+    if os.path.splitext(path)[1] in (".gz", ".zip"):
+        return utils.open_filepath(path, "infer")
+    return open(path, encoding="utf-8", newline="\n")  # as VW: a lone \r ends no line
+
+
+def _adf_inputs(example, interactions: tuple, merge_shared: bool) -> tuple[dict, list]:
+    if merge_shared:
+        return {}, flatten_adf(example.shared, example.actions, interactions, constant=False)
+    context = flatten(example.shared or (), interactions, constant=False)
+    return context, [flatten(a, interactions, constant=False) for a in example.actions]
+
+
+def _logged(label, first: int) -> LoggedLabel | None:
+    """The parser's label as a position in ``actions`` (its action ids start at ``first``)."""
+    return None if label is None else LoggedLabel(label.action - first, label.cost, label.prob)
