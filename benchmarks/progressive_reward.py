@@ -39,6 +39,7 @@ import functools
 import json
 import multiprocessing
 import pathlib
+import subprocess
 import sys
 import time
 
@@ -264,13 +265,14 @@ def _header(meta: dict) -> list[str]:
         "# Progressive reward: ridge-RegCB vs VW's RegCB",
         "",
         f"- command: `{meta['command']}`",
+        f"- code: {meta['code']}",
         f"- date: {meta['date']}; total runtime {meta['runtime']:.0f} s "
         f"({meta['tasks']} runs, {meta['jobs']} worker processes)",
         f"- streams: {', '.join(meta['datasets'])}, clean and noisy; {length}; "
         f"seeds {meta['seeds']} (same stream and sampler seed for every algorithm)",
         "- ours: RegCB elimination / optimistic, ridge oracle, schedule `online`, the paper's "
-        "constant budget β ∈ {1e-1, …, 1e-8} and VW's logarithmic budget (`budget=\"mellowness\"`,"
-        " c0 ∈ {1e-4, 1e-3, 1e-2, 1e-1}): 24 settings",
+        "constant budget β ∈ {1e-1, …, 1e-8} and VW's logarithmic budget "
+        "(`budget=\"mellowness\"`, c0 ∈ {1e-4, 1e-3, 1e-2, 1e-1}): 24 settings",
         "- VW: `--cb_explore_adf -q sa --regcb` / `--regcbopt`, mellowness c0 ∈ "
         "{1e-4, 1e-3, 1e-2, 1e-1}, cost encodings `01` (cost 1 − r) and `-10` (cost −r, "
         "`--cb_min_cost -1 --cb_max_cost 0`)",
@@ -302,6 +304,17 @@ def _short(label: str) -> str:
     return label.split(" ", 1)[1]
 
 
+def code_version() -> str:
+    """Commit of the repository, noting uncommitted changes to the package."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "regcb_stream")
+    return commit + (" + uncommitted changes in regcb_stream/" if dirty else "")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1")
@@ -329,6 +342,7 @@ def main(argv: list[str] | None = None) -> None:
     records = run_all(tasks, args.jobs, log=lambda msg: print(msg, file=sys.stderr))
     meta = {
         "command": " ".join(["python", *sys.argv]),
+        "code": code_version(),
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         "runtime": time.perf_counter() - start, "tasks": len(tasks), "jobs": args.jobs,
         "datasets": datasets, "rounds": args.rounds, "seeds": seeds,

@@ -32,6 +32,7 @@ import itertools
 import os
 import pathlib
 import platform
+import subprocess
 import sys
 import time
 
@@ -186,7 +187,7 @@ def render(rows: list[dict], meta: dict) -> str:
         "# Throughput: RegCB vs Vowpal Wabbit driven from Python",
         "",
         f"- command: `{meta['command']}`",
-        f"- date: {meta['date']}",
+        f"- date: {meta['date']}; code: {meta['code']}",
         f"- machine: nproc {meta['nproc']} ({meta['cpu']}), load average before the run "
         f"{meta['load']}; python {meta['python']}, numpy {meta['numpy']}, "
         f"vowpalwabbit {meta['vowpalwabbit']}",
@@ -239,6 +240,7 @@ def machine(args: argparse.Namespace) -> dict:
         pass
     return {
         "command": " ".join(["python", *sys.argv]),
+        "code": code_version(),
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         "nproc": os.cpu_count(),
         "cpu": cpu,
@@ -249,6 +251,17 @@ def machine(args: argparse.Namespace) -> dict:
         "rounds": args.rounds,
         "reps": args.reps,
     }
+
+
+def code_version() -> str:
+    """Commit of the repository, noting uncommitted changes to the package."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "regcb_stream")
+    return commit + (" + uncommitted changes in regcb_stream/" if dirty else "")
 
 
 def main(argv: list[str] | None = None) -> None:

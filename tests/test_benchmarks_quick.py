@@ -75,7 +75,7 @@ def test_throughput_report(vehicle) -> None:
     tp.check_vectorized(X, R, rows)
     assert all(row["same_actions"] for row in rows if row["kind"] == "vectorized")
     assert all(row["rounds_per_sec"] > 0 for row in rows)
-    meta = {key: "x" for key in ("command", "date", "nproc", "cpu", "load", "python",
+    meta = {key: "x" for key in ("command", "code", "date", "nproc", "cpu", "load", "python",
                                  "numpy", "vowpalwabbit", "reps")}
     text = tp.render(rows, {**meta, "rounds": ROUNDS})
     assert text.count("\n| ") == len(rows) + 1
@@ -102,6 +102,6 @@ def test_progressive_reward_records(vehicle) -> None:
     ]  # deterministic
     rows = pr.summarize(records)
     assert [row["stream"] for row in rows] == ["vehicle (clean)", "vehicle (noisy)"]
-    meta = {"command": "x", "date": "x", "runtime": 0.0, "tasks": len(tasks), "jobs": 1,
-            "datasets": ["vehicle"], "rounds": ROUNDS, "seeds": [0]}
+    meta = {"command": "x", "code": "x", "date": "x", "runtime": 0.0, "tasks": len(tasks),
+            "jobs": 1, "datasets": ["vehicle"], "rounds": ROUNDS, "seeds": [0]}
     assert "Bar: best fixed ridge-RegCB" in pr.render(records, meta)
