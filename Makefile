@@ -26,6 +26,8 @@ test: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/throughput.py
 	$(BIN)/python benchmarks/progressive_reward.py
+	$(BIN)/python benchmarks/cli_throughput.py
+	$(BIN)/python benchmarks/soak.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

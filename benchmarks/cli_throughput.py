@@ -42,6 +42,8 @@ OURS = [  # (format, extra flags)
     ("single", "--schedule doubling"),
     ("adf", "--schedule online"),
     ("adf", "--schedule sqrt2"),
+    ("adf", "--schedule online --oracle vw"),
+    ("single", "--schedule online --oracle vw"),
 ]
 
 
