@@ -12,9 +12,11 @@ with no action lines (a lone ``shared`` line) gives an empty line plus the separ
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 
+@functools.lru_cache(maxsize=4096)  # a stream's distributions repeat a few values (0, 1/k)
 def format_prob(p: float) -> str:
     """One probability as VW 9 prints it: 6 decimals, trailing zeros and dot removed.
 
