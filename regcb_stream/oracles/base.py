@@ -69,5 +69,6 @@ class Oracle(Protocol):
         ``(n, K)`` each.
 
         The version space holds the regressors whose summed squared loss on the data
-        seen before the last rebuild exceeds the minimum by at most ``budget``.
+        seen before the last rebuild (plus the regressor's own penalty, for regularized
+        oracles such as ridge) exceeds the minimum by at most ``budget``.
         """
