@@ -39,7 +39,6 @@ import functools
 import json
 import multiprocessing
 import pathlib
-import subprocess
 import sys
 import time
 
@@ -47,7 +46,8 @@ import numpy as np
 
 from regcb_stream import RegCB
 from regcb_stream.bench.datasets import bandit_stream
-from regcb_stream.bench.reference import full_information_reward, uniform_reward
+from regcb_stream.bench.provenance import code_version
+from regcb_stream.bench.reference import full_information_reward, learner_reward, uniform_reward
 from regcb_stream.bench.vw_explorers import run_vw
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -103,14 +103,7 @@ def ours_reward(X: np.ndarray, R: np.ndarray, setting: dict, seed: int) -> float
     """Progressive reward of ridge-RegCB (schedule ``"online"``), per-example API."""
     budget = ({"beta": setting["beta"]} if "beta" in setting
               else {"budget": "mellowness", "mellowness": setting["mellowness"]})
-    learner = RegCB(setting["variant"], schedule="online", seed=seed, **budget)
-    actions = list(range(R.shape[1]))
-    total = 0.0
-    for x, rewards in zip(X, R):
-        action, prob, info = learner.predict(x, actions)
-        total += rewards[action]
-        learner.learn(x, action, rewards[action], prob, **info)
-    return float(total / len(X))
+    return learner_reward(RegCB(setting["variant"], schedule="online", seed=seed, **budget), X, R)
 
 
 def run_task(task: dict) -> dict:
@@ -302,17 +295,6 @@ def _family_table(records: list[dict]) -> list[str]:
 def _short(label: str) -> str:
     """The parameter part of a setting label."""
     return label.split(" ", 1)[1]
-
-
-def code_version() -> str:
-    """Commit of the repository, noting uncommitted changes to the package."""
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "regcb_stream")
-    return commit + (" + uncommitted changes in regcb_stream/" if dirty else "")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

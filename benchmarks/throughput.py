@@ -32,7 +32,6 @@ import itertools
 import os
 import pathlib
 import platform
-import subprocess
 import sys
 import time
 
@@ -40,6 +39,7 @@ import numpy as np
 
 from regcb_stream import RegCB
 from regcb_stream.bench.datasets import bandit_stream
+from regcb_stream.bench.provenance import code_version
 from regcb_stream.bench.vw_explorers import run_vw
 from regcb_stream.schedules import rebuild_points
 
@@ -251,17 +251,6 @@ def machine(args: argparse.Namespace) -> dict:
         "rounds": args.rounds,
         "reps": args.reps,
     }
-
-
-def code_version() -> str:
-    """Commit of the repository, noting uncommitted changes to the package."""
-    def git(*args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "regcb_stream")
-    return commit + (" + uncommitted changes in regcb_stream/" if dirty else "")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,6 +21,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from regcb_stream.oracles.base import learn_row_by_row
+
 
 class SearchResult(NamedTuple):
     """A bound from :func:`binsearch` and the number of regressor fits it took."""
@@ -215,10 +217,7 @@ class BinSearchOracle:
         self._live[model].append((np.array(x, dtype=float), float(y), float(weight)))
         self._changed.add(model)
 
-    def learn_many(self, x, models, y, weight) -> None:
-        """Store a block of examples, row by row."""
-        for row, model, target, w in zip(x, np.asarray(models).tolist(), y, weight):
-            self.learn(row, model, target, w)
+    learn_many = learn_row_by_row
 
     def rebuild(self) -> None:
         """Freeze the datasets of the models that learned and fit each once."""

@@ -22,6 +22,18 @@ import numpy as np
 from regcb_stream.schedules import rebuild_points
 
 
+def learner_reward(learner, X: np.ndarray, R: np.ndarray) -> float:
+    """Progressive reward of a learner (``predict``/``learn``) over one pass of a stream:
+    the mean reward of the actions it chose while learning."""
+    actions = list(range(R.shape[1]))
+    total = 0.0
+    for x, rewards in zip(X, R):
+        action, prob, info = learner.predict(x, actions)
+        total += rewards[action]
+        learner.learn(x, action, rewards[action], prob, **info)
+    return float(total / len(X))
+
+
 def uniform_reward(R: np.ndarray) -> float:
     """Expected progressive reward of uniform random play on rewards ``R`` (n, K)."""
     return float(R.mean())

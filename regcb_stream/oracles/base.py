@@ -41,6 +41,14 @@ class SparseRows(NamedTuple):
         return self.index.shape[0], self.index.shape[1], self.dim
 
 
+def learn_row_by_row(oracle, x, models, y, weight) -> None:
+    """``learn_many`` for oracles that learn one example at a time: ``learn`` on each row,
+    in order (so a stream gives the same state however it is cut into blocks)."""
+    for row, model, target, w in zip(x, np.asarray(models).tolist(), np.asarray(y).tolist(),
+                                      np.asarray(weight).tolist()):
+        oracle.learn(row, model, target, w)
+
+
 @runtime_checkable
 class Oracle(Protocol):
     """What the learner needs from a regression oracle."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from regcb_stream.bounds import ellipsoid_bounds
+from regcb_stream.oracles.base import learn_row_by_row
 
 
 class RidgeOracle:
@@ -84,11 +85,7 @@ class RidgeOracle:
         if pending is not None:
             pending.append((x, weight))
 
-    def learn_many(self, x, models, y, weight) -> None:
-        """Add a block of examples row by row: the same arithmetic as ``learn``, so a
-        stream gives bit-identical decisions whichever way it is cut into blocks."""
-        for row, model, target, w in zip(x, models.tolist(), y.tolist(), weight.tolist()):
-            self.learn(row, model, target, w)
+    learn_many = learn_row_by_row
 
     def rebuild(self) -> None:
         """Solve the ridge problems of the models that learned since the last rebuild."""

@@ -17,6 +17,7 @@ import numpy as np
 from river import compose, linear_model, optim
 
 from regcb_stream.bounds import sensitivity_bounds
+from regcb_stream.oracles.base import learn_row_by_row
 
 # The weight trial: a few examples, then one learned with weight 1 and with weight 10.
 _WARM_UP = (({0: 1.0, 1: 0.0}, 0.0), ({0: 0.0, 1: 1.0}, 1.0), ({0: 1.0, 1: 1.0}, 0.5),
@@ -132,10 +133,7 @@ class RiverOracle:
         self._live[model].learn_one(self._dict(x), float(y), w=float(weight))
         self._dirty.add(model)
 
-    def learn_many(self, x, models, y, weight) -> None:
-        """``learn`` row by row (River learns one example at a time)."""
-        for row, model, target, w in zip(x, models.tolist(), y.tolist(), weight.tolist()):
-            self.learn(row, model, target, w)
+    learn_many = learn_row_by_row
 
     def rebuild(self) -> None:
         """Freeze the models that learned since the last rebuild."""

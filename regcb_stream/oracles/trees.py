@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from regcb_stream.bounds import ellipsoid_bounds
+from regcb_stream.oracles.base import learn_row_by_row
 
 BACKENDS = ("lightgbm", "sklearn")
 
@@ -93,10 +94,7 @@ class TreesOracle:
         state.w.append(float(weight))
         self._changed.add(model)
 
-    def learn_many(self, x, models, y, weight) -> None:
-        """Store a block of examples, row by row."""
-        for row, model, target, w in zip(x, np.asarray(models).tolist(), y, weight):
-            self.learn(row, model, target, w)
+    learn_many = learn_row_by_row
 
     def rebuild(self) -> None:
         """Refit the trees of the models due for it, update the others' leaf values."""

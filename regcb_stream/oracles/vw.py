@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from regcb_stream.bounds import sensitivity_move
+from regcb_stream.oracles.base import learn_row_by_row
 
 F32 = np.float32
 X2_MIN = F32(1.084202e-19) ** 2
@@ -91,9 +92,7 @@ class VWOracle:
         self._live.update(model, idx, value.astype(F32), F32(y), weight, F32(self.learning_rate))
         self._touched.append((model, idx))
 
-    def learn_many(self, x, models, y, weight) -> None:
-        for row, model, target, w in zip(x, models.tolist(), y.tolist(), weight.tolist()):
-            self.learn(row, model, target, w)
+    learn_many = learn_row_by_row
 
     def rebuild(self) -> None:
         self._frozen.copy_from(self._live, self._touched)

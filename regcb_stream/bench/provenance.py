@@ -1,0 +1,20 @@
+"""Where a benchmark's numbers come from: the commit of the code that produced them."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def code_version() -> str:
+    """Commit of the repository, noting uncommitted changes to the package."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "regcb_stream")
+    return commit + (" + uncommitted changes in regcb_stream/" if dirty else "")
