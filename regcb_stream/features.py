@@ -85,6 +85,8 @@ class FeatureEncoder:
             out[:, 0] = self.intercept
             out[:, 1 : 1 + contexts.shape[1]] = contexts
             return out
+        if all(isinstance(c, Mapping) for c in contexts):
+            return self._rows([self.context_items(c) for c in contexts])
         rows = [self.context(c) for c in contexts]
         return rows[0][None, :] if len(rows) == 1 else _stack(rows, self.dim)
 
