@@ -25,7 +25,8 @@ test: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/throughput.py
-	$(BIN)/python benchmarks/progressive_reward.py
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	$(BIN)/python -m regcb_stream.bench
 	$(BIN)/python benchmarks/cli_throughput.py
 	$(BIN)/python benchmarks/soak.py
 

@@ -23,8 +23,33 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class EncodedRows:
+    """Feature rows already encoded as columns of a learner's encoder (``RegCB.encoder``),
+    without the intercept: padded ``index`` and ``value`` arrays of shape ``(n, L)``
+    (padding has column 0 and value 0; the columns of a row are distinct). They stand for
+    contexts of the product class (a row per context) or for the (context, action) rows of
+    the joint class (a row per action); the command line's VW reader makes them without
+    building a dict per example.
+
+    >>> rows = EncodedRows(np.array([[1, 2], [2, 0]]), np.array([[0.5, 1.0], [3.0, 0.0]]))
+    >>> len(rows), rows[[1]].value.tolist()
+    (2, [[3.0, 0.0]])
+    """
+
+    index: np.ndarray
+    value: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def __getitem__(self, rows) -> EncodedRows:
+        return EncodedRows(self.index[rows], self.value[rows])
 
 
 class FeatureEncoder:
@@ -76,8 +101,31 @@ class FeatureEncoder:
             value[i, 1 : 1 + len(values)] = values
         return index, value
 
+    def columns(self, kind: str, keys: list) -> list[int]:
+        """Columns of feature keys, registering new ones: ``kind`` is ``"x"`` for context
+        features and ``"a"`` for the features of (context, action) rows."""
+        if kind == "x":
+            self._set_kind(sparse=True)
+        return self._columns(kind, keys)
+
+    def encoded(self, rows: EncodedRows) -> np.ndarray:
+        """Dense ``(n, D)`` array of encoded rows, intercept included."""
+        out = np.zeros((len(rows), self.dim))
+        out[np.arange(len(rows))[:, None], rows.index] = rows.value
+        out[:, 0] = self.intercept  # after the padding, which points at column 0
+        return out
+
+    def encoded_sparse(self, rows: EncodedRows) -> tuple[np.ndarray, np.ndarray]:
+        """Padded ``(index, value)`` of encoded rows with the intercept as column 0."""
+        n = len(rows)
+        index = np.concatenate([np.zeros((n, 1), np.intp), rows.index], axis=1)
+        value = np.concatenate([np.full((n, 1), float(self.intercept)), rows.value], axis=1)
+        return index, value
+
     def contexts(self, contexts) -> np.ndarray:
         """Encode a block of contexts, shape ``(n, D)``."""
+        if isinstance(contexts, EncodedRows):
+            return self.encoded(contexts)
         if isinstance(contexts, np.ndarray) and contexts.ndim == 2 and not self._sparse:
             first = self.context(contexts[0])
             _check_finite(contexts)

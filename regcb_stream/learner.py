@@ -13,7 +13,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from regcb_stream import policies, schedules
 from regcb_stream.bounds import clip_bounds
-from regcb_stream.features import FeatureEncoder
+from regcb_stream.features import EncodedRows, FeatureEncoder
 from regcb_stream.oracles.base import Oracle, SparseRows
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
@@ -244,6 +244,11 @@ class RegCB:
         """Current epoch (1 before the first rebuild)."""
         return self._epoch
 
+    @property
+    def encoder(self) -> FeatureEncoder:
+        """The learner's feature columns (for contexts given as ``EncodedRows``)."""
+        return self._encoder
+
     def clone(self) -> RegCB:
         """A fresh learner with the same parameters."""
         params = inspect.signature(type(self)).parameters
@@ -290,8 +295,11 @@ class RegCB:
         if self._sparse_input:
             return self._sparse_features(contexts, actions)
         if self._is_joint(actions):
-            rows = [self._encoder.joint(c, actions) for c in contexts]
-            phi = np.stack([_widen(r, self._encoder.dim) for r in rows])
+            if isinstance(actions, EncodedRows):  # the (context, action) rows of one context
+                phi = self._encoder.encoded(actions)[None]
+            else:
+                rows = [self._encoder.joint(c, actions) for c in contexts]
+                phi = np.stack([_widen(r, self._encoder.dim) for r in rows])
             models = np.zeros(len(actions), dtype=np.intp)
         else:
             x = self._encoder.contexts(contexts)
@@ -304,11 +312,15 @@ class RegCB:
     def _sparse_features(self, contexts, actions: Sequence):
         encoder, n, k = self._encoder, len(contexts), len(actions)
         if self._is_joint(actions):
-            items = [row for c in contexts for row in encoder.joint_items(c, actions)]
-            index, value = (a.reshape(n, k, -1) for a in encoder.sparse(items))
+            if isinstance(actions, EncodedRows):
+                index, value = (a[None] for a in encoder.encoded_sparse(actions))
+            else:
+                items = [row for c in contexts for row in encoder.joint_items(c, actions)]
+                index, value = (a.reshape(n, k, -1) for a in encoder.sparse(items))
             models = np.zeros(k, dtype=np.intp)
         else:
-            index, value = encoder.sparse([encoder.context_items(c) for c in contexts])
+            index, value = (encoder.encoded_sparse(contexts) if isinstance(contexts, EncodedRows)
+                            else encoder.sparse([encoder.context_items(c) for c in contexts]))
             index, value = (as_strided(a, (n, k, a.shape[1]), (a.strides[0], 0, a.strides[1]),
                                        writeable=False) for a in (index, value))
             models = self._model_ids(actions)
@@ -321,9 +333,12 @@ class RegCB:
         if self._sparse_input:
             return self._sparse_learn_features(contexts, actions)
         if self._is_joint(actions):
-            rows = [self._encoder.joint(c, [a])[0] for c, a in zip(contexts, actions)]
-            x = np.stack([_widen(r, self._encoder.dim) for r in rows])
-            models = np.zeros(len(rows), dtype=np.intp)
+            if isinstance(actions, EncodedRows):  # the played (context, action) rows
+                x = self._encoder.encoded(actions)
+            else:
+                rows = [self._encoder.joint(c, [a])[0] for c, a in zip(contexts, actions)]
+                x = np.stack([_widen(r, self._encoder.dim) for r in rows])
+            models = np.zeros(len(x), dtype=np.intp)
         else:
             x = self._encoder.contexts(contexts)
             models = self._played_ids(actions)
@@ -332,26 +347,30 @@ class RegCB:
 
     def _sparse_learn_features(self, contexts, actions: Sequence):
         encoder = self._encoder
-        if self._is_joint(actions):
-            items = [encoder.joint_items(c, [a])[0] for c, a in zip(contexts, actions)]
-            models = np.zeros(len(items), dtype=np.intp)
+        joint = self._is_joint(actions)
+        models = np.zeros(len(actions), dtype=np.intp) if joint else self._played_ids(actions)
+        encoded = actions if joint else contexts
+        if isinstance(encoded, EncodedRows):
+            rows = zip(*encoder.encoded_sparse(encoded))
         else:
-            items = [encoder.context_items(c) for c in contexts]
-            models = self._played_ids(actions)
-        pairs = []
-        for columns, values in items:
-            index, value = np.array([0, *columns], np.intp), np.array([self.intercept, *values])
-            pairs.append((index[value != 0], value[value != 0]))
+            items = ([encoder.joint_items(c, [a])[0] for c, a in zip(contexts, actions)] if joint
+                     else [encoder.context_items(c) for c in contexts])
+            rows = ((np.array([0, *columns], np.intp), np.array([self.intercept, *values]))
+                    for columns, values in items)
+        pairs = [(index[value != 0], value[value != 0]) for index, value in rows]
         self._oracle.grow(max(len(self._labels), 1), encoder.dim)
         return pairs, models
 
     def _is_joint(self, actions: Sequence) -> bool:
         if len(actions) == 0:
             raise ValueError("no actions offered")
-        kinds = {issubclass(kind, Mapping) for kind in set(map(type, actions))}
-        if len(kinds) > 1:
-            raise TypeError("actions must be all labels or all dicts of action features")
-        joint = kinds.pop()
+        if isinstance(actions, EncodedRows):
+            joint = True
+        else:
+            kinds = {issubclass(kind, Mapping) for kind in set(map(type, actions))}
+            if len(kinds) > 1:
+                raise TypeError("actions must be all labels or all dicts of action features")
+            joint = kinds.pop()
         if self._joint is None:
             self._joint = joint
         elif self._joint != joint:

@@ -51,6 +51,38 @@ def test_closed_form_bounds_equal_constrained_optimum(seed):
     assert high[0, 0] == pytest.approx(expected_high, abs=1e-5)
 
 
+def test_prior_shifts_the_version_space_to_ridge_around_the_prior():
+    rng = np.random.default_rng(11)
+    X, y, phi, prior = rng.normal(size=(15, 3)), rng.normal(size=15), rng.normal(size=3), 0.7
+    oracle = RidgeOracle(l2=2.0, prior=prior)
+    oracle.grow(1, 3)
+    for x, target in zip(X, y):
+        oracle.learn(x, 0, target)
+    oracle.rebuild()
+    _, low, high = oracle.bounds(phi[None, None, :], np.array([0]), 0.5)
+    expected_low, expected_high = _version_space_extremes(X, y - prior, phi, 0.5, 2.0)
+    assert low[0, 0] == pytest.approx(expected_low + prior, abs=1e-5)
+    assert high[0, 0] == pytest.approx(expected_high + prior, abs=1e-5)
+
+
+def test_optimistic_prior_starts_unplayed_actions_at_the_top_of_the_reward_range():
+    learner = RegCB("optimistic", oracle=RidgeOracle(l2=10.0, prior="optimistic"), beta=0.0,
+                    reward_range=(-1.0, 0.0), seed=0)
+    learner.pmf([1.0], ["a", "b"])
+    for _ in range(20):
+        learner.learn([1.0], "a", -1.0)
+    decision = learner.decide([1.0], ["a", "b"])
+    assert decision.prediction[1] == 0.0
+    assert -1.0 < decision.prediction[0] < -0.5
+    assert decision.pmf.tolist() == [0.0, 1.0]  # greedy on the prior tries "b"
+
+
+@pytest.mark.parametrize("prior", [float("nan"), "pessimistic", None])
+def test_bad_prior_is_refused(prior):
+    with pytest.raises(ValueError, match="prior must be"):
+        RidgeOracle(prior=prior)
+
+
 def test_learner_bounds_are_the_clipped_per_action_ellipsoid():
     rng = np.random.default_rng(1)
     X, rewards = rng.normal(size=(40, 2)), rng.random(40)
@@ -121,7 +153,9 @@ def test_constant_beta_keeps_the_width_constant():
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("oracle", ["ridge", RidgeOracle(l2=3.0)], ids=["ridge", "ridge-l2"])
+@pytest.mark.parametrize("oracle", ["ridge", RidgeOracle(l2=3.0),
+                                    RidgeOracle(l2=10.0, prior="optimistic")],
+                         ids=["ridge", "ridge-l2", "ridge-optimistic"])
 @pytest.mark.parametrize("check", checks.yield_checks(), ids=lambda c: c.__name__)
 def test_invariants(variant, oracle, check):
     check(RegCB(variant, oracle=oracle, beta=1e-2, seed=7))

@@ -14,17 +14,25 @@ class RidgeOracle:
     The regularized squared loss of ``theta`` exceeds its minimum by exactly
     ``(theta - theta_hat)^T A (theta - theta_hat)`` with ``A = l2 I + sum w x x^T``, so
     the extreme predictions over the version space are ``theta_hat^T x +- sqrt(budget
-    x^T A^-1 x)``, in closed form. Learning adds to the sufficient statistics ``A`` and
-    ``b = sum w y x``. A rebuild brings the inverse of ``A`` up to date for the models that
-    learned since the last one: by Sherman-Morrison rank-one updates when few labels are
-    pending (O(D^2) each, so rebuilding after every label is cheap), by a fresh inverse when
-    many are (and every ``max(64, D)`` rank-one updates, against rounding drift). Scoring
-    sparse feature rows (VW's ADF features) gathers only their nonzero block of ``A^-1``.
+    x^T A^-1 x)``, in closed form. The penalty shrinks every prediction toward ``prior``
+    (ridge on ``y - prior``). Learning adds to the sufficient statistics ``A`` and
+    ``b = sum w (y - prior) x``. A rebuild brings the inverse of ``A`` up to date for the
+    models that learned since the last one: by Sherman-Morrison rank-one updates when few
+    labels are pending (O(D^2) each, so rebuilding after every label is cheap), by a fresh
+    inverse when many are (and every ``max(64, D)`` rank-one updates, against rounding
+    drift). Scoring sparse feature rows (VW's ADF features) gathers only their nonzero
+    block of ``A^-1``.
 
     Parameters
     ----------
     l2
-        Ridge penalty (the paper uses scikit-learn's ``Ridge(alpha=1)``).
+        Ridge penalty (the paper uses scikit-learn's ``Ridge(alpha=1)``): with ``prior``,
+        how many observations the prior is worth.
+    prior
+        The prediction the penalty shrinks toward, which is also the prediction for an
+        action never played: a number, or ``"optimistic"`` for the top of the learner's
+        reward range (optimistic initialization, what VW does with costs in [0, 1]: it
+        starts every prediction at cost 0). 0 by default, the paper's oracle.
 
     Examples
     --------
@@ -40,12 +48,29 @@ class RidgeOracle:
     >>> float(low[0, 0].round(3)), float(high[0, 0].round(3))
     (0.349, 1.114)
 
+    An optimistic prior predicts the top of the reward range until data says otherwise:
+
+    >>> optimist = RidgeOracle(l2=10.0, prior="optimistic")
+    >>> optimist.grow(n_models=2, dim=2)
+    >>> for _ in range(10):
+    ...     optimist.learn(np.array([1.0, 0.0]), 0, 0.0)
+    >>> optimist.rebuild()
+    >>> optimist.predict(phi, np.array([0, 1])).round(3)
+    array([[0.5, 1. ]])
+
     """
 
-    def __init__(self, l2: float = 1.0):
-        if not l2 > 0:
-            raise ValueError(f"l2 must be > 0, got {l2!r}")
+    reward_range: tuple[float, float] = (0.0, 1.0)  # replaced by the learner's
+
+    def __init__(self, l2: float = 1.0, prior: float | str = 0.0):
+        if not (isinstance(l2, (int, float, np.number)) and 0 < l2 < np.inf):
+            raise ValueError(f"l2 must be a finite number > 0, got {l2!r}")
+        if prior != "optimistic" and not (
+            isinstance(prior, (int, float, np.number)) and np.isfinite(prior)
+        ):
+            raise ValueError(f"prior must be a finite number or 'optimistic', got {prior!r}")
         self.l2 = l2
+        self.prior = prior
         self._a = np.zeros((0, 0, 0))
         self._b = np.zeros((0, 0))
         self._a_inv = np.zeros((0, 0, 0))  # frozen decision state
@@ -76,16 +101,37 @@ class RidgeOracle:
         for model in self._pending:  # pending vectors are shorter than the new dimension
             self._pending[model] = None
 
+    @property
+    def prior_mean(self) -> float:
+        """The prediction the penalty shrinks toward (``prior`` resolved)."""
+        return self.reward_range[1] if self.prior == "optimistic" else float(self.prior)
+
     def learn(self, x: np.ndarray, model: int, y: float, weight: float = 1.0) -> None:
         """Add one example to the sufficient statistics of ``model``."""
         wx = weight * x
         self._a[model] += np.outer(wx, x)
-        self._b[model] += y * wx
+        self._b[model] += (y - self.prior_mean) * wx
         pending = self._pending.setdefault(model, [])
         if pending is not None:
             pending.append((x, weight))
 
-    learn_many = learn_row_by_row
+    def learn_many(self, x, models, y, weight) -> None:
+        """Add a block of examples: one matrix product per model (the same statistics as
+        ``learn`` row by row, up to rounding)."""
+        if len(x) < 8:
+            return learn_row_by_row(self, x, models, y, weight)
+        models, weight = np.asarray(models), np.asarray(weight, dtype=float)
+        wx = weight[:, None] * x
+        residual = np.asarray(y, dtype=float) - self.prior_mean
+        for model in np.unique(models).tolist():
+            pick = np.flatnonzero(models == model)
+            self._a[model] += wx[pick].T @ x[pick]
+            self._b[model] += residual[pick] @ wx[pick]
+            pending = self._pending.setdefault(model, [])
+            if pending is not None and 4 * (len(pending) + len(pick)) <= self.dim:
+                pending.extend(zip(x[pick], weight[pick].tolist()))
+            else:  # the rebuild will invert afresh
+                self._pending[model] = None
 
     def rebuild(self) -> None:
         """Solve the ridge problems of the models that learned since the last rebuild."""
@@ -121,17 +167,17 @@ class RidgeOracle:
         theta, a_inv = self._theta[models], self._a_inv[models]
         if phi.strides[1] == 0:  # product class: the same context row for every action
             x = phi[:, 0, :]
-            return x @ theta.T, np.maximum(_quadratic_forms(x, a_inv), 0.0)
+            return x @ theta.T + self.prior_mean, np.maximum(_quadratic_forms(x, a_inv), 0.0)
         per_model = np.swapaxes(phi, 0, 1)  # (K, n, D)
         pred = np.matmul(per_model, theta[:, :, None])[..., 0]
         var = np.einsum("knd,knd->kn", np.matmul(per_model, a_inv), per_model)
-        return pred.T, np.maximum(var.T, 0.0)
+        return pred.T + self.prior_mean, np.maximum(var.T, 0.0)
 
     def _rows(self, rows: np.ndarray, model: int):
         """Moments of feature rows ``(N, D)`` under one model; sparse rows gather only the
         block of ``A^-1`` at their nonzero features."""
         a_inv = self._a_inv[model]
-        pred = rows @ self._theta[model]
+        pred = rows @ self._theta[model] + self.prior_mean
         nonzero = rows != 0
         width = int(nonzero.sum(axis=1).max())
         if 4 * width < rows.shape[1]:

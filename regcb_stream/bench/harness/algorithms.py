@@ -1,0 +1,127 @@
+"""The algorithm families of the sweep, their parameter grids, and how to build one run.
+
+Each family has 8 log-spaced parameter values (the paper's protocol). Grids:
+
+* RegCB (every oracle): beta in 1e-1 ... 1e-8, one per decade (on the paper's 1e2 ... 1e-8
+  grid only three values fall where ridge-RegCB works on these sets, 1e-4 ... 1e-7); the
+  paper's ``sqrt2`` epochs, and for the ridge oracles also online updates (a rebuild after
+  every label), with the paper's ridge (prior 0, l2 = 1) and the optimistic one
+  (``RidgeOracle(l2=10, prior="optimistic")``, :func:`regcb_algo.make_oracle`);
+* ε-Greedy and VW's ``--epsilon``: eps in 1e-1 ... 1e-8 (the paper's range);
+* Bootstrap: beta in 1e2 ... 1e-5 (the multiplier of the variance; 1 is a one-sigma UCB);
+* SquareCB (ours): c in 10^-1 ... 10^2.5 with gamma_t = c sqrt(K t); VW ``--squarecb``:
+  ``--gamma_scale`` in 10^-0.5 ... 10^3 (VW's gamma is gamma_scale t^0.5, default 10);
+* VW ``--regcb`` / ``--regcbopt``: mellowness c0 in 1e-1 ... 1e-8;
+* VW ``--bag`` / ``--cover``: 1, 2, 3, 4, 6, 8, 12, 16 policies (roughly log-spaced).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from regcb_stream.bench.harness import baselines
+from regcb_stream.bench.harness.problems import Problem
+from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
+
+DECADES = tuple(float(f"1e-{k}") for k in range(1, 9))
+
+
+def half_decades(first: int) -> tuple[float, ...]:
+    """Eight values ``10^(k/2)`` for ``k = first, ..., first + 7`` (4 significant digits).
+
+    >>> half_decades(-2)[:3], half_decades(-2)[-1]
+    ((0.1, 0.3162, 1.0), 316.2)
+    """
+    return tuple(float(f"{10 ** (k / 2):.4g}") for k in range(first, first + 8))
+
+
+POLICIES = (1, 2, 3, 4, 6, 8, 12, 16)
+
+
+@dataclass(frozen=True)
+class Family:
+    """An algorithm family: display name, parameter name and grid, and its kind."""
+
+    label: str
+    param: str
+    grid: tuple
+    kind: str  # "regcb", "baseline", "vw" or "reference"
+
+
+def _families() -> dict[str, Family]:
+    out = {}
+    for oracle in ("ridge", "vw", "river", "gb5"):
+        for variant, short in (("elimination", "elim"), ("optimistic", "opt")):
+            out[f"regcb-{short}:{oracle}"] = Family(
+                f"RegCB-{short} ({oracle})", "beta", DECADES, "regcb")
+    for oracle, name in (("ridge", "ridge"), ("optimistic", "optimistic ridge")):
+        for short in ("elim", "opt"):
+            out[f"regcb-{short}:{oracle}-online"] = Family(
+                f"RegCB-{short} ({name}, online updates)", "beta", DECADES, "regcb")
+    out["egreedy"] = Family("ε-Greedy (ridge)", "eps", DECADES, "baseline")
+    out["bootstrap"] = Family("Bootstrap (ridge)", "beta",
+                              tuple(float(f"1e{k}") for k in range(2, -6, -1)), "baseline")
+    out["squarecb"] = Family("SquareCB (ridge)", "c", half_decades(-2),
+                             "baseline")
+    vw = {"regcb": ("mellowness", DECADES), "regcbopt": ("mellowness", DECADES),
+          "squarecb": ("gamma_scale", half_decades(-1)),
+          "epsilon": ("epsilon", DECADES), "bag": ("policies", POLICIES),
+          "cover": ("policies", POLICIES)}
+    for explorer, (param, grid) in vw.items():
+        out[f"vw-{explorer}"] = Family(f"VW --{explorer}", param, grid, "vw")
+    out["supervised"] = Family("Supervised (ridge, full information)", "-", (None,),
+                               "reference")
+    return out
+
+
+FAMILIES = _families()
+DEFAULT_EXCLUDED = ("regcb-elim:gb5", "regcb-opt:gb5")  # ~300 rounds/s: hours per stream
+
+
+def build(family: str, param, problem: Problem, seed: int):
+    """A fresh algorithm of ``family`` with parameter ``param`` for ``problem``."""
+    k, train = problem.n_actions, problem.train
+    if family.startswith("regcb-"):
+        variant, oracle = family.removeprefix("regcb-").split(":")
+        variant = {"elim": "elimination", "opt": "optimistic"}[variant]
+        oracle, _, schedule = oracle.partition("-")
+        return RegCBAlgorithm(variant, oracle, float(param), k, seed, schedule or "sqrt2")
+    if family.startswith("vw-"):
+        from regcb_stream.bench.harness.vw_algo import VWAlgorithm
+
+        return VWAlgorithm(family.removeprefix("vw-"), param, k, seed)
+    classes = {"egreedy": baselines.EpsilonGreedy, "bootstrap": baselines.Bootstrap,
+               "squarecb": baselines.SquareCB}
+    if family not in classes:
+        raise ValueError(f"unknown family {family!r}")
+    return classes[family](float(param), k, train.X.shape[-1], train.adf, seed)
+
+
+#: rough cost per training round in microseconds: a + b K + c K D^2 / 1000 (D = features),
+#: fitted loosely to runs on letter, adult and optdigits; for scheduling and ``--estimate``
+_COST_US = {"regcb-elim:ridge": (5, 0, 4), "regcb-opt:ridge": (5, 0, 4),
+            "regcb-elim:ridge-online": (60, 1, 4), "regcb-opt:ridge-online": (60, 1, 4),
+            "regcb-elim:optimistic-online": (60, 1, 4),
+            "regcb-opt:optimistic-online": (60, 1, 4), "regcb-elim:vw": (40, 1, 1),
+            "regcb-opt:vw": (40, 1, 1), "regcb-elim:river": (10, 0.5, 0.5),
+            "regcb-opt:river": (10, 0.5, 0.5), "regcb-elim:gb5": (3000, 0, 0),
+            "regcb-opt:gb5": (3000, 0, 0), "egreedy": (3, 0, 0.1), "bootstrap": (5, 0, 0.5),
+            "squarecb": (3, 0, 0.1), "supervised": (3, 0, 0.1)}
+_VW_COST_US = (30, 2.5, 0.3)  # a + b K + c D, times (0.5 + policies / 4) for bag and cover
+
+
+def estimated_seconds(family: str, param, n_train: int, n_hold: int, n_actions: int,
+                      dim: int) -> float:
+    """A rough a-priori cost of one run (for scheduling and the ``--estimate`` plan)."""
+    if family.startswith("vw-"):
+        a, b, c = _VW_COST_US
+        per_round = a + b * n_actions + c * dim
+        if family in ("vw-bag", "vw-cover"):
+            per_round *= 0.5 + float(param) / 4
+        holdout = per_round * 0.4
+    else:
+        a, b, c = _COST_US[family]
+        per_round = a + b * n_actions + c * n_actions * dim * dim / 1000
+        holdout = per_round * 0.2
+    validations = 18
+    return (n_train * per_round + validations * n_hold * holdout) * 1e-6 + 0.05

@@ -1,0 +1,137 @@
+"""RegCB (this package's learner) under the protocol, with any of the package's oracles.
+
+UCI blocks are decided with one ``decide_many`` call per epoch block and learned with
+``learn_many``: the learner's decision state is frozen within an epoch, so this equals
+deciding and learning round by round (``tests/test_harness.py`` checks it). Ranking rounds
+offer their own documents (dicts of features, the joint class), so they are decided one by
+one, still learned per block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from regcb_stream.bench.harness.problems import Rounds
+from regcb_stream.bench.harness.protocol import Step, sample
+from regcb_stream.learner import RegCB
+from regcb_stream.oracles.ridge import RidgeOracle
+
+ORACLES = ("ridge", "optimistic", "vw", "river", "gb5")
+OPTIMISTIC_L2 = 10.0  # the prior's weight, chosen on the UCI streams: docs/ridge_prior.md
+
+
+def make_oracle(name: str, seed: int = 0):
+    """An oracle for the learner: a name it knows or an object (the optimistic ridge,
+    River linear, GB5 trees).
+
+    >>> make_oracle("ridge"), make_oracle("optimistic").prior
+    ('ridge', 'optimistic')
+    """
+    if name in ("ridge", "vw"):
+        return name
+    if name == "optimistic":
+        return RidgeOracle(l2=OPTIMISTIC_L2, prior="optimistic")
+    if name == "river":
+        from river import linear_model, optim
+
+        from regcb_stream.oracles.river import RiverOracle
+
+        return RiverOracle(linear_model.LinearRegression(optim.SGD(0.01), intercept_lr=0.01))
+    if name == "gb5":
+        from regcb_stream.oracles.trees import TreesOracle
+
+        return TreesOracle(seed=seed)
+    raise ValueError(f"unknown oracle {name!r}; expected one of {ORACLES}")
+
+
+def available_oracles() -> list[str]:
+    """The oracles that import here (River and the GB5 trees are optional)."""
+    names = []
+    for name in ORACLES:
+        try:
+            make_oracle(name)
+        except ImportError:
+            continue
+        names.append(name)
+    return names
+
+
+class RegCBAlgorithm:
+    """RegCB elimination or optimistic with a constant beta on the ``sqrt2`` schedule.
+
+    Parameters
+    ----------
+    variant : {"elimination", "optimistic"}
+    oracle : str
+        One of :data:`ORACLES`.
+    beta : float
+        The paper's budget on the normalized squared risk.
+    n_actions : int
+        K (the UCI actions are labelled ``0..K-1``).
+    seed : int
+        Seed of the learner (its own sampler is unused: the protocol draws the actions).
+    schedule : str
+        Epoch schedule of the learner.
+    """
+
+    def __init__(self, variant: str, oracle: str, beta: float, n_actions: int, seed: int,
+                 schedule: str = "sqrt2"):
+        self.learner = RegCB(variant, oracle=make_oracle(oracle, seed), beta=beta,
+                             schedule=schedule, seed=seed)
+        self.actions = list(range(n_actions))
+        self._docs: list = []  # ranking: the offered documents of the block being decided
+
+    def block_size(self) -> int:
+        return self.learner.labels_until_rebuild
+
+    def decide(self, rounds: Rounds, u: np.ndarray) -> Step:
+        if rounds.adf:
+            return self._decide_adf(rounds, u)
+        decision = self.learner.decide_many(rounds.X, self.actions)
+        actions = sample(decision.pmf, u)
+        return Step(actions, decision.pmf[np.arange(len(u)), actions],
+                    *_diagnostics(decision))
+
+    def learn(self, rounds: Rounds, step: Step, rewards: np.ndarray) -> None:
+        if rounds.adf:
+            contexts = [{}] * len(rewards)
+            chosen = [docs[a] for docs, a in zip(self._docs, step.actions.tolist())]
+            self.learner.learn_many(contexts, chosen, rewards, step.probs)
+        else:
+            self.learner.learn_many(rounds.X, step.actions.tolist(), rewards, step.probs)
+
+    def holdout_pmf(self, rounds: Rounds) -> np.ndarray:
+        if not rounds.adf:
+            return self.learner.pmf_many(rounds.X, self.actions)
+        pmf = np.zeros(rounds.R.shape)
+        for i, docs in enumerate(_documents(rounds)):
+            pmf[i, : len(docs)] = self.learner.decide({}, docs).pmf
+        return pmf
+
+    def _decide_adf(self, rounds: Rounds, u: np.ndarray) -> Step:
+        self._docs = _documents(rounds)
+        n = len(rounds)
+        actions, probs = np.zeros(n, np.intp), np.zeros(n)
+        width, plausible = np.zeros(n), np.zeros(n)
+        for i, docs in enumerate(self._docs):
+            d = self.learner.decide({}, docs)
+            actions[i] = sample(d.pmf[None], u[i : i + 1])[0]
+            probs[i] = d.pmf[actions[i]]
+            width[i], plausible[i] = _diagnostics(d)
+        return Step(actions, probs, width, plausible)
+
+
+def _documents(rounds: Rounds) -> list[list[dict]]:
+    """Per round, the offered documents as dicts ``{feature index: value}``."""
+    return [
+        [dict(enumerate(doc.tolist())) for doc in X[mask]]
+        for X, mask in zip(rounds.X, rounds.offered())
+    ]
+
+
+def _diagnostics(decision) -> tuple[np.ndarray, np.ndarray]:
+    """Width ``High - Low`` of the optimistic action (largest High) and the size of the
+    plausible set ``{a : High(a) >= max Low}``, per row (scalars for a single context)."""
+    width = np.take_along_axis(decision.width, np.argmax(decision.high, axis=-1)[..., None],
+                               axis=-1)[..., 0]
+    return width, np.asarray(decision.plausible_size, dtype=float)

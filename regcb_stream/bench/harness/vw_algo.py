@@ -1,0 +1,90 @@
+"""Vowpal Wabbit's explorers under the protocol, with validation on the holdout.
+
+This wraps :mod:`regcb_stream.bench.vw_explorers` (same command lines, example text, cost
+``1 - r`` and inverse-CDF sampling of the normalized pmf as ``run_vw``, so a run plays the
+same actions as ``run_vw`` with the same seed) and adds what ``run_vw`` lacks: the pmf of the
+current model on holdout rows without learning, from ``Workspace.predict`` on examples parsed
+once and re-predicted at every checkpoint (prediction does not change VW's state: the tests
+check that the training actions equal ``run_vw``'s). Ranking rounds are ADF examples with one
+line per offered document (its standardized features, namespace ``a``) and no shared line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from vowpalwabbit import Workspace
+
+from regcb_stream.bench.harness.problems import Rounds
+from regcb_stream.bench.harness.protocol import Step, sample
+from regcb_stream.bench.vw_explorers import COST_OFFSETS, EXPLORERS, adf_example_lines, vw_args
+
+__all__ = ["EXPLORERS", "VWAlgorithm"]
+
+
+class VWAlgorithm:
+    """One of VW's ``--cb_explore_adf`` explorers, decided and taught one round at a time.
+
+    Parameters
+    ----------
+    explorer : str
+        A key of :data:`regcb_stream.bench.vw_explorers.EXPLORERS`.
+    param : float
+        Its parameter (mellowness, gamma scale, epsilon, or number of policies).
+    n_actions : int
+        K.
+    seed : int
+        VW's ``--random_seed``.
+    """
+
+    def __init__(self, explorer: str, param: float, n_actions: int, seed: int):
+        self.ws = Workspace(vw_args(explorer, param, seed=seed))
+        self.kinds = (self.ws.get_label_type(), self.ws.get_prediction_type())
+        self.k = n_actions
+        self._pending: list = []
+        self._hold: list | None = None
+
+    def block_size(self) -> int:
+        return 1
+
+    def decide(self, rounds: Rounds, u: np.ndarray) -> Step:
+        examples = self.ws.parse(self._lines(rounds, 0), self.kinds[0])
+        pmf = self._pmf(examples)
+        action = sample(pmf[None], u[:1])
+        self._pending = examples
+        return Step(action, pmf[action] / pmf.sum())
+
+    def learn(self, rounds: Rounds, step: Step, rewards: np.ndarray) -> None:
+        shared = 0 if rounds.adf else 1
+        cost = COST_OFFSETS["01"] - float(rewards[0])
+        line = self._pending[int(step.actions[0]) + shared]
+        line.set_label_string(f"0:{cost}:{float(step.probs[0])}")
+        self.ws.learn(self._pending)
+        self.ws.finish_example(self._pending)
+        self._pending = []
+
+    def holdout_pmf(self, rounds: Rounds) -> np.ndarray:
+        if self._hold is None:
+            self._hold = [self.ws.parse(self._lines(rounds, i), self.kinds[0])
+                          for i in range(len(rounds))]
+        pmf = np.stack([self._pmf(examples) for examples in self._hold])
+        return pmf / pmf.sum(axis=1, keepdims=True)
+
+    def close(self) -> None:
+        for examples in self._hold or []:
+            self.ws.finish_example(examples)
+        self.ws.finish()
+
+    def _pmf(self, examples: list) -> np.ndarray:
+        """VW's (unnormalized) pmf, widened to K entries."""
+        probs = np.asarray(self.ws.predict(examples, prediction_type=self.kinds[1]), float)
+        out = np.zeros(self.k)
+        out[: len(probs)] = probs
+        return out
+
+    def _lines(self, rounds: Rounds, i: int) -> list[str]:
+        """The VW text of round ``i`` of a block."""
+        if not rounds.adf:
+            return adf_example_lines(rounds.X[i], self.k)
+        docs = rounds.X[i][rounds.offered()[i]]
+        return ["|a " + " ".join(f"f{j}:{v:.7g}" for j, v in enumerate(doc.tolist()))
+                for doc in docs]
