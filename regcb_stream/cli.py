@@ -18,7 +18,7 @@ import stat
 import sys
 
 from regcb_stream.driver import Driver, StreamSettings
-from regcb_stream.io.vw_text import VWParseError, iter_adf, iter_cb
+from regcb_stream.io.vw_text import VWParseError
 from regcb_stream.learner import RegCB
 from regcb_stream.oracles.vw import VWOracle
 from regcb_stream.persist import load_model, save_model
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         driver = Driver(learner, settings, sink, progress, legacy=args.cb_force_legacy,
                         first_only=args.first_only and args.regcbopt, vw_compat=args.vw_compat)
         blocks = args.blocks or (source is not sys.stdin and _is_regular_file(source))
-        status = _run(driver, _examples(source, settings, args, progress), blocks)
+        status = _run(driver, source, _on_error(args, progress), blocks)
     if not args.quiet:
         sys.stderr.write(progress.summary())
     if status == 0 and args.final_regressor:
@@ -153,20 +153,18 @@ def _check_same(saved: StreamSettings, args) -> None:
             )
 
 
-def _examples(source, settings: StreamSettings, args, progress: ProgressTable):
+def _on_error(args, progress: ProgressTable):
+    """With ``--lenient``: warn about a bad example, count it, go on."""
     def skip(error: VWParseError) -> None:
         progress.skipped += 1
         print(f"warning: skipping example: {error}", file=sys.stderr)
 
-    on_error = skip if args.lenient else None
-    if settings.adf:
-        return iter_adf(source, on_error)
-    return iter_cb(source, settings.n_actions, on_error)
+    return skip if args.lenient else None
 
 
-def _run(driver: Driver, examples, blocks: bool) -> int:
+def _run(driver: Driver, source, on_error, blocks: bool) -> int:
     try:
-        driver.run(examples, blocks)
+        driver.run(source, on_error, blocks)
     except VWParseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

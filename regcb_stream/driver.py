@@ -1,10 +1,15 @@
-"""The stream driver: parsed VW examples in, VW predictions out, learning from labels.
+"""The stream driver: VW text in, VW predictions out, learning from labels.
 
 For each example the driver computes the learner's distribution (before learning from the
 example: progressive validation), writes it in VW's ``-p`` format and flushes, then learns
 the label if there is one. VW costs are learned as rewards ``-cost`` with the reward range
 ``(-cb_max_cost, -cb_min_cost)``; costs outside it are learned as they are (VW's
 behaviour) and only the bounds are clipped.
+
+Input is read in blocks: one example at a time (interactive use), or one epoch at a time
+(``blocks``), whose examples are encoded, decided, written and learned by a handful of
+numpy computations (the decision state is frozen within an epoch, so the output is the
+same).
 """
 
 from __future__ import annotations
@@ -15,10 +20,16 @@ from typing import TextIO
 
 import numpy as np
 
-from regcb_stream.io.vw_features import flatten, flatten_adf
-from regcb_stream.io.vw_predictions import format_legacy, format_pmf
+from regcb_stream.features import EncodedRows
+from regcb_stream.io.vw_encode import AdfEncoder, TextEncoder
+from regcb_stream.io.vw_predictions import (
+    format_block,
+    format_legacy,
+    format_legacy_block,
+    format_pmf,
+)
+from regcb_stream.io.vw_text import OnError, VWParseError, iter_adf, iter_cb_lines
 from regcb_stream.progress import ProgressTable
-
 
 MAX_BLOCK = 4096  # examples read ahead at most (unlabelled ones do not end an epoch)
 
@@ -35,12 +46,13 @@ class StreamSettings:
 
 
 class Driver:
-    """Runs a learner over a stream of parsed examples.
+    """Runs a learner over a stream of VW text.
 
     Parameters
     ----------
     learner
-        A ``RegCB`` (or any learner with ``decide`` and ``learn``).
+        A ``RegCB`` (or any learner with ``encoder``, ``decide``, ``decide_many`` and
+        ``learn_many``).
     settings
         The stream's ``StreamSettings``.
     predictions
@@ -68,117 +80,161 @@ class Driver:
         self.first_only = first_only
         self.vw_compat = vw_compat
         self._warned_range = False
+        self._interactive = True
         self._labels = list(range(settings.n_actions or 0))
+        columns = learner.encoder.columns
+        self._text = TextEncoder(lambda keys: columns("x", keys), settings.interactions)
+        self._adf = AdfEncoder(lambda keys: columns("a", keys), settings.interactions,
+                               settings.constant)
 
-    def run(self, examples, blocks: bool = False) -> None:
-        """Process every example of an iterable (a parser generator).
+    def run(self, lines, on_error: OnError | None = None, blocks: bool = False) -> None:
+        """Process every example of an iterable of text lines (a file).
 
-        With ``blocks`` (single-line input only), the examples of one epoch are read
-        ahead and decided in one computation: the decision state is frozen within an
-        epoch, so the output is the same as example by example. Reading ahead waits for
-        input, so interactive use needs ``blocks=False``.
+        ``on_error`` is called with each bad example's `VWParseError`, which is then
+        skipped; without it the error is raised, once every earlier prediction has been
+        written. With ``blocks``, single-line examples of one epoch are read ahead and
+        decided in one computation, and predictions are flushed when the buffer fills
+        instead of after every example; reading ahead waits for input, so interactive use
+        needs ``blocks=False``.
         """
-        if not blocks or self.settings.adf:
-            for example in examples:
-                self.process([example])
+        self._interactive = not blocks
+        if self.settings.adf:
+            for batch in self._batches(iter_adf(lines, on_error), blocks):
+                self._adf_batch(batch)
             return
-        block, labelled, room = [], 0, self.learner.labels_until_rebuild
-        iterator = iter(examples)
+        records = iter_cb_lines(lines, self.settings.n_actions, on_error)
+        for batch in self._batches(records, blocks):
+            self._cb_batch(batch, on_error)
+
+    def _batches(self, records, blocks: bool):
+        """Lists of examples to decide together: one epoch's (at most ``MAX_BLOCK``, and
+        ADF examples with as many actions), or one example each without ``blocks``. A bad
+        example ends the list before it."""
+        if not blocks:
+            yield from ([record] for record in records)
+            return
+        batch, labelled, room = [], 0, self.learner.labels_until_rebuild
+        iterator = iter(records)
         while True:
             try:
-                example = next(iterator)
+                record = next(iterator)
             except StopIteration:
                 break
-            except Exception:
-                self.process(block)  # predictions before a bad example are written
-                raise
-            block.append(example)
-            labelled += _learnable(example)
-            if labelled == room or len(block) == MAX_BLOCK:
-                self.process(block)
-                block, labelled, room = [], 0, self.learner.labels_until_rebuild
-        self.process(block)
+            except VWParseError as error:
+                yield batch  # predictions before a bad example are written
+                raise error
+            if batch and self.settings.adf and len(record.actions) != len(batch[0].actions):
+                yield batch
+                batch, labelled, room = [], 0, self.learner.labels_until_rebuild
+            batch.append(record)
+            labelled += _learnable(record.label)
+            if labelled == room or len(batch) == MAX_BLOCK:
+                yield batch
+                batch, labelled, room = [], 0, self.learner.labels_until_rebuild
+        yield batch
 
-    def process(self, block: list) -> None:
-        """Decide, write and learn a block of examples from within one epoch."""
-        if not block:
+    def _cb_batch(self, batch: list, on_error: OnError | None) -> None:
+        """Encode, decide, write and learn single-line examples of one epoch."""
+        if not batch:
             return
-        inputs = [self._inputs(example) for example in block]
-        if len(block) == 1:
-            context, actions, _ = inputs[0]
-            decision = self.learner.decide(context, actions)
-            pmfs, predictions = decision.pmf[None, :], decision.prediction[None, :]
-        else:
-            decision = self.learner.decide_many([i[0] for i in inputs], self._labels)
-            pmfs, predictions = decision.pmf, decision.prediction
+        encoded = self._text.encode([record.body for record in batch])
+        rows, n_features = encoded.rows, encoded.n_features
+        errors = [VWParseError(batch[i].line_no, batch[i].text, error.rule, error.detail)
+                  for i, error in sorted(encoded.errors.items())]
+        if errors:  # decide the good examples (only those before the first bad one if
+            # the run stops there), then report
+            last = min(encoded.errors) if on_error is None else len(batch)
+            keep = [i for i in range(last) if i not in encoded.errors]
+            batch, rows, n_features = [batch[i] for i in keep], rows[keep], n_features[keep]
+        if batch:
+            decision = self.learner.decide_many(rows, self._labels)
+            pmfs, orders = self._shown(decision.pmf, decision.prediction)
+            self._write(pmfs, orders, [record.tag for record in batch])
+            per_example = (1 if self.legacy else len(self._labels))
+            counts = ((n_features + self.settings.constant) * per_example).tolist()
+            self._learn(batch, rows, pmfs, orders, counts, action_offset=1)
+        for error in errors:
+            if on_error is None:
+                raise error
+            on_error(error)
+
+    def _adf_batch(self, batch: list) -> None:
+        """Decide, write and learn ADF examples of one epoch with as many actions each."""
+        if not batch:
+            return
+        if not batch[0].actions:  # lone shared lines: VW writes an empty prediction
+            self._write(np.zeros((len(batch), 0)), np.zeros((len(batch), 0), np.intp),
+                        [example.tag for example in batch])
+            return
+        encoded = [self._adf.encode(example.shared, example.actions) for example in batch]
+        width = max(rows.index.shape[1] for rows, _ in encoded)
+        shape = (len(batch), len(batch[0].actions), width)
+        rows = EncodedRows(np.zeros(shape, np.intp), np.zeros(shape))
+        for i, (example_rows, _) in enumerate(encoded):
+            rows.index[i, :, : example_rows.index.shape[1]] = example_rows.index
+            rows.value[i, :, : example_rows.value.shape[1]] = example_rows.value
+        decision = self.learner.decide_many([{}] * len(batch), rows)
+        pmfs, orders = self._shown(decision.pmf, decision.prediction)
+        self._write(pmfs, orders, [example.tag for example in batch])
+        self._learn(batch, rows, pmfs, orders, [n for _, n in encoded], action_offset=0)
+
+    def _shown(self, pmfs: np.ndarray, predictions: np.ndarray):
+        """The distributions as written (``--first_only``, VW's ties) and the print order
+        of the actions (ascending predicted cost, as VW)."""
         orders = np.argsort(-predictions, axis=1, kind="stable")
         if self.first_only:
             pmfs = np.array([_first_of_ties(p, o) for p, o in zip(pmfs, orders)])
         elif self.vw_compat and self.learner.variant == "optimistic":
             pmfs = (pmfs > 0).astype(float)  # VW: 1 for each tied action, not a distribution
-        for example, pmf, order in zip(block, pmfs, orders):
-            self._write(pmf, order, example.tag)
-        if self.predictions is not None:
-            self.predictions.flush()
-        losses = self._learn(block, inputs, pmfs)
-        for example, (_, _, n_features), pmf, order, loss in zip(
-            block, inputs, pmfs, orders, losses
-        ):
-            label = None if loss is None else (self._action(example), *example.label[1:])
-            first = int(order[0])
-            self.progress.update(loss, label, (first, float(pmf[first])), n_features)
+        return pmfs, orders
 
-    def _learn(self, block, inputs, pmfs) -> list:
-        """Learn the labelled examples of a block; return each example's IPS loss
-        ``cost * pmf(action) / prob`` (None when unlabelled)."""
-        rows = self._learnable(block)
-        losses: list = [None] * len(block)
-        if not rows:
-            return losses
-        for i in rows:
-            label = block[i].label
-            self._check_cost(label.cost, block[i].line_no)
-            losses[i] = label.cost * float(pmfs[i][self._action(block[i])]) / label.prob
-        self.learner.learn_many(
-            [inputs[i][0] for i in rows],
-            [inputs[i][1][self._action(block[i])] for i in rows],
-            [-block[i].label.cost for i in rows],
-            [block[i].label.prob for i in rows],
-            [self._weight(block[i]) for i in rows],
-        )
-        return losses
+    def _write(self, pmfs: np.ndarray, orders: np.ndarray, tags: list) -> None:
+        if self.predictions is None:
+            return
+        if len(pmfs) == 1:  # one example (interactive use, ADF): no block machinery
+            probs = pmfs[0].tolist()
+            text = (format_legacy(probs, tags[0]) if self.legacy else
+                    format_pmf([(a, probs[a]) for a in orders[0].tolist()], tags[0]))
+        elif self.legacy:
+            text = format_legacy_block(pmfs, tags)
+        else:
+            text = format_block(pmfs, orders, tags)
+        self.predictions.write(text)
+        if self._interactive:  # a process may be waiting for this line
+            self.predictions.flush()
+
+    def _learn(self, examples: list, rows, pmfs: np.ndarray, orders: np.ndarray,
+               n_features: list[int], action_offset: int) -> None:
+        """Learn the labelled examples (single-line: a row each; ADF: a row per action
+        of each) and update the progress table with VW's IPS loss ``cost * pmf(action) /
+        prob`` of each."""
+        losses, labels = [None] * len(examples), [None] * len(examples)
+        learn = [i for i, example in enumerate(examples) if _learnable(example.label)]
+        for i in learn:
+            label = examples[i].label
+            self._check_cost(label.cost, examples[i].line_no)
+            action = label.action - action_offset
+            losses[i] = label.cost * float(pmfs[i, action]) / label.prob
+            labels[i] = (action, label.cost, label.prob)
+        if learn:
+            chosen = [labels[i][0] for i in learn]
+            adf = action_offset == 0  # rows are (n, K, L): learn the played action's row
+            self.learner.learn_many(
+                [{}] * len(learn) if adf else rows[learn],
+                EncodedRows(rows.index[learn, chosen], rows.value[learn, chosen]) if adf
+                else chosen,
+                [-labels[i][1] for i in learn],
+                [labels[i][2] for i in learn],
+                [self._weight(examples[i]) for i in learn],
+            )
+        firsts = orders[:, 0].tolist()
+        predictions = [(a, float(p[a])) for a, p in zip(firsts, pmfs)]
+        self.progress.update_block(losses, labels, predictions, n_features)
 
     def _weight(self, example) -> float:
         """Importance weight of a label: 1, or VW's 1/prob on an ADF example's last line."""
         last = self.settings.adf and example.label.action == len(example.actions) - 1
         return 1.0 / example.label.prob if self.vw_compat and last else 1.0
-
-    @staticmethod
-    def _learnable(block) -> list[int]:
-        return [i for i, example in enumerate(block) if _learnable(example)]
-
-    def _action(self, example) -> int:
-        """0-based index of the labelled action."""
-        return example.label.action - (0 if self.settings.adf else 1)
-
-    def _inputs(self, example):
-        """Context, actions and VW's feature count of one example."""
-        s = self.settings
-        if s.adf:
-            actions = flatten_adf(example.shared, example.actions, s.interactions, constant=False)
-            return {}, actions, sum(len(a) for a in actions) + s.constant * len(actions)
-        context = flatten(example.features, s.interactions, constant=False)
-        per_action = len(context) + s.constant
-        return context, self._labels, per_action * (1 if self.legacy else len(self._labels))
-
-    def _write(self, pmf: np.ndarray, order: np.ndarray, tag: str | None) -> None:
-        if self.predictions is None:
-            return
-        if self.legacy:
-            self.predictions.write(format_legacy(pmf.tolist(), tag))
-        else:
-            probs = pmf.tolist()
-            self.predictions.write(format_pmf([(a, probs[a]) for a in order.tolist()], tag))
 
     def _check_cost(self, cost: float, line_no: int) -> None:
         low, high = self.settings.cost_range
@@ -192,9 +248,9 @@ class Driver:
             )
 
 
-def _learnable(example) -> bool:
-    """Whether an example carries a label to learn (VW's test labels have no probability)."""
-    return example.label is not None and example.label.prob is not None
+def _learnable(label) -> bool:
+    """Whether a label is one to learn (VW's test labels have no probability)."""
+    return label is not None and label.prob is not None
 
 
 def _first_of_ties(pmf: np.ndarray, order: np.ndarray) -> np.ndarray:

@@ -31,11 +31,12 @@ import numpy as np
 @dataclass(frozen=True)
 class EncodedRows:
     """Feature rows already encoded as columns of a learner's encoder (``RegCB.encoder``),
-    without the intercept: padded ``index`` and ``value`` arrays of shape ``(n, L)``
-    (padding has column 0 and value 0; the columns of a row are distinct). They stand for
-    contexts of the product class (a row per context) or for the (context, action) rows of
-    the joint class (a row per action); the command line's VW reader makes them without
-    building a dict per example.
+    without the intercept: padded ``index`` and ``value`` arrays of shape ``(..., L)``
+    (padding has column 0 and value 0; the columns of a row are distinct). Shape ``(n,
+    L)``: contexts of the product class (a row per context), or the (context, action)
+    rows of one context of the joint class (a row per action); shape ``(n, K, L)``: the
+    joint rows of ``n`` contexts. The command line's VW reader makes them without building
+    a dict per example.
 
     >>> rows = EncodedRows(np.array([[1, 2], [2, 0]]), np.array([[0.5, 1.0], [3.0, 0.0]]))
     >>> len(rows), rows[[1]].value.tolist()
@@ -109,27 +110,29 @@ class FeatureEncoder:
         return self._columns(kind, keys)
 
     def encoded(self, rows: EncodedRows) -> np.ndarray:
-        """Dense ``(n, D)`` array of encoded rows, intercept included."""
-        out = np.zeros((len(rows), self.dim))
-        out[np.arange(len(rows))[:, None], rows.index] = rows.value
+        """Dense ``(..., D)`` array of encoded rows, intercept included."""
+        index = rows.index.reshape(-1, rows.index.shape[-1])
+        out = np.zeros((len(index), self.dim))
+        out[np.arange(len(index))[:, None], index] = rows.value.reshape(index.shape)
         out[:, 0] = self.intercept  # after the padding, which points at column 0
-        return out
+        return out.reshape(rows.index.shape[:-1] + (self.dim,))
 
     def encoded_sparse(self, rows: EncodedRows) -> tuple[np.ndarray, np.ndarray]:
         """Padded ``(index, value)`` of encoded rows with the intercept as column 0."""
-        n = len(rows)
-        index = np.concatenate([np.zeros((n, 1), np.intp), rows.index], axis=1)
-        value = np.concatenate([np.full((n, 1), float(self.intercept)), rows.value], axis=1)
+        lead = rows.index.shape[:-1] + (1,)
+        index = np.concatenate([np.zeros(lead, np.intp), rows.index], axis=-1)
+        value = np.concatenate([np.full(lead, float(self.intercept)), rows.value], axis=-1)
         return index, value
 
     def contexts(self, contexts) -> np.ndarray:
         """Encode a block of contexts, shape ``(n, D)``."""
         if isinstance(contexts, EncodedRows):
             return self.encoded(contexts)
-        if isinstance(contexts, np.ndarray) and contexts.ndim == 2 and not self._sparse:
-            first = self.context(contexts[0])
+        if (isinstance(contexts, np.ndarray) and contexts.ndim == 2 and not self._sparse
+                and contexts.dtype.kind in "fiub"):
+            self._dense_width(contexts.shape[1])
             _check_finite(contexts)
-            out = np.zeros((len(contexts), first.size))
+            out = np.zeros((len(contexts), self.dim))
             out[:, 0] = self.intercept
             out[:, 1 : 1 + contexts.shape[1]] = contexts
             return out
@@ -190,14 +193,19 @@ class FeatureEncoder:
     def _dense_context(self, context) -> np.ndarray:
         self._set_kind(sparse=False)
         values = _dense_values(context)
+        self._dense_width(values.size)
+        return values
+
+    def _dense_width(self, width: int) -> None:
+        """Check (or, first, set) the length of dense contexts."""
+        self._set_kind(sparse=False)
         if self._dense_dim is None:
-            self._dense_dim = values.size
-        elif values.size != self._dense_dim:
+            self._dense_dim = width
+        elif width != self._dense_dim:
             raise ValueError(
-                f"context has {values.size} features, expected {self._dense_dim} "
+                f"context has {width} features, expected {self._dense_dim} "
                 "(the length of the first context)"
             )
-        return values
 
     def _set_kind(self, sparse: bool) -> None:
         if self._sparse is None:

@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 FORMAT = "regcb-stream model"
-VERSION = 1
+VERSION = 2  # 2: RidgeOracle folds rows lazily, learns a prior
 
 
 def save_model(path: str | os.PathLike, learner, settings: dict) -> None:

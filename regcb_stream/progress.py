@@ -44,16 +44,35 @@ class ProgressTable:
     def update(self, loss: float | None, label, prediction, n_features: int) -> None:
         """Count one example; ``label`` is ``(action, cost, prob)`` or None (unlabelled),
         ``prediction`` the ``(action, prob)`` listed first in the output."""
-        self.examples += 1
-        self.features += n_features
-        if loss is not None:
-            self.labelled += 1
-            self.loss += loss
-            self._since[0] += loss
-            self._since[1] += 1
-        if self.examples == self._next_row:
-            self._print_row(label, prediction, n_features)
-            self._next_row *= 2
+        self.update_block([loss], [label], [prediction], [n_features])
+
+    def update_block(self, losses: list, labels: list, predictions: list,
+                     n_features: list[int]) -> None:
+        """`update` for a block of examples (lists, one entry per example): the counters
+        advance in bulk between the rows that fall inside the block.
+
+        >>> import io
+        >>> table = ProgressTable(io.StringIO())
+        >>> table.update_block([None, 0.5, 1.0], [None, (1, 0.5, 0.5), (2, 1.0, 0.5)],
+        ...                    [(0, 0.5)] * 3, [3, 3, 3])
+        >>> table.examples, table.labelled, table.loss, table.features
+        (3, 2, 1.5, 9)
+        """
+        start, n = 0, len(losses)
+        while start < n:
+            stop = min(n, start + self._next_row - self.examples)  # the next row, or the end
+            self.examples += stop - start
+            self.features += sum(n_features[start:stop])
+            for loss in losses[start:stop]:  # one by one, in order: VW's sums exactly
+                if loss is not None:
+                    self.labelled += 1
+                    self.loss += loss
+                    self._since[0] += loss
+                    self._since[1] += 1
+            if self.examples == self._next_row:
+                self._print_row(labels[stop - 1], predictions[stop - 1], n_features[stop - 1])
+                self._next_row *= 2
+            start = stop
 
     def _print_row(self, label, prediction, n_features: int) -> None:
         if self.out is None:

@@ -257,3 +257,35 @@ def test_a_bad_example_mid_block_keeps_the_predictions_before_it(tmp_path):
                       "-p", "-", "--quiet"])
     assert result.returncode == 1 and "line 71" in result.stderr
     assert result.stdout.count("\n\n") == 70
+
+
+def adf_stream(n: int, seed: int = 0) -> str:
+    """ADF text of a noisy linear problem with 3 or 4 actions, logged uniformly; every
+    fifth example unlabelled."""
+    rng = np.random.default_rng(seed)
+    examples = []
+    for t in range(n):
+        k = 4 if t % 7 == 0 else 3
+        x = rng.normal(size=3)
+        played = int(rng.integers(k))
+        lines = ["shared |s " + " ".join(f"f{j}:{v:.4f}" for j, v in enumerate(x))]
+        for a in range(k):
+            cost = float(rng.random() < 0.5 + 0.4 * np.tanh(x[a % 3]))
+            label = f"0:{cost:g}:{1 / k:.4f} " if a == played and t % 5 else ""
+            lines.append(f"{label}|a act{a} w:{0.5 * a + 0.1:g}")
+        examples.append("\n".join(lines) + "\n\n")
+    return "".join(examples)
+
+
+@pytest.mark.parametrize("schedule", ["online", "doubling"])
+@pytest.mark.parametrize("oracle", ["ridge", "vw"])
+def test_adf_blocks_give_the_same_output_as_example_by_example(schedule, oracle, tmp_path):
+    data = tmp_path / "adf.dat"
+    data.write_text(adf_stream(300))
+    args = ["--cb_explore_adf", "-q", "sa", "--regcbopt", "--mellowness", "0.01", "--oracle",
+            oracle, "--schedule", schedule, "-p", "-", "--quiet"]
+    from_file = run_cli([*args, "-d", str(data)])  # a regular file: blocks
+    piped = run_cli(args, data.read_text())  # stdin: example by example
+    assert from_file.returncode == piped.returncode == 0, from_file.stderr
+    assert from_file.stdout == piped.stdout
+    assert from_file.stdout.count("\n\n") == 300

@@ -35,12 +35,14 @@ from regcb_stream.io.vw_features import (
     FLOAT32_MIN,
     FieldError,
     flatten,
+    flatten_adf,
     parse_namespaces,
 )
 
 STRING = np.dtypes.StringDType()
 _COLON = np.array(":", dtype=STRING)
 MAX_TEMPLATES = 16  # distinct name sequences tried per token count and block
+MIN_BLOCK = 8  # smaller blocks take the reference path: numpy's calls cost more
 Columns = Callable[[list[str]], list[int]]
 
 
@@ -74,8 +76,8 @@ class TextEncoder:
     def encode(self, bodies: list[str]) -> EncodedBlock:
         """Encode the feature text of a block of lines."""
         n = len(bodies)
-        if self.interactions or n == 0:
-            return self._finish(n, [], np.ones(n, bool))
+        if self.interactions or n < MIN_BLOCK:
+            return self._finish(n, [], np.ones(n, bool), bodies)
         lines = ["|" + body.replace("|", " |") for body in bodies]
         counts = np.fromiter((line.count(" ") + 1 for line in lines), np.intp, n)
         text = " ".join(lines)
@@ -155,12 +157,10 @@ class TextEncoder:
                 continue
             reference[i] = (self._columns(list(features)), list(features.values()))
         width = max([g[1].size for g in groups] + [len(c) for c, _ in reference.values()] + [1])
-        index, value = np.zeros((n, width), np.intp), np.zeros((n, width))
-        for rows, columns, values in groups:
-            index[rows, : columns.size], value[rows, : columns.size] = columns, values
-        for i, (columns, values) in reference.items():
-            index[i, : len(columns)], value[i, : len(values)] = columns, values
-        return EncodedBlock(EncodedRows(index, value), (value != 0).sum(axis=1), errors)
+        rows = _pad(reference, n, width)
+        for lines, columns, values in groups:
+            rows.index[lines, : columns.size], rows.value[lines, : columns.size] = columns, values
+        return EncodedBlock(rows, (rows.value != 0).sum(axis=1), errors)
 
 
 def _numbers(texts: np.ndarray, underscores: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -183,3 +183,115 @@ def _float(text: str) -> float:
         return float(text)
     except ValueError:
         return float("nan")
+
+
+class AdfEncoder:
+    """The action lines of an ADF example, merged with its shared line and crossed as VW's
+    ``-q`` says, to ``EncodedRows`` (one row per action).
+
+    An example's row layout depends only on its shared feature *names* and its action
+    lines, which a stream repeats: the layout is built once per such pair (a template) by
+    running the reference `flatten_adf` on symbolic shared values, so each value of the
+    rows is ``coef * s[i] * s[j]`` of the shared values ``s`` (``s[0] = 1``), and later
+    examples cost one vectorized product. Examples whose flattening sums two features into
+    one key take the reference path.
+
+    >>> keys = {}
+    >>> encoder = AdfEncoder(lambda names: [keys.setdefault(k, len(keys) + 1) for k in names],
+    ...                      ["sa"])
+    >>> rows, n_features = encoder.encode((("s", (("x", 2.0),)),), [(("a", (("i", 3.0),)),)])
+    >>> rows.index.tolist(), rows.value.tolist(), n_features, sorted(keys)
+    ([[1, 2, 3]], [[2.0, 3.0, 6.0]], 4, ['a^i', 's^x', 's^x*a^i'])
+    """
+
+    def __init__(self, columns: Columns, interactions: Iterable[str] = (),
+                 constant: bool = True):
+        self._columns = columns
+        self.interactions = tuple(interactions)
+        self.constant = constant
+        self._templates: dict[tuple, tuple | None] = {}
+
+    def encode(self, shared, actions) -> tuple[EncodedRows, int]:
+        """Rows of the (shared, action) features and VW's feature count of the example."""
+        shared, actions = shared or (), tuple(actions)
+        key = (tuple((name, tuple([f for f, _ in feats])) for name, feats in shared), actions)
+        template = self._templates.get(key, False)
+        if template is False:
+            if len(self._templates) >= 1024:
+                self._templates.clear()
+            template = self._templates[key] = self._template(shared, actions)
+        if template is None:
+            return self._reference(shared, actions)
+        index, coef, first, second, n_features = template
+        s = np.array([1.0, *[v for _, feats in shared for _, v in feats]])
+        return EncodedRows(index, coef * s[first] * s[second]), n_features
+
+    def _reference(self, shared, actions) -> tuple[EncodedRows, int]:
+        rows = flatten_adf(shared, actions, self.interactions, constant=False)
+        n_features = sum(map(len, rows)) + self.constant * len(rows)
+        encoded = {i: (self._columns(list(row)), list(row.values())) for i, row in enumerate(rows)}
+        return _pad(encoded, len(rows)), n_features
+
+    def _template(self, shared, actions) -> tuple | None:
+        """Columns and ``(coef, i, j)`` per entry of the rows, or None (reference path)."""
+        slots, count = [], 0
+        for name, feats in shared:
+            slots.append((name, tuple((f, _Slot(1.0, count + k + 1)) for k, (f, _) in
+                                      enumerate(feats))))
+            count += len(feats)
+        try:
+            rows = flatten_adf(tuple(slots), actions, self.interactions, constant=False)
+            terms = [[_Slot.of(v) for v in row.values()] for row in rows]
+        except _NotAMonomial:
+            return None
+        encoded = _pad({i: (self._columns(list(row)), [1.0] * len(row))
+                        for i, row in enumerate(rows)}, len(rows))
+        coef, first, second = (np.zeros(encoded.index.shape, t) for t in (float, np.intp, np.intp))
+        for r, row in enumerate(terms):
+            for c, term in enumerate(row):
+                coef[r, c], first[r, c], second[r, c] = term.coef, term.first, term.second
+        n_features = sum(map(len, rows)) + self.constant * len(rows)
+        return encoded.index, coef, first, second, n_features
+
+
+class _NotAMonomial(Exception):
+    """A symbolic value left the form ``coef * s[i] * s[j]``."""
+
+
+class _Slot:
+    """A symbolic feature value ``coef * s[first] * s[second]`` (``s[0] = 1``): the
+    reference flattening only adds a value to 0.0 and multiplies two values."""
+
+    __slots__ = ("coef", "first", "second")
+
+    def __init__(self, coef: float, first: int, second: int = 0):
+        self.coef, self.first, self.second = coef, first, second
+
+    @staticmethod
+    def of(value) -> _Slot:
+        return value if isinstance(value, _Slot) else _Slot(float(value), 0)
+
+    def __mul__(self, other) -> _Slot:
+        if not isinstance(other, _Slot):
+            return _Slot(self.coef * other, self.first, self.second)
+        if self.second or other.second:
+            raise _NotAMonomial
+        return _Slot(self.coef * other.coef, self.first, other.first)
+
+    __rmul__ = __mul__
+
+    def __radd__(self, other) -> _Slot:
+        if other != 0.0:
+            raise _NotAMonomial  # two features summed into one key
+        return self
+
+    __add__ = __radd__
+
+
+def _pad(rows: dict[int, tuple[list[int], list[float]]], n: int, width: int = 1) -> EncodedRows:
+    """``n`` padded rows, at least ``width`` wide, filled from (columns, values) by row."""
+    width = max([len(columns) for columns, _ in rows.values()] + [width])
+    index, value = np.zeros((n, width), np.intp), np.zeros((n, width))
+    for i, (columns, values) in rows.items():
+        index[i, : len(columns)], value[i, : len(values)] = columns, values
+    return EncodedRows(index, value)

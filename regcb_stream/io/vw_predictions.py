@@ -13,7 +13,9 @@ with no action lines (a lone ``shared`` line) gives an empty line plus the separ
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 
 @functools.lru_cache(maxsize=4096)  # a stream's distributions repeat a few values (0, 1/k)
@@ -64,3 +66,34 @@ def format_legacy(probs: Iterable[float], tag: str | None = None) -> str:
     """
     body = "".join([f"{p:.6f} " for p in probs])
     return f"{body} {tag}\n" if tag else body + "\n"
+
+
+def format_block(pmfs: np.ndarray, orders: np.ndarray, tags: Sequence[str | None]) -> str:
+    """`format_pmf` for a block of examples: ``pmfs`` ``(n, K)`` in action order, ``orders``
+    ``(n, K)`` the print order of each row. Each distinct probability is formatted once.
+
+    Examples
+    --------
+    >>> pmfs = np.array([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
+    >>> format_block(pmfs, np.array([[1, 0, 2], [2, 0, 1]]), [None, "t"])
+    '1:0.5,0:0.5,2:0\\n\\n2:1,0:0,1:0 t\\n\\n'
+    """
+    values, inverse = np.unique(pmfs, return_inverse=True)
+    k = pmfs.shape[1]
+    cells = np.array([[f"{a}:{format_prob(p)}" for p in values.tolist()] for a in range(k)],
+                     dtype=object)
+    picked = cells[orders, np.take_along_axis(inverse.reshape(pmfs.shape), orders, axis=1)]
+    return "".join([",".join(row) + (f" {tag}\n\n" if tag else "\n\n")
+                    for row, tag in zip(picked.tolist(), tags)])
+
+
+def format_legacy_block(pmfs: np.ndarray, tags: Sequence[str | None]) -> str:
+    """`format_legacy` for a block of examples (rows of ``pmfs``).
+
+    >>> format_legacy_block(np.array([[0.25, 0.75]]), ["t"])
+    '0.250000 0.750000  t\\n'
+    """
+    values, inverse = np.unique(pmfs, return_inverse=True)
+    cells = np.array([f"{p:.6f} " for p in values.tolist()], dtype=object)
+    rows = cells[inverse.reshape(pmfs.shape)].tolist()
+    return "".join(["".join(row) + (f" {tag}\n" if tag else "\n") for row, tag in zip(rows, tags)])

@@ -67,6 +67,7 @@ class VWParseError(ValueError):
 
 
 OnError = Callable[[VWParseError], None]
+_NO_HEAD = Line((), None, None)
 
 
 def parse_line(text: str, n_actions: int | None = None) -> Line:
@@ -83,14 +84,24 @@ def parse_line(text: str, n_actions: int | None = None) -> Line:
     >>> ln.features, ln.label, ln.tag
     ((('a', (('x', 2.0), ('y', 1.0))),), Label(action=2, cost=1.5, prob=0.25), 'id7')
     """
+    head, body = split_line(text, n_actions)
+    return head._replace(features=parse_namespaces(body))
+
+
+def split_line(text: str, n_actions: int | None = None) -> tuple[Line, str]:
+    """The line without its features (label, tag, ``shared``) and its feature text (after
+    the first ``|``), for parsing the features later; errors as `parse_line`.
+
+    >>> split_line("1:0:0.5 t|a x:2", n_actions=2)
+    (Line(features=(), label=Label(action=1, cost=0.0, prob=0.5), tag='t', shared=False), 'a x:2')
+    """
     bar = text.find("|")
     if bar < 0:
         what = "whitespace-only line (not a separator to VW)" if text.isspace() else "line"
         raise FieldError("no_bar", f"{what} has no '|' before the features")
     if "\r" in text or "\n" in text:
         raise FieldError("control", "carriage return or newline inside the line")
-    features = parse_namespaces(text[bar + 1:])
-    return _with_head(features, text[:bar], n_actions) if bar else Line(features, None, None)
+    return (_with_head((), text[:bar], n_actions) if bar else _NO_HEAD), text[bar + 1:]
 
 
 def _with_head(features: Features, head: str, n_actions: int | None) -> Line:
@@ -170,17 +181,56 @@ def iter_cb(lines: Iterable[str], n_actions: int,
     >>> [ex.label for ex in iter_cb(["1:0:0.5 |a x", "", "|a y"], 2)]
     [Label(action=1, cost=0.0, prob=0.5), None]
     """
+    for line in iter_cb_lines(lines, n_actions, on_error):
+        try:
+            features = parse_namespaces(line.body)
+        except FieldError as exc:
+            _fail(VWParseError(line.line_no, line.text, exc.rule, exc.detail), on_error)
+            continue
+        yield CBExample(features, line.label, line.tag, line.line_no)
+
+
+class CBLine(NamedTuple):
+    """A single-line example whose features are still text (`body`, after the first
+    ``|``): what `iter_cb_lines` yields, for parsing many bodies at once."""
+    label: Label | None
+    tag: str | None
+    body: str
+    line_no: int
+    text: str
+
+
+def iter_cb_lines(lines: Iterable[str], n_actions: int,
+                  on_error: OnError | None = None) -> Iterator[CBLine]:
+    """`iter_cb` up to the features: labels and tags are parsed and checked, the feature
+    text is left for the caller (`vw_encode.TextEncoder` parses a block of them at once).
+
+    >>> [(ex.label.action, ex.body) for ex in iter_cb_lines(["2:0:0.5 |a x:1", ""], 2)]
+    [(2, 'a x:1')]
+    """
     if n_actions < 1:
         raise ValueError(f"n_actions must be >= 1, got {n_actions}")
+    heads: dict[str, Line | FieldError] = {}  # a stream repeats its labels: parse each once
     for no, raw in enumerate(lines, 1):
         text = _clean(raw)
-        if text:
+        if not text:
+            continue
+        bar = text.find("|")
+        key = text[:bar] if bar > 0 and "\r" not in text and "\n" not in text else None
+        head = heads.get(key) if key is not None else None
+        if head is None:
             try:
-                line = parse_line(text, n_actions)
+                head, _ = split_line(text, n_actions)
             except FieldError as exc:
-                _fail(VWParseError(no, text, exc.rule, exc.detail), on_error)
-                continue
-            yield CBExample(line.features, line.label, line.tag, no)
+                head = exc
+            if key is not None:
+                if len(heads) >= 4096:
+                    heads.clear()
+                heads[key] = head
+        if isinstance(head, FieldError):
+            _fail(VWParseError(no, text, head.rule, head.detail), on_error)
+            continue
+        yield CBLine(head.label, head.tag, text[bar + 1:], no, text)
 
 
 class _Reader:

@@ -71,10 +71,11 @@ class RidgeOracle:
             raise ValueError(f"prior must be a finite number or 'optimistic', got {prior!r}")
         self.l2 = l2
         self.prior = prior
-        self._a = np.zeros((0, 0, 0))
-        self._b = np.zeros((0, 0))
+        self._a = np.zeros((0, 0, 0))  # l2 I + sum w x x^T, but for the unfolded rows
+        self._b = np.zeros((0, 0))  # sum w (y - prior) x
         self._a_inv = np.zeros((0, 0, 0))  # frozen decision state
         self._theta = np.zeros((0, 0))
+        self._unfolded: dict[int, list] = {}  # model -> (x, w) rows not yet added to _a
         self._pending: dict[int, list | None] = {}  # model -> rank-one updates, None: many
         self._updates = np.zeros(0, dtype=np.int64)  # rank-one updates since a fresh inverse
 
@@ -92,13 +93,15 @@ class RidgeOracle:
         m, d = max(n_models, m0), max(dim, d0)
         if (m, d) == (m0, d0):
             return
+        for model in list(self._unfolded):  # rows are shorter than the new dimension
+            self._fold(model)
         eye = np.eye(d)
         self._a = _pad(self._a, (m, d, d), self.l2 * eye)
         self._a_inv = _pad(self._a_inv, (m, d, d), eye / self.l2)
         self._b = _pad(self._b, (m, d), 0.0)
         self._theta = _pad(self._theta, (m, d), 0.0)
         self._updates = np.r_[self._updates, np.zeros(m - m0, dtype=np.int64)]
-        for model in self._pending:  # pending vectors are shorter than the new dimension
+        for model in self._pending:
             self._pending[model] = None
 
     @property
@@ -108,12 +111,12 @@ class RidgeOracle:
 
     def learn(self, x: np.ndarray, model: int, y: float, weight: float = 1.0) -> None:
         """Add one example to the sufficient statistics of ``model``."""
-        wx = weight * x
-        self._a[model] += np.outer(wx, x)
-        self._b[model] += (y - self.prior_mean) * wx
+        residual = y - self.prior_mean
+        self._b[model] += (weight * residual) * x
+        self._unfolded.setdefault(model, []).append((x, weight))
         pending = self._pending.setdefault(model, [])
         if pending is not None:
-            pending.append((x, weight))
+            pending.append((x, weight, residual))
 
     def learn_many(self, x, models, y, weight) -> None:
         """Add a block of examples: one matrix product per model (the same statistics as
@@ -125,30 +128,46 @@ class RidgeOracle:
         residual = np.asarray(y, dtype=float) - self.prior_mean
         for model in np.unique(models).tolist():
             pick = np.flatnonzero(models == model)
+            self._fold(model)
             self._a[model] += wx[pick].T @ x[pick]
             self._b[model] += residual[pick] @ wx[pick]
             pending = self._pending.setdefault(model, [])
             if pending is not None and 4 * (len(pending) + len(pick)) <= self.dim:
-                pending.extend(zip(x[pick], weight[pick].tolist()))
+                self._unfolded[model] = []  # already in _a
+                pending.extend(zip(x[pick], weight[pick].tolist(), residual[pick].tolist()))
             else:  # the rebuild will invert afresh
                 self._pending[model] = None
 
     def rebuild(self) -> None:
-        """Solve the ridge problems of the models that learned since the last rebuild."""
+        """Solve the ridge problems of the models that learned since the last rebuild:
+        by Sherman-Morrison rank-one updates of the inverse and of the solution when few
+        labels are pending, by a fresh inverse when many are (and every ``max(64, D)``
+        rank-one updates, against rounding drift)."""
         d = self.dim
         for model, pending in sorted(self._pending.items()):
-            a_inv = self._a_inv[model]
-            refresh = max(64, d)
-            if pending is None or 4 * len(pending) > d or self._updates[model] >= refresh:
+            a_inv, theta = self._a_inv[model], self._theta[model]
+            if pending is None or 4 * len(pending) > d or self._updates[model] >= max(64, d):
+                self._fold(model)
                 a_inv[...] = np.linalg.inv(self._a[model])
+                theta[...] = a_inv @ self._b[model]
                 self._updates[model] = 0
-            else:
-                for x, weight in pending:
-                    spread = a_inv @ x
-                    a_inv -= np.outer(spread, spread * (weight / (1.0 + weight * x @ spread)))
-                self._updates[model] += len(pending)
-            self._theta[model] = a_inv @ self._b[model]
+                continue
+            for x, weight, residual in pending:
+                spread = a_inv @ x
+                gain = weight / (1.0 + weight * (x @ spread))
+                theta += (gain * (residual - x @ theta)) * spread
+                a_inv -= np.multiply.outer(spread, gain * spread)
+            self._updates[model] += len(pending)
         self._pending.clear()
+
+    def _fold(self, model: int) -> None:
+        """Add the rows learned one at a time since the last fold to ``model``'s Gram
+        matrix, in one matrix product."""
+        rows = self._unfolded.pop(model, None)
+        if rows:
+            x = np.array([row for row, _ in rows])
+            w = np.array([weight for _, weight in rows])
+            self._a[model] += (x.T * w) @ x
 
     def predict(self, phi: np.ndarray, models: np.ndarray) -> np.ndarray:
         """Frozen ridge predictions, shape ``(n, K)``."""
@@ -191,10 +210,13 @@ class RidgeOracle:
 
 
 def _quadratic_forms(x: np.ndarray, matrices: np.ndarray) -> np.ndarray:
-    """``x[i] @ matrices[k] @ x[i]`` for every row i and matrix k, shape ``(n, K)``: one
-    matrix product of the rows' outer products with the flattened matrices (much faster
-    than a batched matmul), in chunks that keep the outer products under ~32 MB."""
+    """``x[i] @ matrices[k] @ x[i]`` for every row i and matrix k, shape ``(n, K)``: for a
+    few rows a batched product, else one matrix product of the rows' outer products with
+    the flattened matrices (much faster than a batched matmul for many rows), in chunks
+    that keep the outer products under ~32 MB."""
     n, d = x.shape
+    if n <= 4:
+        return np.einsum("knd,nd->nk", x @ matrices, x)
     flat = matrices.reshape(len(matrices), d * d).T
     out = np.empty((n, len(matrices)))
     step = max(1, 4_000_000 // (d * d))

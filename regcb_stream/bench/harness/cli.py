@@ -50,7 +50,7 @@ def configure(args: argparse.Namespace) -> dict:
     figures = args.figures or report_path.parent / "figures"
     families = args.families or [
         f for f in algorithms.FAMILIES
-        if args.gb5 or f not in algorithms.DEFAULT_EXCLUDED]
+        if f not in algorithms.DEFAULT_EXCLUDED or (args.gb5 and f.endswith(":gb5"))]
     streams = args.streams or (QUICK_STREAMS if quick else problems.STREAMS)
     reps = range(args.reps or (2 if quick else 5))
     tasks = runner.make_tasks(streams, reps, families, params_per_family=2 if quick else None,

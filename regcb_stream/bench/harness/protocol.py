@@ -91,7 +91,7 @@ def expected_reward(pmf: np.ndarray, R: np.ndarray) -> float:
 def run_protocol(algo: Algorithm, problem: Problem, seed: int) -> dict:
     """Run one algorithm on one problem; return the curves and summary of the run."""
     train, hold = problem.train, problem.hold
-    n, hidden_hold = len(train), hide(problem.hold)
+    n, hidden_train, hidden_hold = len(train), hide(train), hide(problem.hold)
     u = np.random.default_rng(seed).random(n)
     rewards = np.empty(n)
     width, plausible = np.full(n, np.nan), np.full(n, np.nan)
@@ -100,10 +100,10 @@ def run_protocol(algo: Algorithm, problem: Problem, seed: int) -> dict:
     for point in points:
         while t < point:
             stop = min(point, t + max(1, algo.block_size()))
-            block = train.rows(t, stop)
-            step = algo.decide(hide(block), u[t:stop])
+            block, hidden = train.rows(t, stop), hidden_train.rows(t, stop)
+            step = algo.decide(hidden, u[t:stop])
             rewards[t:stop] = block.R[np.arange(stop - t), step.actions]
-            algo.learn(hide(block), step, rewards[t:stop])
+            algo.learn(hidden, step, rewards[t:stop])
             if step.width is not None:
                 width[t:stop], plausible[t:stop] = step.width, step.plausible
             t = stop

@@ -132,6 +132,11 @@ def _documents(rounds: Rounds) -> list[list[dict]]:
 def _diagnostics(decision) -> tuple[np.ndarray, np.ndarray]:
     """Width ``High - Low`` of the optimistic action (largest High) and the size of the
     plausible set ``{a : High(a) >= max Low}``, per row (scalars for a single context)."""
-    width = np.take_along_axis(decision.width, np.argmax(decision.high, axis=-1)[..., None],
-                               axis=-1)[..., 0]
-    return width, np.asarray(decision.plausible_size, dtype=float)
+    high, low = np.atleast_2d(decision.high), np.atleast_2d(decision.low)
+    top = np.argmax(high, axis=1)
+    rows = np.arange(len(high))
+    width = high[rows, top] - low[rows, top]
+    plausible = (high >= low.max(axis=1, keepdims=True)).sum(axis=1).astype(float)
+    if decision.high.ndim == 1:
+        return width[0], plausible[0]
+    return width, plausible
