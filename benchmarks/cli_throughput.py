@@ -36,14 +36,16 @@ from regcb_stream.bench.vw_logs import write_logged_stream
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VW_FLAGS = {"single": "--cb_explore 26 --regcb", "adf": "--cb_explore_adf -q sa --regcb"}
-OURS = [  # (format, extra flags)
+OURS = [  # (format, extra flags); online is the default schedule, ridge the default oracle
     ("single", "--schedule online"),
     ("single", "--schedule sqrt2"),
     ("single", "--schedule doubling"),
+    ("single", "--schedule online --oracle vw"),
     ("adf", "--schedule online"),
     ("adf", "--schedule sqrt2"),
     ("adf", "--schedule online --oracle vw"),
-    ("single", "--schedule online --oracle vw"),
+    ("adf", "--schedule sqrt2 --oracle vw"),
+    ("adf", "--schedule doubling --oracle vw"),
 ]
 
 

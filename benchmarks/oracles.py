@@ -38,6 +38,7 @@ From the repository root::
 
     .venv/bin/python benchmarks/oracles.py [--seeds 3] [--jobs 2]
     .venv/bin/python benchmarks/oracles.py --render    # rebuild the .md from the .jsonl
+    .venv/bin/python benchmarks/oracles.py --update    # run only what the .jsonl lacks
     .venv/bin/python benchmarks/oracles.py --quick     # smoke run: vehicle, 300 rounds
 
 The full run takes about 30 minutes on 2 busy cores. Rewards are deterministic given the
@@ -80,7 +81,7 @@ BUDGETS = {
     "river-lr0.3": [("mellowness", 1e-2)],
     "gb5": [("beta", b) for b in (1e-4, 1e-5)] + [("mellowness", c) for c in (1e-3, 1e-4)],
 }
-ORACLE_NAMES = ("ridge", *BUDGETS)
+ORACLE_NAMES = ("ridge", "ridge-optimistic", *BUDGETS)
 #: explorer -> parameter values (VW flags in ``regcb_stream.bench.vw_explorers.EXPLORERS``)
 EXPLORER_GRID = {
     "squarecb": (1.0, 10.0, 100.0, 1000.0),
@@ -135,7 +136,7 @@ def label(setting: dict) -> str:
 def family(record: dict) -> str:
     """Oracle name (RegCB), ``--explorer`` (VW) or the reference's name."""
     if record["algo"] in ("ours", "regcb"):
-        return record.get("oracle", "ridge")
+        return "ridge-optimistic" if record.get("prior") else record.get("oracle", "ridge")
     if record["algo"] == "vw":
         return f"--{record['explorer']}"
     return record["algo"]
@@ -409,9 +410,14 @@ def _header(meta: dict) -> list[str]:
         f"{meta['seeds']} (same stream and sampler seed for every algorithm)",
         f"- reused: {meta['reused']} ridge-RegCB, VW `--regcb`/`--regcbopt`, uniform and "
         "supervised runs from `docs/progressive_reward.jsonl` (same code path, deterministic; "
-        "a sample of 256 re-ran bit for bit)",
+        "a sample of 256 re-ran bit for bit)"
+        + (f"; {meta['kept']} runs kept from the previous `docs/oracles.jsonl` (`--update`: "
+           "the oracles they ran have not changed, and runs are deterministic)"
+           if meta.get("kept") else ""),
         "- RegCB oracles (both variants; schedule `online` except GB5):",
         "  - ridge: β ∈ {1e-1, …, 1e-8}, c0 ∈ {1e-4, …, 1e-1} (`progressive_reward.py`)",
+        "  - ridge-optimistic (`RidgeOracle(l2=10, prior=\"optimistic\")`): the same grid "
+        "(`progressive_reward.py`)",
         "  - vw (VW's regressor, exact weight condition): " + _grid("vw"),
         "  - river (River `LinearRegression`, SGD rate 0.5/d / √t on weights and intercept, "
         "d = context features): " + _grid("river"),
@@ -548,6 +554,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="smoke run: vehicle, 300 rounds, 1 seed, no files")
     parser.add_argument("--render", action="store_true",
                         help="only rebuild the markdown from the .jsonl")
+    parser.add_argument("--update", action="store_true",
+                        help="keep the runs of the existing .jsonl (deterministic) and run "
+                             "only the missing ones; throughput is measured again")
     parser.add_argument("--output", default=None,
                         help="path prefix of the .md and .jsonl (default docs/oracles; "
                              "none with --quick)")
@@ -569,16 +578,39 @@ def sweep(args: argparse.Namespace) -> tuple[list[dict], dict]:
     reused = load_reused(datasets, seeds, args.rounds)
     tasks = new_tasks(datasets, seeds, args.rounds)
     tasks += reference_tasks(datasets, seeds, args.rounds, reused)
+    kept = _kept_runs(args) if args.update else []
+    done = {_run_key(r) for r in kept}
+    tasks = [t for t in tasks if _task_key(t) not in done]
     log = (lambda msg: print(msg, file=sys.stderr))
-    runs = run_all(tasks, args.jobs, log=log)
+    runs = kept + run_all(tasks, args.jobs, log=log)
     meta = {
         "kind": "meta", "command": " ".join(["python", *sys.argv]), "code": pr.code_version(),
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         "runtime": time.perf_counter() - start, "tasks": len(tasks) + len(speed),
         "jobs": args.jobs, "datasets": list(datasets), "rounds": args.rounds, "seeds": seeds,
-        "reused": len(reused), "load_before": load_before, "load_after": _load(),
+        "reused": len(reused), "kept": len(kept), "load_before": load_before,
+        "load_after": _load(),
     }
     return [meta, *speed, *runs], meta
+
+
+def _kept_runs(args: argparse.Namespace) -> list[dict]:
+    """The progressive-reward runs of the existing ``.jsonl``."""
+    path = pathlib.Path(f"{args.output}.jsonl")
+    if not path.is_file():
+        return []
+    with open(path, encoding="utf-8") as fh:
+        records = [json.loads(line) for line in fh]
+    return [r for r in records if r.get("kind") == "progressive"]
+
+
+def _run_key(record: dict) -> tuple:
+    return record["dataset"], record["noisy"], record["seed"], record["label"], record["rounds"]
+
+
+def _task_key(task: dict) -> tuple:
+    X, _ = pr._stream(task["dataset"], task["noisy"], task["seed"], task["rounds"])
+    return task["dataset"], task["noisy"], task["seed"], label(task["setting"]), len(X)
 
 
 def _load() -> str:

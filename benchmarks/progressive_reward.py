@@ -5,9 +5,10 @@ rewards (10 streams), full length, standardized features. For every seed (0, 1, 
 default) every algorithm sees the same stream (``bandit_stream(name, noisy, seed)``) and
 samples with the same seed. Settings:
 
-* ours: ``RegCB`` elimination and optimistic, ridge oracle, schedule ``"online"``, the
-  paper's constant beta in {1e-1, 1e-2, ..., 1e-8} and VW's logarithmic budget
-  (``budget="mellowness"``) with c0 in {1e-4, 1e-3, 1e-2, 1e-1} (24 settings),
+* ours: ``RegCB`` elimination and optimistic, schedule ``"online"``, the paper's constant
+  beta in {1e-1, 1e-2, ..., 1e-8} and VW's logarithmic budget (``budget="mellowness"``) with
+  c0 in {1e-4, 1e-3, 1e-2, 1e-1}, each with the paper's ridge oracle (``l2 = 1``, prior 0)
+  and with the optimistic ridge (``RidgeOracle(l2=10, prior="optimistic")``) (48 settings),
   per-example ``predict``/``learn``;
 * VW: ``--cb_explore_adf -q sa --regcb`` and ``--regcbopt``, mellowness in {1e-4, 1e-3,
   1e-2, 1e-1}, cost encodings ``"01"`` and ``"-10"`` (16 settings);
@@ -44,8 +45,9 @@ import time
 
 import numpy as np
 
-from regcb_stream import RegCB
+from regcb_stream import RegCB, RidgeOracle
 from regcb_stream.bench.datasets import bandit_stream
+from regcb_stream.bench.harness.regcb_algo import OPTIMISTIC_L2
 from regcb_stream.bench.provenance import code_version
 from regcb_stream.bench.reference import full_information_reward, learner_reward, uniform_reward
 from regcb_stream.bench.vw_explorers import run_vw
@@ -59,13 +61,15 @@ VARIANTS = ("elimination", "optimistic")
 EXPLORERS = ("regcb", "regcbopt")
 ENCODINGS = ("01", "-10")
 BAR = 8  # streams (of 10) on which ours must win
+PRIORS = ({}, {"prior": "optimistic"})  # the paper's ridge; the optimistic ridge (l2 = 10)
 
 
 def all_settings() -> list[dict]:
-    """Every algorithm setting: ours (variant, beta), VW (explorer, mellowness, encoding),
-    then the two references."""
-    ours = [{"algo": "ours", "variant": v, "beta": b} for v in VARIANTS for b in BETAS]
-    ours += [{"algo": "ours", "variant": v, "mellowness": m} for v in VARIANTS for m in MELLOWNESS]
+    """Every algorithm setting: ours (variant, budget, prior), VW (explorer, mellowness,
+    encoding), then the two references."""
+    budgets = [{"beta": b} for b in BETAS] + [{"mellowness": m} for m in MELLOWNESS]
+    ours = [{"algo": "ours", "variant": v, **budget, **prior} for prior in PRIORS
+            for v in VARIANTS for budget in budgets]
     vw = [
         {"algo": "vw", "explorer": e, "mellowness": m, "encoding": c}
         for e in EXPLORERS for m in MELLOWNESS for c in ENCODINGS
@@ -75,10 +79,11 @@ def all_settings() -> list[dict]:
 
 def setting_label(setting: dict) -> str:
     """Short human-readable name of a setting."""
-    if setting["algo"] == "ours" and "beta" in setting:
-        return f"{setting['variant']} β={setting['beta']:.0e}"
     if setting["algo"] == "ours":
-        return f"{setting['variant']} c0={setting['mellowness']:.0e}"
+        budget = (f"β={setting['beta']:.0e}" if "beta" in setting
+                  else f"c0={setting['mellowness']:.0e}")
+        prior = " optimistic prior" if setting.get("prior") else ""
+        return f"{setting['variant']} {budget}{prior}"
     if setting["algo"] == "vw":
         return (f"--{setting['explorer']} c0={setting['mellowness']:.0e} "
                 f"enc={setting['encoding']}")
@@ -103,7 +108,10 @@ def ours_reward(X: np.ndarray, R: np.ndarray, setting: dict, seed: int) -> float
     """Progressive reward of ridge-RegCB (schedule ``"online"``), per-example API."""
     budget = ({"beta": setting["beta"]} if "beta" in setting
               else {"budget": "mellowness", "mellowness": setting["mellowness"]})
-    return learner_reward(RegCB(setting["variant"], schedule="online", seed=seed, **budget), X, R)
+    oracle = (RidgeOracle(l2=OPTIMISTIC_L2, prior="optimistic") if setting.get("prior")
+              else "ridge")
+    learner = RegCB(setting["variant"], oracle=oracle, schedule="online", seed=seed, **budget)
+    return learner_reward(learner, X, R)
 
 
 def run_task(task: dict) -> dict:
@@ -181,7 +189,8 @@ def summarize(records: list[dict]) -> list[dict]:
     for stream, by_label in mean_by_setting(records).items():
         ours = _best(by_label, "ours")
         vw = _best(by_label, "vw")
-        beta_only = {k: v for k, v in by_label.items() if "β=" in k or v["algo"] != "ours"}
+        beta_only = {k: v for k, v in by_label.items() if v["algo"] != "ours"
+                     or ("β=" in k and "prior" not in k)}
         rows.append({
             "stream": stream, "ours": ours, "vw": vw, "diff": ours[1] - vw[1],
             "ours_beta": _best(beta_only, "ours"),
@@ -227,7 +236,7 @@ def render(records: list[dict], meta: dict) -> str:
         "## Best fixed setting per stream (mean progressive reward over seeds, ± std)",
         "",
         "| stream | best ridge-RegCB | setting | best VW RegCB | setting | ours − VW "
-        "| ours wins | best with the paper's β grid only | uniform | supervised |",
+        "| ours wins | best with the paper's oracle and β grid only | uniform | supervised |",
         "|---|---:|---|---:|---|---:|:---:|---|---:|---:|",
     ]
     for r in rows:
@@ -244,8 +253,8 @@ def render(records: list[dict], meta: dict) -> str:
         f"**Bar: best fixed ridge-RegCB setting beats VW's best RegCB setting on at least "
         f"{need} of {len(rows)} streams: {wins}/{len(rows)} → {verdict}**",
         "",
-        f"With the paper's constant-β grid alone (16 settings), ridge-RegCB wins on "
-        f"{beta_wins}/{len(rows)} streams.",
+        f"With the paper's oracle (ridge, prior 0) and constant-β grid alone (16 settings), "
+        f"ridge-RegCB wins on {beta_wins}/{len(rows)} streams.",
         "",
     ]
     return "\n".join(lines + _family_table(records)) + "\n"
@@ -263,15 +272,17 @@ def _header(meta: dict) -> list[str]:
         f"({meta['tasks']} runs, {meta['jobs']} worker processes)",
         f"- streams: {', '.join(meta['datasets'])}, clean and noisy; {length}; "
         f"seeds {meta['seeds']} (same stream and sampler seed for every algorithm)",
-        "- ours: RegCB elimination / optimistic, ridge oracle, schedule `online`, the paper's "
-        "constant budget β ∈ {1e-1, …, 1e-8} and VW's logarithmic budget "
-        "(`budget=\"mellowness\"`, c0 ∈ {1e-4, 1e-3, 1e-2, 1e-1}): 24 settings",
+        "- ours: RegCB elimination / optimistic, schedule `online`, the paper's constant "
+        "budget β ∈ {1e-1, …, 1e-8} and VW's logarithmic budget (`budget=\"mellowness\"`, "
+        "c0 ∈ {1e-4, 1e-3, 1e-2, 1e-1}), each with the paper's ridge oracle (l2 = 1, prior 0) "
+        "and the optimistic ridge (`RidgeOracle(l2=10, prior=\"optimistic\")`: predictions "
+        "shrink toward the best reward): 48 settings",
         "- VW: `--cb_explore_adf -q sa --regcb` / `--regcbopt`, mellowness c0 ∈ "
         "{1e-4, 1e-3, 1e-2, 1e-1}, cost encodings `01` (cost 1 − r) and `-10` (cost −r, "
         "`--cb_min_cost -1 --cb_max_cost 0`)",
         "- uniform: expected reward of uniform play; supervised: full-information ridge "
         "(greedy, online), `full_information_reward`",
-        "- best setting: highest mean over seeds among each side's settings (ours 24, VW 16),"
+        "- best setting: highest mean over seeds among each side's settings (ours 48, VW 16),"
         " chosen on the same runs it is reported on (as in the paper; more settings give "
         "more chances, so the β-only column is shown too); ± is the std over seeds",
         "",

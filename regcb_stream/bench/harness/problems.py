@@ -21,9 +21,9 @@ import numpy as np
 from regcb_stream.bench import datasets
 
 HOLDOUT_FRACTION = 0.2
-HOLDOUT_CAP = 500  # holdout rows at most: the validation reward is computed ~18 times a run
-# (with VW's explorers, predicting the holdout costs as much as learning a small stream);
-# over 5 repetitions its standard error is ~0.01
+HOLDOUT_CAP = 300  # holdout rows at most: the validation reward is computed 18 times a run,
+# and VW's explorers predict the holdout one example at a time (on the smaller streams that
+# costs more than learning them); over 5 repetitions its standard error is ~0.012
 LTR_ACTIONS = 6
 UCI_STREAMS = tuple(datasets.UCI_SETS) + tuple(f"{name}-noise" for name in datasets.UCI_SETS)
 STREAMS = UCI_STREAMS + ("yahoo",)
@@ -94,7 +94,7 @@ def holdout_size(n: int) -> int:
     """Holdout rows of a stream of ``n`` rounds: 20 %, at most :data:`HOLDOUT_CAP`.
 
     >>> holdout_size(846), holdout_size(20000)
-    (169, 500)
+    (169, 300)
     """
     return min(round(HOLDOUT_FRACTION * n), HOLDOUT_CAP)
 
