@@ -289,3 +289,32 @@ def test_adf_blocks_give_the_same_output_as_example_by_example(schedule, oracle,
     assert from_file.returncode == piped.returncode == 0, from_file.stderr
     assert from_file.stdout == piped.stdout
     assert from_file.stdout.count("\n\n") == 300
+
+
+def test_optimistic_prior_flags(tmp_path):
+    data = tmp_path / "cb.dat"
+    data.write_text(cb_stream(200))
+    base = ["--cb_explore", "4", "--regcbopt", "--mellowness", "0.01", "-d", str(data),
+            "-p", "-", "--quiet"]
+    plain = run_cli(base)
+    optimistic = run_cli([*base, "--optimistic_prior", "--ridge_l2", "10"])
+    assert plain.returncode == optimistic.returncode == 0
+    assert optimistic.stdout.count("\n\n") == 200 and optimistic.stdout != plain.stdout
+    refused = run_cli([*base, "--oracle", "vw", "--optimistic_prior"])
+    assert refused.returncode == 2 and "--oracle ridge only" in refused.stderr
+    assert run_cli([*base, "--ridge_l2", "0"]).returncode == 2
+
+
+def test_a_bad_adf_example_mid_block_keeps_the_predictions_before_it(tmp_path):
+    examples = adf_stream(100).split("\n\n")[:100]
+    lines = examples[70].split("\n")
+    lines[1] = "0:0.5:2 " + lines[1][lines[1].index("|"):]  # probability 2, first action
+    examples[70] = "\n".join(lines)
+    data = tmp_path / "adf.dat"
+    data.write_text("\n\n".join(examples) + "\n\n")
+    bad_line = sum(e.count("\n") + 2 for e in examples[:70]) + 2
+    result = run_cli(["--cb_explore_adf", "--schedule", "doubling", "-d", str(data), "-p", "-",
+                      "--quiet"])
+    assert result.returncode == 1 and f"line {bad_line}" in result.stderr, result.stderr
+    assert "probability" in result.stderr
+    assert result.stdout.count("\n\n") == 70
