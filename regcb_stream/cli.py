@@ -183,8 +183,8 @@ def _run(driver: Driver, source, on_error, blocks: bool) -> int:
     except VWParseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except (ValueError, TypeError) as error:  # e.g. a probability the learner refuses
-        print(f"error: {error}", file=sys.stderr)
+    except (ValueError, TypeError, OSError) as error:  # e.g. a probability the learner
+        print(f"error: {error}", file=sys.stderr)  # refuses, an unreadable input
         return 1
     return 0
 
@@ -198,10 +198,12 @@ def _is_regular_file(stream) -> bool:
 
 def _open(stack: contextlib.ExitStack, name: str, mode: str, default):
     if name in ("-", "/dev/stdin" if mode == "r" else "/dev/stdout"):
-        if mode == "r" and hasattr(default, "reconfigure"):
-            default.reconfigure(newline="\n")  # like VW: a bare \r does not end a line
+        if mode == "r" and hasattr(default, "reconfigure"):  # like VW: a bare \r does not
+            default.reconfigure(newline="\n", errors="surrogateescape")  # end a line
         return default  # reopening /dev/stdout would truncate a redirected stdout
-    return stack.enter_context(open(name, mode, newline="\n" if mode == "r" else None))
+    if mode == "r":  # bytes that are not UTF-8 fail their line, not the whole read
+        return stack.enter_context(open(name, mode, newline="\n", errors="surrogateescape"))
+    return stack.enter_context(open(name, mode))
 
 
 if __name__ == "__main__":

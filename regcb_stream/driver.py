@@ -92,10 +92,10 @@ class Driver:
 
         ``on_error`` is called with each bad example's `VWParseError`, which is then
         skipped; without it the error is raised, once every earlier prediction has been
-        written. With ``blocks``, single-line examples of one epoch are read ahead and
-        decided in one computation, and predictions are flushed when the buffer fills
-        instead of after every example; reading ahead waits for input, so interactive use
-        needs ``blocks=False``.
+        written. With ``blocks``, the examples of one epoch are read ahead and decided in
+        one computation, and predictions are flushed when the buffer fills instead of
+        after every example; reading ahead waits for input, so interactive use needs
+        ``blocks=False``.
         """
         self._interactive = not blocks
         if self.settings.adf:
@@ -120,7 +120,7 @@ class Driver:
                 record = next(iterator)
             except StopIteration:
                 break
-            except VWParseError as error:
+            except Exception as error:
                 yield batch  # predictions before a bad example are written
                 raise error
             if batch and self.settings.adf and len(record.actions) != len(batch[0].actions):

@@ -318,3 +318,28 @@ def test_a_bad_adf_example_mid_block_keeps_the_predictions_before_it(tmp_path):
     assert result.returncode == 1 and f"line {bad_line}" in result.stderr, result.stderr
     assert "probability" in result.stderr
     assert result.stdout.count("\n\n") == 70
+
+
+@pytest.mark.parametrize("mode", ["cb", "adf"])
+@pytest.mark.parametrize("via", ["file", "stdin"])
+def test_bytes_that_are_not_utf8_fail_their_line(mode, via, tmp_path):
+    if mode == "cb":
+        flags, good, bad = ["--cb_explore", "4"], GOOD.encode(), b"1:0.5:0.25 |x \xff\xfe a\n"
+    else:
+        flags, good = ["--cb_explore_adf"], b"shared |s a\n|x a\n0:1:0.5 |x b\n\n"
+        bad = b"shared |s a\n|x \xff\n0:1:0.5 |x b\n\n"
+    data = tmp_path / "bad.dat"
+    data.write_bytes(good + bad + good)
+    for lenient in (False, True):
+        args = [sys.executable, "-m", "regcb_stream", *flags, "-p", "-", "--quiet"]
+        args += ["--lenient"] if lenient else []
+        args += ["-d", str(data)] if via == "file" else []
+        result = subprocess.run(args, input=data.read_bytes() if via == "stdin" else b"",
+                                capture_output=True, timeout=60)
+        stderr = result.stderr.decode()
+        assert "not valid UTF-8" in stderr and "line" in stderr, stderr
+        if lenient:
+            assert result.returncode == 0 and result.stdout.count(b"\n\n") == 2 * (
+                good.count(b"\n\n") if mode == "adf" else good.count(b"\n"))
+        else:
+            assert result.returncode == 1

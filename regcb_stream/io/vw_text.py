@@ -95,6 +95,7 @@ def split_line(text: str, n_actions: int | None = None) -> tuple[Line, str]:
     >>> split_line("1:0:0.5 t|a x:2", n_actions=2)
     (Line(features=(), label=Label(action=1, cost=0.0, prob=0.5), tag='t', shared=False), 'a x:2')
     """
+    _check_encoding(text)
     bar = text.find("|")
     if bar < 0:
         what = "whitespace-only line (not a separator to VW)" if text.isspace() else "line"
@@ -102,6 +103,16 @@ def split_line(text: str, n_actions: int | None = None) -> tuple[Line, str]:
     if "\r" in text or "\n" in text:
         raise FieldError("control", "carriage return or newline inside the line")
     return (_with_head((), text[:bar], n_actions) if bar else _NO_HEAD), text[bar + 1:]
+
+
+def _check_encoding(text: str) -> None:
+    """Refuse a line read from bytes that are not UTF-8 (files are decoded with
+    ``errors="surrogateescape"``, so reading never fails mid-stream)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise FieldError("encoding", "the line is not valid UTF-8 text") from None
 
 
 def _with_head(features: Features, head: str, n_actions: int | None) -> Line:
@@ -218,6 +229,11 @@ def iter_cb_lines(lines: Iterable[str], n_actions: int,
         bar = text.find("|")
         key = text[:bar] if bar > 0 and "\r" not in text and "\n" not in text else None
         head = heads.get(key) if key is not None else None
+        if head is not None and not text.isascii():  # the cached head vouches for itself only
+            try:
+                _check_encoding(text)
+            except FieldError as exc:
+                head, key = exc, None
         if head is None:
             try:
                 head, _ = split_line(text, n_actions)
@@ -253,6 +269,7 @@ class _Reader:
         return ex
 
     def parse(self, raw: str, text: str) -> Line:
+        _check_encoding(text)
         bar = raw.find("|")
         feats = self.memo.get(raw[bar:]) if bar >= 0 else None
         if feats is not None:  # same features as a plain line seen before: parse the head only
