@@ -3,8 +3,10 @@
     python examples/coba_experiment.py                      # vehicle, plot to docs/coba_vehicle.png
     python examples/coba_experiment.py out.png --dataset letter --take 2000 --seeds 3
 
-Needs coba (``pip install "regcb-stream[coba]"``) and matplotlib for the plot, and the shared
-data folder (``$REGCB_DATA`` or ``../shared/data``). Each environment is one shuffle of the
+Needs coba and matplotlib (``pip install "regcb-stream[coba]"``; without matplotlib the table
+is printed and the plot skipped with a message), and the shared data folder
+(``$REGCB_DATA`` or ``../shared/data``): a missing data set stops the example before coba runs
+(coba would log the error and record nothing). Each environment is one shuffle of the
 data set (``--seeds`` of them); the actions are the class indices as strings, so that coba's
 VW learners see one indicator feature per action (an integer action would be a single
 numeric feature to VW). coba passes VW the cost ``-reward``, so VW's RegCB learners get
@@ -18,8 +20,6 @@ import argparse
 import collections
 import pathlib
 
-import matplotlib
-import matplotlib.pyplot as plt
 from coba import (
     Environments,
     Experiment,
@@ -29,6 +29,7 @@ from coba import (
     VowpalSquarecbLearner,
 )
 
+from regcb_stream.bench.datasets import load_multiclass
 from regcb_stream.integrations.coba import MulticlassEnvironment, RegCBLearner
 
 LEARNERS = {  # legend label -> learner, in coba's learner_id order
@@ -50,13 +51,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--take", type=int, help="rounds per environment (default: all)")
     parser.add_argument("--seeds", type=int, default=5, help="shuffles of the data set")
     args = parser.parse_args(argv)
+    try:
+        load_multiclass(args.dataset)
+    except (FileNotFoundError, ValueError) as missing:
+        parser.error(str(missing))
     environments = Environments.from_custom(*[
         MulticlassEnvironment(args.dataset, seed=seed, take=args.take)
         for seed in range(args.seeds)
     ])
     experiment = Experiment(environments, list(LEARNERS.values()), SequentialCB())
     result = experiment.run(quiet=True, processes=1)
-    print_table(result)
+    if not print_table(result):
+        raise SystemExit("coba recorded no interaction for some learner: rerun with "
+                         "Experiment.run(quiet=False) to see coba's log")
+    try:
+        import matplotlib
+    except ModuleNotFoundError:
+        print('plot skipped: matplotlib is not installed (pip install "regcb-stream[coba]")')
+        return
+    matplotlib.use("Agg")
     save_plot(result, args.out, f"{args.dataset}: progressive reward ({args.seeds} shuffles)")
     print(f"plot saved to {args.out}")
 
@@ -64,7 +77,8 @@ def main(argv: list[str] | None = None) -> None:
 def save_plot(result, out: str, title: str) -> None:
     """coba's learner plot, on our own axes: with ``out=path`` coba anchors the legend below
     the axes and ``tight_layout`` then crops it, so we place the legend and save."""
-    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     figure, ax = plt.subplots(figsize=(8, 5))
     result.plot_learners(l="learner_id", labels=list(LEARNERS), title=title, ax=ax, out=None)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
@@ -73,14 +87,17 @@ def save_plot(result, out: str, title: str) -> None:
     plt.close(figure)
 
 
-def print_table(result) -> None:
-    """Progressive (mean) reward per learner over all environments and rounds."""
+def print_table(result) -> bool:
+    """Progressive (mean) reward per learner over all environments and rounds; whether every
+    learner has some."""
     rewards = collections.defaultdict(list)
     for row in result.interactions.to_dicts():
         rewards[row["learner_id"]].append(row["reward"])
     for learner_id, name in enumerate(LEARNERS):
         values = rewards[learner_id]
-        print(f"{name:34s} mean reward {sum(values) / len(values):.4f} ({len(values)} rounds)")
+        mean = f"{sum(values) / len(values):.4f}" if values else "   n/a"
+        print(f"{name:34s} mean reward {mean} ({len(values)} rounds)")
+    return all(rewards[learner_id] for learner_id in range(len(LEARNERS)))
 
 
 if __name__ == "__main__":

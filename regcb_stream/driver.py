@@ -99,8 +99,9 @@ class Driver:
         """
         self._interactive = not blocks
         if self.settings.adf:
-            for batch in self._batches(iter_adf(lines, on_error), blocks):
-                self._adf_batch(batch)
+            examples = iter_adf(lines, on_error, shared_text=True)
+            for batch in self._batches(examples, blocks):
+                self._adf_batch(batch, on_error)
             return
         records = iter_cb_lines(lines, self.settings.n_actions, on_error)
         for batch in self._batches(records, blocks):
@@ -138,45 +139,37 @@ class Driver:
         if not batch:
             return
         encoded = self._text.encode([record.body for record in batch])
-        rows, n_features = encoded.rows, encoded.n_features
-        errors = [VWParseError(batch[i].line_no, batch[i].text, error.rule, error.detail)
-                  for i, error in sorted(encoded.errors.items())]
-        if errors:  # decide the good examples (only those before the first bad one if
-            # the run stops there), then report
-            last = min(encoded.errors) if on_error is None else len(batch)
-            keep = [i for i in range(last) if i not in encoded.errors]
-            batch, rows, n_features = [batch[i] for i in keep], rows[keep], n_features[keep]
-        if batch:
+        keep, reports = _checked(batch, encoded.errors, on_error)
+        if keep:
+            examples, rows = [batch[i] for i in keep], encoded.rows[keep]
             decision = self.learner.decide_many(rows, self._labels)
             pmfs, orders = self._shown(decision.pmf, decision.prediction)
-            self._write(pmfs, orders, [record.tag for record in batch])
+            self._write(pmfs, orders, [record.tag for record in examples])
             per_example = (1 if self.legacy else len(self._labels))
-            counts = ((n_features + self.settings.constant) * per_example).tolist()
-            self._learn(batch, rows, pmfs, orders, counts, action_offset=1)
-        for error in errors:
-            if on_error is None:
-                raise error
-            on_error(error)
+            counts = ((encoded.n_features[keep] + self.settings.constant) * per_example)
+            self._learn(examples, rows, pmfs, orders, counts.tolist(), action_offset=1)
+        _report(reports, on_error)
 
-    def _adf_batch(self, batch: list) -> None:
-        """Decide, write and learn ADF examples of one epoch with as many actions each."""
+    def _adf_batch(self, batch: list, on_error: OnError | None) -> None:
+        """Encode, decide, write and learn ADF examples of one epoch with as many actions
+        each (their shared lines still text)."""
         if not batch:
             return
-        if not batch[0].actions:  # lone shared lines: VW writes an empty prediction
-            self._write(np.zeros((len(batch), 0)), np.zeros((len(batch), 0), np.intp),
-                        [example.tag for example in batch])
-            return
-        encoded = [self._adf.encode(example.shared, example.actions) for example in batch]
-        width = max(rows.index.shape[1] for rows, _ in encoded)
-        shape = (len(batch), len(batch[0].actions), width)
-        rows = EncodedRows(np.zeros(shape, np.intp), np.zeros(shape))
-        for i, (example_rows, _) in enumerate(encoded):
-            rows.index[i, :, : example_rows.index.shape[1]] = example_rows.index
-            rows.value[i, :, : example_rows.value.shape[1]] = example_rows.value
-        decision = self.learner.decide_many([{}] * len(batch), rows)
-        pmfs, orders = self._shown(decision.pmf, decision.prediction)
-        self._write(pmfs, orders, [example.tag for example in batch])
-        self._learn(batch, rows, pmfs, orders, [n for _, n in encoded], action_offset=0)
+        encoded = self._adf.encode_block([ex.shared for ex in batch],
+                                         [ex.actions for ex in batch])
+        keep, reports = _checked(batch, encoded.errors, on_error)
+        examples = [batch[i] for i in keep]
+        if examples and not examples[0].actions:  # lone shared lines: VW writes nothing
+            empty = np.zeros((len(examples), 0))
+            self._write(empty, empty.astype(np.intp), [ex.tag for ex in examples])
+        elif examples:
+            rows = encoded.rows[keep]
+            decision = self.learner.decide_many([{}] * len(examples), rows)
+            pmfs, orders = self._shown(decision.pmf, decision.prediction)
+            self._write(pmfs, orders, [example.tag for example in examples])
+            self._learn(examples, rows, pmfs, orders, encoded.n_features[keep].tolist(),
+                        action_offset=0)
+        _report(reports, on_error)
 
     def _shown(self, pmfs: np.ndarray, predictions: np.ndarray):
         """The distributions as written (``--first_only``, VW's ties) and the print order
@@ -246,6 +239,23 @@ class Driver:
                 "clipped to the range",
                 file=sys.stderr,
             )
+
+
+def _checked(batch: list, errors: dict, on_error: OnError | None):
+    """The examples of a block to decide (every good one when bad ones are skipped, else
+    those before the first bad one, where the run stops) and the errors to report after
+    their predictions are written."""
+    reports = [VWParseError(batch[i].line_no, batch[i].text, error.rule, error.detail)
+               for i, error in sorted(errors.items())]
+    last = min(errors) if errors and on_error is None else len(batch)
+    return [i for i in range(last) if i not in errors], reports
+
+
+def _report(reports: list[VWParseError], on_error: OnError | None) -> None:
+    for error in reports:
+        if on_error is None:
+            raise error
+        on_error(error)
 
 
 def _learnable(label) -> bool:

@@ -290,8 +290,10 @@ class RegCB:
 
     def _features(self, contexts, actions: Sequence):
         """``(phi, models)`` of shape ``(n, K, D)`` and ``(K,)`` for the oracle (``phi`` as
-        ``SparseRows`` for oracles with ``sparse_input``)."""
-        if self._sparse_input:
+        ``SparseRows`` for oracles with ``sparse_input``, and for the joint class's
+        rows, which are sparse, to oracles with ``sparse_rows``)."""
+        if self._sparse_input or (getattr(self._oracle, "sparse_rows", False)
+                                  and self._is_joint(actions)):
             return self._sparse_features(contexts, actions)
         if self._is_joint(actions):
             if isinstance(actions, EncodedRows):  # (context, action) rows, (K, L) or (n, K, L)

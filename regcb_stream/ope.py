@@ -24,8 +24,12 @@ predictions only when it learns. Learning with ``--cb_type dr``, it reports DR w
 regressor (learned with weight ``1/p``) for the current greedy action. ``vw --cb K --eval``
 scores the action written first in each label.
 
-    python -m regcb_stream.ope -d log.dat --cb_explore_adf --policy-model model.regcb
+    python -m regcb_stream.ope -d log.dat --policy-model model.regcb   # regcb-stream -f
     python -m regcb_stream.ope -d log.dat --cb_explore 4 --policy uniform
+    python -m regcb_stream.ope -d - --cb_explore_adf --policy constant:0 < log.dat
+
+The command prints one row per estimator (value, interval, VW's loss) and exits with status
+0; a file it cannot read or a malformed example exits with status 1, bad flags with 2.
 
 >>> import io
 >>> from regcb_stream.integrations.river import iter_vw
@@ -41,6 +45,7 @@ scores the action written first in each label.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from statistics import NormalDist
 from typing import NamedTuple
@@ -196,7 +201,7 @@ class ModelPolicy:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m regcb_stream.ope",
+    parser = argparse.ArgumentParser(prog=_prog(),
                                      description="Off-policy evaluation on a logged VW file.")
     parser.add_argument("-d", "--data", required=True, help="logged VW text; - is stdin")
     mode = parser.add_mutually_exclusive_group()
@@ -216,13 +221,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         policy, adf, n_actions, interactions = _policy_and_format(args)
-    except ValueError as error:
+    except (OSError, ValueError) as error:  # bad flags, or a model file that is not one
         parser.error(str(error))
     from regcb_stream.integrations.river import iter_vw
 
     source = sys.stdin if args.data == "-" else args.data
     examples = iter_vw(source, adf, n_actions, interactions=interactions, merge_shared=True)
-    estimates = evaluate(policy, examples, alpha=args.alpha)
+    try:
+        estimates = evaluate(policy, examples, alpha=args.alpha)
+    except (OSError, ValueError) as error:  # unreadable file, bad example, empty log
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 1
     level = f"{1 - args.alpha:.0%} CI"
     print(f"{'':6s} {'value':>9s}  {level:>20s}  {'VW loss':>9s}  (value: reward = -cost; "
           f"n = {estimates['ips'].n})")
@@ -231,14 +240,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _prog() -> str:
+    """The name the command was run by: a console script's, or ``python -m`` for this file."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name if name and not name.endswith(".py") else "python -m regcb_stream.ope"
+
+
 def _policy_and_format(args):
     """The policy the flags name, and the input format (from the model when there is one)."""
     if args.policy_model:
         policy = ModelPolicy.load(args.policy_model)
         s = policy.settings
+        saved = (s["adf"], s["n_actions"], tuple(s["interactions"]))
         given = (args.cb_explore_adf, args.cb_explore, tuple(args.interactions))
-        if (args.cb_explore or args.cb_explore_adf) and given != (
-                s["adf"], s["n_actions"], tuple(s["interactions"])):
+        if args.cb_explore or args.cb_explore_adf:  # a format flag: all of it, as regcb-stream -i
+            conflict = given != saved
+        else:  # -q alone
+            conflict = bool(args.interactions) and given[2] != saved[2]
+        if conflict:
             raise ValueError(f"the format flags conflict with the model's settings {s}")
         return policy, s["adf"], s["n_actions"], tuple(s["interactions"])
     if not args.cb_explore and not args.cb_explore_adf:

@@ -343,3 +343,18 @@ def test_bytes_that_are_not_utf8_fail_their_line(mode, via, tmp_path):
                 good.count(b"\n\n") if mode == "adf" else good.count(b"\n"))
         else:
             assert result.returncode == 1
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+def test_a_bad_shared_line_mid_block_names_its_line(lenient, tmp_path):
+    examples = adf_stream(100).split("\n\n")[:100]
+    examples[70] = examples[70].replace("f1:", "f1:x", 1)  # shared lines are parsed per block
+    data = tmp_path / "adf.dat"
+    data.write_text("\n\n".join(examples) + "\n\n")
+    bad_line = sum(e.count("\n") + 2 for e in examples[:70]) + 1
+    result = run_cli(["--cb_explore_adf", "-q", "sa", "--schedule", "doubling", "-d", str(data),
+                      "-p", "-", "--quiet"] + (["--lenient"] if lenient else []))
+    assert f"line {bad_line}: 'shared |s f0:" in result.stderr, result.stderr
+    assert "is not a number" in result.stderr
+    assert result.returncode == (0 if lenient else 1)
+    assert result.stdout.count("\n\n") == (99 if lenient else 70)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from regcb_stream import RegCB, RidgeOracle, checks
+from regcb_stream.oracles.base import SparseRows
 from regcb_stream.synthetic import LinearProblem
 
 VARIANTS = ["elimination", "optimistic"]
@@ -49,6 +50,32 @@ def test_closed_form_bounds_equal_constrained_optimum(seed):
     expected_low, expected_high = _version_space_extremes(X, y, phi, budget, l2)
     assert low[0, 0] == pytest.approx(expected_low, abs=1e-5)
     assert high[0, 0] == pytest.approx(expected_high, abs=1e-5)
+
+
+@pytest.mark.parametrize("repeated", [True, False])
+def test_sparse_rows_bounds_equal_the_dense_quadratic_form(repeated):
+    """Sparse rows (the joint class's) gather A^-1 per column pattern, or row by row."""
+    rng = np.random.default_rng(1)
+    d, n, k, width = 40, 30, 4, 6
+    oracle = RidgeOracle(l2=2.0, prior="optimistic")
+    oracle.grow(1, d)
+    for _ in range(200):
+        oracle.learn(rng.normal(size=d) * (rng.random(d) < 0.2), 0, rng.random())
+    oracle.rebuild()
+    patterns = np.stack([rng.choice(d, width, replace=False) for _ in range(k)])
+    index = (np.broadcast_to(patterns, (n, k, width)).copy() if repeated else
+             np.stack([[rng.choice(d, width, replace=False) for _ in range(k)]
+                       for _ in range(n)]))
+    value = rng.normal(size=(n, k, width))
+    value[:, :, -1] *= rng.random((n, k)) < 0.5  # padding-like zeros
+    dense = np.zeros((n, k, d))
+    np.put_along_axis(dense, index, value, axis=2)
+    prediction, low, high = oracle.bounds(SparseRows(index, value, d), np.zeros(k, np.intp), 0.3)
+    variance = np.einsum("nkd,de,nke->nk", dense, oracle._a_inv[0], dense)
+    expected = dense @ oracle._theta[0] + oracle.prior_mean
+    np.testing.assert_allclose(prediction, expected, atol=1e-12)
+    np.testing.assert_allclose(high - prediction, np.sqrt(0.3 * variance), atol=1e-12)
+    np.testing.assert_allclose(prediction - low, np.sqrt(0.3 * variance), atol=1e-12)
 
 
 def test_prior_shifts_the_version_space_to_ridge_around_the_prior():

@@ -8,6 +8,9 @@ labels) and handed to ``evaluate`` as a per-example target; VW's loss is ``-valu
 from __future__ import annotations
 
 import io
+import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -267,3 +270,72 @@ def test_cli_constant_policy_matches_vw_fresh_model(tmp_path, capsys):
     ips_row = capsys.readouterr().out.splitlines()[1].split()
     vw_loss, _ = vw_run("--cb_adf -t --cb_type ips", examples, tmp_path)
     assert ips_row[0] == "ips" and float(ips_row[-1]) == pytest.approx(vw_loss, abs=1e-5)
+
+
+def synthetic_rows(n: int, seed: int = 0):
+    """A 4-class linear problem (no data folder needed): contexts and 0/1 reward rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    best = np.argmax(X @ rng.normal(size=(3, 4)), axis=1)
+    return X, np.eye(4)[best]
+
+
+def read_predictions(path) -> np.ndarray:
+    """regcb-stream's ``-p`` lines (``a:p,...`` in its own order, 0-based) as pmf rows."""
+    rows = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            pairs = [pair.split(":") for pair in line.split()[0].split(",")]
+            row = np.zeros(len(pairs))
+            row[[int(a) for a, _ in pairs]] = [float(p) for _, p in pairs]
+            rows.append(row)
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("flags", [["--cb_explore", "4"], ["--cb_explore_adf", "-q", "sa"]])
+def test_model_policy_is_the_policy_regcb_stream_plays(tmp_path, flags):
+    """The policy evaluated from a model file is the one ``regcb-stream -i`` plays: same
+    distributions on the same examples (given unlabelled, so it does not learn)."""
+    X, R = synthetic_rows(400)
+    adf = flags[0] == "--cb_explore_adf"
+    train, test, model = tmp_path / "train.dat", tmp_path / "test.dat", tmp_path / "m.regcb"
+    train.write_text("".join(logged_lines(X[:300], R[:300], adf=adf, seed=1)))
+    logged = "".join(logged_lines(X[300:], R[300:], adf=adf, seed=2))
+    test.write_text(re.sub(r"(?m)^(\d+:)?\S+:\S+ (?=\|)", "", logged))  # labels removed
+    assert cli_main([*flags, "--regcbopt", "--regcb", "--mellowness", "0.001", "--quiet",
+                     "-d", str(train), "-f", str(model)]) == 0
+    assert cli_main(["-i", str(model), "--quiet", "-d", str(test), "-p",
+                     str(tmp_path / "p.txt")]) == 0
+    played = read_predictions(tmp_path / "p.txt")
+    policy = ModelPolicy.load(model)
+    examples = iter_vw(io.StringIO(logged), adf, None if adf else 4,
+                       interactions=policy.settings["interactions"], merge_shared=True)
+    ours = np.array([policy.pmf(c, a) for c, a, _ in examples])
+    assert ours.shape == played.shape == (100, 4)
+    assert np.abs(ours - played).max() <= 5e-7  # -p writes 6 decimals
+    assert len({tuple(row) for row in played.round(6)}) > 1  # not one constant distribution
+
+
+def test_cli_exit_statuses(tmp_path, capsys):
+    log = tmp_path / "log.dat"
+    log.write_text("1:1:0.5 |s x\nfoo bar\n")
+    assert main(["-d", str(tmp_path / "missing.dat"), "--cb_explore", "2"]) == 1
+    assert main(["-d", str(log), "--cb_explore", "2"]) == 1  # a malformed example
+    assert "line 2" in capsys.readouterr().err
+    log.write_text("1:1:0.5 |s x\n")
+    assert main(["-d", str(log), "--cb_explore", "2", "--policy", "constant:5"]) == 1
+    for bad in (["--cb_explore", "2", "--policy", "greedy"], []):
+        with pytest.raises(SystemExit) as stop:
+            main(["-d", str(log), *bad])
+        assert stop.value.code == 2
+
+
+def test_cli_as_a_module_reads_stdin():
+    """``python -m regcb_stream.ope`` (the real entry point, in a process of its own)."""
+    log = "1:1:0.5 |s x\n2:0:0.5 |s x\n1:0:0.5 |s y\n2:1:0.5 |s y\n"
+    done = subprocess.run([sys.executable, "-m", "regcb_stream.ope", "-d", "-", "--cb_explore",
+                           "2", "--policy", "constant:0"], input=log, capture_output=True,
+                          text=True, check=True)
+    rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[1:]}
+    assert sorted(rows) == ["dr", "ips", "snips"]
+    assert float(rows["ips"][1]) == -0.5 and float(rows["ips"][-1]) == 0.5  # value, VW loss

@@ -152,3 +152,26 @@ def test_adf_encoder_on_vw_test_file_equals_reference():
         rows, _ = encoder.encode(example.shared, example.actions)
         for r, row in enumerate(flatten_adf(example.shared, example.actions, ["UA"], False)):
             assert registry.decode(rows.index[r], rows.value[r]) == pytest.approx(row)
+
+
+@FUZZ
+@given(template_block(), st.sampled_from([(), ("sa",), ("::",)]))
+def test_adf_block_encoder_equals_the_example_encoder(bodies, interactions):
+    actions = ((("a", (("i", 1.0),)),), (("a", (("j", 2.0),)), ("b", (("k", 0.5),))))
+    shared = [None, *bodies]  # an example without a shared line, too
+    registry = Registry()
+    block = AdfEncoder(registry, interactions).encode_block(shared, [actions] * len(shared))
+    single = AdfEncoder(registry, interactions)
+    for i, body in enumerate(shared):
+        try:
+            features = None if body is None else parse_namespaces(body)
+        except FieldError as error:
+            assert block.errors[i].detail == error.detail
+            continue
+        assert i not in block.errors
+        rows, n_features = single.encode(features, actions)
+        assert block.n_features[i] == n_features
+        for r in range(len(actions)):
+            got = registry.decode(block.rows.index[i, r], block.rows.value[i, r])
+            want = registry.decode(rows.index[r], rows.value[r])
+            assert got == pytest.approx(want, rel=1e-12, abs=1e-300)

@@ -60,7 +60,10 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
     oracle
         ``"ridge"`` (exact ridge bounds), a River regressor or pipeline that honours sample
         weights (used through `regcb_stream.RiverOracle`: sensitivity bounds), or an oracle
-        object for `regcb_stream.RegCB`.
+        object for `regcb_stream.RegCB`. A pipeline's own steps see each row's *nonzero*
+        features only (`regcb_stream.RiverOracle` drops zeros), so a scaler there learns a
+        feature's statistics from its nonzero values alone; scale contexts whose features
+        can be 0 with ``preprocessor`` instead.
     beta
         The paper's budget on the normalized squared risk.
     schedule
@@ -88,6 +91,21 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
     [1.0, 0.0, 0.0]
     >>> policy.distribution(arms, {"x": 0.0, "y": 5.0})
     [0.0, 1.0, 0.0]
+    >>> [round(r, 1) for r in policy.predict_rewards(arms, {"x": 10.0, "y": 5.0})]
+    [1.0, 0.1, 0.0]
+
+    The oracle can be a River regressor (or pipeline), with River preprocessing on the
+    contexts (the bounds then come from VW's sensitivity rule, `regcb_stream.RiverOracle`):
+
+    >>> from river import linear_model, optim
+    >>> policy = RegCBPolicy("optimistic", preprocessor=preprocessing.StandardScaler(),
+    ...                      oracle=linear_model.LinearRegression(optim.SGD(0.05)), seed=1)
+    >>> for t in range(300):
+    ...     context = {"x": 10.0 * (t % 2), "y": 5.0}
+    ...     arm = policy.pull(arms, context)
+    ...     policy.update(arm, context, 1.0 if arm == ("left" if t % 2 else "right") else 0.0)
+    >>> policy.distribution(arms, {"x": 10.0, "y": 5.0})
+    [1.0, 0.0, 0.0]
 
     References
     ----------
@@ -144,6 +162,13 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
     def distribution(self, arm_ids: list, context: dict | None = None) -> list[float]:
         """Probability of pulling each of ``arm_ids`` (in their order) for ``context``."""
         return self._learner.pmf(self._transform(context), list(arm_ids))
+
+    def predict_rewards(self, arm_ids: list, context: dict | None = None) -> list[float]:
+        """The oracle's reward prediction for each of ``arm_ids`` (the centre of RegCB's
+        bounds, in the decision state the next pull uses), e.g. for a River metric of the
+        reward model."""
+        decision = self._learner.decide(self._transform(context), list(arm_ids))
+        return decision.prediction.tolist()
 
     def pmf(self, context, actions: list) -> list[float]:
         """`distribution` in the argument order of ``RegCB.pmf`` (for `regcb_stream.ope`)."""

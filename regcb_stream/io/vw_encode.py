@@ -10,6 +10,7 @@ anonymous features, tabs or non-ASCII text, a value numpy and VW would read diff
 feature repeated in the line, too many distinct templates in one block) goes through the
 reference parser, so the result is always the reference's (the tests compare the two on
 fuzzed input); zero-valued features only differ in that a template registers their column.
+`AdfEncoder.encode_block` does the same for the shared lines of a block of ADF examples.
 
 >>> keys = {}
 >>> encoder = TextEncoder(lambda names: [keys.setdefault(k, len(keys) + 1) for k in names])
@@ -31,6 +32,7 @@ import numpy as np
 
 from regcb_stream.features import EncodedRows
 from regcb_stream.io.vw_features import (
+    DEFAULT_NS,
     FLOAT32_MAX,
     FLOAT32_MIN,
     FieldError,
@@ -48,8 +50,9 @@ Columns = Callable[[list[str]], list[int]]
 
 @dataclass(frozen=True)
 class EncodedBlock:
-    """Encoded lines: feature rows, nonzero features per line, and the lines that are not
-    valid VW features (line index -> the error; their rows are empty)."""
+    """Encoded lines (or ADF examples): feature rows, VW's feature count of each, and the
+    lines that are not valid VW features (line index -> the error; their rows are
+    empty)."""
 
     rows: EncodedRows
     n_features: np.ndarray
@@ -78,73 +81,20 @@ class TextEncoder:
         n = len(bodies)
         if self.interactions or n < MIN_BLOCK:
             return self._finish(n, [], np.ones(n, bool), bodies)
-        lines = ["|" + body.replace("|", " |") for body in bodies]
-        counts = np.fromiter((line.count(" ") + 1 for line in lines), np.intp, n)
-        text = " ".join(lines)
-        tokens = np.array(text.split(" "), dtype=STRING)
-        names, separator, numbers = np.strings.partition(tokens, _COLON)
-        line_of = np.repeat(np.arange(n), counts)
-        slow = np.zeros(n, bool)
-        if not (text.isascii() and text.isprintable()):
-            slow[[i for i, body in enumerate(bodies)
-                  if not (body.isascii() and body.isprintable())]] = True
-        valued = separator == ":"
-        # a scaled namespace (``|ns:2``) or an anonymous feature (``:3``)
-        slow[line_of[valued & (np.strings.startswith(tokens, "|") | (names == ""))]] = True
-        values = np.ones(len(tokens))
-        valued &= ~slow[line_of]
-        parsed, bad = _numbers(numbers[valued], "_" in text)
-        values[valued] = parsed
-        slow[line_of[valued][bad]] = True
-        groups = []
-        if (counts == counts[0]).all():  # one token count: the rows are a reshape away
-            shape = (n, int(counts[0]))
-            groups = self._match(np.arange(n), names.reshape(shape), values.reshape(shape), slow)
-        else:
-            starts = np.cumsum(counts) - counts
-            for count in np.unique(counts).tolist():
-                rows = np.flatnonzero(counts == count)
-                at = starts[rows, None] + np.arange(count)
-                groups += self._match(rows, names[at], values[at], slow)
+        groups, slow = _tokenize(bodies, self._template)
         return self._finish(n, groups, slow, bodies)
-
-    def _match(self, rows, names, values, slow) -> list:
-        """Assign templates to lines of one token count; unmatched lines become slow."""
-        groups, left = [], np.flatnonzero(~slow[rows])
-        for _ in range(MAX_TEMPLATES):
-            if not left.size:
-                break
-            first = names[left[0]]
-            same = left[(names[left] == first).all(axis=1)]
-            left = np.setdiff1d(left, same, assume_unique=True)
-            template = self._template(tuple(first.tolist()))
-            if template is None:
-                slow[rows[same]] = True
-            else:
-                positions, columns = template
-                groups.append((rows[same], columns, values[same][:, positions]))
-        slow[rows[left]] = True
-        return groups
 
     def _template(self, names: tuple[str, ...]) -> tuple | None:
         """Positions of a line's feature tokens and their columns, or None when a feature
         repeats (the reference path sums it)."""
-        if names in self._templates:
-            return self._templates[names]
-        keys, positions, namespace = [], [], ""
-        for position, name in enumerate(names):
-            if name.startswith("|"):
-                namespace = name[1:]
-            elif name:
-                keys.append(f"{namespace}^{name}" if namespace else name)
-                positions.append(position)
-        template = None
-        if len(set(keys)) == len(keys):
-            template = np.array(positions, np.intp), np.array(self._columns(keys), np.intp)
-        if len(self._templates) >= 4096:
-            self._templates.clear()
-        self._templates[names] = template
-        return template
+        def make():
+            positions, namespaces = _layout(names)
+            keys = [name if namespace == DEFAULT_NS else f"{namespace}^{name}"
+                    for namespace, feats in namespaces for name in feats]
+            if len(set(keys)) < len(keys):
+                return None
+            return positions, np.array(self._columns(keys), np.intp)
+        return _memo(self._templates, names, make)
 
     def _finish(self, n: int, groups: list, slow: np.ndarray, bodies=None) -> EncodedBlock:
         """Padded rows from the template groups, plus the slow lines by the reference."""
@@ -161,6 +111,94 @@ class TextEncoder:
         for lines, columns, values in groups:
             rows.index[lines, : columns.size], rows.value[lines, : columns.size] = columns, values
         return EncodedBlock(rows, (rows.value != 0).sum(axis=1), errors)
+
+
+def _tokenize(bodies: list[str], template) -> tuple[list, np.ndarray]:
+    """Tokenize a block of feature texts with one ``split``, parse every value in one numpy
+    call, and group the lines by their sequence of names.
+
+    ``template(names)`` maps a line's name tokens (``"|ns"`` for a namespace, a feature
+    name, ``""`` between two spaces) to ``(positions of its feature tokens, payload)``, or
+    None. Returns the groups ``(lines, payload, values at the positions)`` and a mask of
+    the lines left to the reference parser: namespace scales, anonymous features, tabs or
+    non-ASCII text, a value numpy and VW would read differently, no template, or too many
+    distinct name sequences in the block.
+    """
+    n = len(bodies)
+    lines = ["|" + body.replace("|", " |") for body in bodies]
+    counts = np.fromiter((line.count(" ") + 1 for line in lines), np.intp, n)
+    text = " ".join(lines)
+    tokens = np.array(text.split(" "), dtype=STRING)
+    names, separator, numbers = np.strings.partition(tokens, _COLON)
+    line_of = np.repeat(np.arange(n), counts)
+    slow = np.zeros(n, bool)
+    if not (text.isascii() and text.isprintable()):
+        slow[[i for i, body in enumerate(bodies)
+              if not (body.isascii() and body.isprintable())]] = True
+    valued = separator == ":"
+    # a scaled namespace (``|ns:2``) or an anonymous feature (``:3``)
+    slow[line_of[valued & (np.strings.startswith(tokens, "|") | (names == ""))]] = True
+    values = np.ones(len(tokens))
+    valued &= ~slow[line_of]
+    parsed, bad = _numbers(numbers[valued], "_" in text)
+    values[valued] = parsed
+    slow[line_of[valued][bad]] = True
+    groups = []
+    if (counts == counts[0]).all():  # one token count: the rows are a reshape away
+        shape = (n, int(counts[0]))
+        groups = _match(np.arange(n), names.reshape(shape), values.reshape(shape), slow,
+                        template)
+    else:
+        starts = np.cumsum(counts) - counts
+        for count in np.unique(counts).tolist():
+            rows = np.flatnonzero(counts == count)
+            at = starts[rows, None] + np.arange(count)
+            groups += _match(rows, names[at], values[at], slow, template)
+    return groups, slow
+
+
+def _match(rows, names, values, slow, template) -> list:
+    """Group lines of one token count by their names; unmatched lines become slow."""
+    groups, left = [], np.flatnonzero(~slow[rows])
+    for _ in range(MAX_TEMPLATES):
+        if not left.size:
+            break
+        first = names[left[0]]
+        same = left[(names[left] == first).all(axis=1)]
+        left = np.setdiff1d(left, same, assume_unique=True)
+        found = template(tuple(first.tolist()))
+        if found is None:
+            slow[rows[same]] = True
+        else:
+            positions, payload = found
+            groups.append((rows[same], payload, values[same][:, positions]))
+    slow[rows[left]] = True
+    return groups
+
+
+def _layout(names: tuple[str, ...]) -> tuple[np.ndarray, tuple]:
+    """Positions of a tokenized line's features, and its namespaces as ``(name, feature
+    names)`` (as `vw_features.parse_namespaces` names them, empty ones omitted)."""
+    positions, namespaces, feats = [], [], []
+    for position, name in enumerate(names):
+        if name.startswith("|"):
+            feats = []
+            namespaces.append((name[1:] or DEFAULT_NS, feats))
+        elif name:
+            feats.append(name)
+            positions.append(position)
+    return (np.array(positions, np.intp),
+            tuple((namespace, tuple(feats)) for namespace, feats in namespaces if feats))
+
+
+def _memo(cache: dict, key, make):
+    """``cache[key]``, made by ``make()`` if missing (the cache is cleared when full)."""
+    if key in cache:
+        return cache[key]
+    if len(cache) >= 4096:
+        cache.clear()
+    value = cache[key] = make()
+    return value
 
 
 def _numbers(texts: np.ndarray, underscores: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -214,17 +252,63 @@ class AdfEncoder:
     def encode(self, shared, actions) -> tuple[EncodedRows, int]:
         """Rows of the (shared, action) features and VW's feature count of the example."""
         shared, actions = shared or (), tuple(actions)
-        key = (tuple((name, tuple([f for f, _ in feats])) for name, feats in shared), actions)
-        template = self._templates.get(key, False)
-        if template is False:
-            if len(self._templates) >= 1024:
-                self._templates.clear()
-            template = self._templates[key] = self._template(shared, actions)
+        names = tuple((name, tuple([f for f, _ in feats])) for name, feats in shared)
+        template = self._template(names, actions)
         if template is None:
             return self._reference(shared, actions)
         index, coef, first, second, n_features = template
         s = np.array([1.0, *[v for _, feats in shared for _, v in feats]])
         return EncodedRows(index, coef * s[first] * s[second]), n_features
+
+    def encode_block(self, shared: list, actions: list[tuple]) -> EncodedBlock:
+        """Rows ``(n, K, L)`` of a block of examples with K action lines each, whose shared
+        lines are feature text (``iter_adf(..., shared_text=True)``; None: no shared
+        line). The shared lines are tokenized together (as `TextEncoder` does); then each
+        (shared names, action lines) layout costs one vectorized product. Examples whose
+        shared text is not valid VW features are in ``errors``.
+
+        >>> keys = {}
+        >>> encoder = AdfEncoder(lambda names: [keys.setdefault(k, len(keys) + 1)
+        ...                                     for k in names], ["sa"])
+        >>> actions = ((("a", (("i", 1.0),)),), (("a", (("j", 1.0),)),))
+        >>> block = encoder.encode_block(["s x:2", "s x:3 |t y", "s :1"], [actions] * 3)
+        >>> block.rows.value[1].tolist(), block.n_features.tolist()
+        ([[3.0, 1.0, 1.0, 3.0], [3.0, 1.0, 1.0, 3.0]], [8, 10, 8])
+        """
+        n, k = len(actions), len(actions[0])
+        bodies = ["" if body is None else body for body in shared]
+        groups, slow = (_tokenize(bodies, _layout) if n >= MIN_BLOCK
+                        else ([], np.ones(n, bool)))
+        parts, errors, counts = [], {}, {}
+        for lines, names, values in groups:
+            by_actions: dict[tuple, list[int]] = {}
+            for position, line in enumerate(lines.tolist()):
+                by_actions.setdefault(actions[line], []).append(position)
+            for acts, positions in by_actions.items():
+                members = lines[positions]
+                template = self._template(names, acts)
+                if template is None:
+                    slow[members] = True
+                    continue
+                index, coef, first, second, _ = template
+                s = np.hstack([np.ones((len(members), 1)), values[positions]])
+                parts.append((members, index, coef * s[:, first] * s[:, second]))
+        for i in np.flatnonzero(slow).tolist():
+            try:
+                features = parse_namespaces(bodies[i]) if shared[i] is not None else None
+            except FieldError as error:
+                errors[i] = error
+                continue
+            rows, counts[i] = self.encode(features, actions[i])
+            parts.append(([i], rows.index, rows.value[None]))
+        width = max([index.shape[-1] for _, index, _ in parts] + [1])
+        index, value = np.zeros((n, k, width), np.intp), np.zeros((n, k, width))
+        for members, columns, values in parts:
+            index[members, :, : columns.shape[-1]] = columns
+            value[members, :, : columns.shape[-1]] = values
+        n_features = (value != 0).sum(axis=(1, 2)) + self.constant * k
+        n_features[list(counts)] = list(counts.values())
+        return EncodedBlock(EncodedRows(index, value), n_features, errors)
 
     def _reference(self, shared, actions) -> tuple[EncodedRows, int]:
         rows = flatten_adf(shared, actions, self.interactions, constant=False)
@@ -232,11 +316,16 @@ class AdfEncoder:
         encoded = {i: (self._columns(list(row)), list(row.values())) for i, row in enumerate(rows)}
         return _pad(encoded, len(rows)), n_features
 
-    def _template(self, shared, actions) -> tuple | None:
-        """Columns and ``(coef, i, j)`` per entry of the rows, or None (reference path)."""
+    def _template(self, names: tuple, actions: tuple) -> tuple | None:
+        """Columns and ``(coef, i, j)`` per entry of the rows of examples whose shared line
+        has the namespaces and feature ``names`` given (``((namespace, (name, ...)),
+        ...)``), or None (the reference path)."""
+        return _memo(self._templates, (names, actions), lambda: self._make(names, actions))
+
+    def _make(self, names: tuple, actions: tuple) -> tuple | None:
         slots, count = [], 0
-        for name, feats in shared:
-            slots.append((name, tuple((f, _Slot(1.0, count + k + 1)) for k, (f, _) in
+        for name, feats in names:
+            slots.append((name, tuple((f, _Slot(1.0, count + k + 1)) for k, f in
                                       enumerate(feats))))
             count += len(feats)
         try:

@@ -46,12 +46,15 @@ class CBExample(NamedTuple):
 
 
 class ADFExample(NamedTuple):
-    """A multi-line ADF example; ``label.action`` is the 0-based labelled action line."""
-    shared: Features | None
+    """A multi-line ADF example; ``label.action`` is the 0-based labelled action line,
+    ``line_no`` and ``text`` are those of its first line. ``shared`` is the feature text
+    of the shared line (after its first ``|``) when read with ``shared_text=True``."""
+    shared: Features | str | None
     actions: tuple[Features, ...]
     label: Label | None
     tag: str | None
     line_no: int
+    text: str = ""
 
 
 class VWParseError(ValueError):
@@ -250,13 +253,16 @@ def iter_cb_lines(lines: Iterable[str], n_actions: int,
 
 
 class _Reader:
-    """State of `iter_adf`: the example being read, and features of plain action lines."""
+    """State of `iter_adf`: the example being read, the features of plain action lines and
+    the parsed text before the ``|`` of labelled ones (a stream repeats both)."""
 
-    __slots__ = ("acts", "first", "label", "max_lines", "memo", "shared", "size", "start", "tag")
+    __slots__ = ("acts", "first", "heads", "label", "lazy", "max_lines", "memo", "shared",
+                 "size", "start", "tag")
 
-    def __init__(self, size: int, max_lines: int) -> None:
+    def __init__(self, size: int, max_lines: int, lazy: bool) -> None:
         self.memo: dict[str, Features] = {}  # raw text of a plain action line -> features
-        self.size, self.max_lines = size, max_lines
+        self.heads: dict[str, Line] = {}  # text before '|' -> label and tag
+        self.size, self.max_lines, self.lazy = size, max_lines, lazy
         self.reset()
 
     def reset(self) -> None:
@@ -264,7 +270,8 @@ class _Reader:
         self.shared, self.label, self.tag, self.start, self.first = None, None, None, 0, ""
 
     def pop(self) -> ADFExample:
-        ex = ADFExample(self.shared, tuple(self.acts), self.label, self.tag, self.start)
+        ex = ADFExample(self.shared, tuple(self.acts), self.label, self.tag, self.start,
+                        self.first)
         self.reset()
         return ex
 
@@ -274,14 +281,26 @@ class _Reader:
         feats = self.memo.get(raw[bar:]) if bar >= 0 else None
         if feats is not None:  # same features as a plain line seen before: parse the head only
             head = text[:text.find("|")]
-            if "\r" in head or "\n" in head:
-                raise FieldError("control", "carriage return or newline inside the line")
-            return _with_head(feats, head, None) if head else Line(feats, None, None)
-        line = parse_line(text)
+            return self._head(head)._replace(features=feats) if head else Line(feats, None, None)
+        head, body = split_line(text)
+        if head.shared and self.lazy:
+            return head._replace(features=body)
+        line = head._replace(features=parse_namespaces(body))
         if line.label is None and line.tag is None and not line.shared:
             if len(self.memo) >= self.size:
                 self.memo.clear()
             self.memo[raw] = line.features
+        return line
+
+    def _head(self, head: str) -> Line:
+        line = self.heads.get(head)
+        if line is None:
+            if "\r" in head or "\n" in head:
+                raise FieldError("control", "carriage return or newline inside the line")
+            line = _with_head((), head, None)
+            if len(self.heads) >= 4096:
+                self.heads.clear()
+            self.heads[head] = line
         return line
 
     def add(self, line: Line, no: int, text: str) -> None:
@@ -304,7 +323,8 @@ class _Reader:
 
 
 def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eof: bool = False,
-             max_lines: int = 10_000, cache_size: int = 65_536) -> Iterator[ADFExample]:
+             max_lines: int = 10_000, cache_size: int = 65_536,
+             shared_text: bool = False) -> Iterator[ADFExample]:
     """Yield ADF examples, each as soon as its terminating empty line is read.
 
     Parameters
@@ -320,6 +340,10 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
         Most action lines allowed in one example.
     cache_size : int
         Size of the memo of plain action lines' features (cleared when full).
+    shared_text : bool
+        Leave the shared line's features as text (``ADFExample.shared``), for parsing a
+        block of them at once (`vw_encode.AdfEncoder.encode_block`); errors in that text
+        are then found there.
 
     Examples
     --------
@@ -327,11 +351,11 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
     >>> ex.label, ex.tag, len(ex.actions), ex.shared
     (Label(action=1, cost=-1.0, prob=0.5), 't1', 2, (('u', (('a', 1.0),)),))
     """
-    st = _Reader(cache_size, max_lines)
+    st = _Reader(cache_size, max_lines, shared_text)
     memo, acts, skipping = st.memo, st.acts, False
     for no, raw in enumerate(lines, 1):
         feats = memo.get(raw)
-        if feats is not None and acts and len(acts) < max_lines:
+        if feats is not None and (acts or st.shared is not None) and len(acts) < max_lines:
             acts.append(feats)  # fast path: a repeated plain action line inside an example
             continue
         text = _clean(raw)

@@ -16,6 +16,8 @@ Oracles that set ``sparse_input = True`` (those whose cost grows with the number
 features, not with D) receive ``SparseRows`` instead of ``phi`` and learn from an
 ``(index, value)`` pair of 1-D arrays instead of a dense ``x``: that is how contexts with
 up to millions of distinct features are learned without a dense row ever being built.
+Oracles that set ``sparse_rows = True`` take dense input but also accept ``SparseRows`` in
+``predict`` and ``bounds``: the learner passes the joint class's rows that way.
 
 Oracles whose bounds depend on the reward range (sensitivity rules place fake labels one
 beyond each end) have a ``reward_range`` attribute; the learner sets it to its own.
@@ -30,7 +32,8 @@ import numpy as np
 
 class SparseRows(NamedTuple):
     """(context, action) feature rows as padded arrays: ``index`` and ``value`` of shape
-    ``(n, K, L)`` (padding has value 0), for oracles with ``sparse_input = True``."""
+    ``(n, K, L)`` (padding has value 0), for oracles with ``sparse_input`` or
+    ``sparse_rows``."""
 
     index: np.ndarray
     value: np.ndarray

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from regcb_stream.bounds import ellipsoid_bounds
-from regcb_stream.oracles.base import learn_row_by_row
+from regcb_stream.oracles.base import SparseRows, learn_row_by_row
 
 
 class RidgeOracle:
@@ -20,8 +20,9 @@ class RidgeOracle:
     models that learned since the last one: by Sherman-Morrison rank-one updates when few
     labels are pending (O(D^2) each, so rebuilding after every label is cheap), by a fresh
     inverse when many are (and every ``max(64, D)`` rank-one updates, against rounding
-    drift). Scoring sparse feature rows (VW's ADF features) gathers only their nonzero
-    block of ``A^-1``.
+    drift). Sparse feature rows (``SparseRows``: VW's ADF features) gather only their
+    nonzero block of ``A^-1``, once per distinct set of columns in a block of rows (a
+    stream repeats its action lines, so an epoch of ADF decisions is a few matrix products).
 
     Parameters
     ----------
@@ -61,6 +62,7 @@ class RidgeOracle:
     """
 
     reward_range: tuple[float, float] = (0.0, 1.0)  # replaced by the learner's
+    sparse_rows = True  # ``predict`` and ``bounds`` also take ``SparseRows``
 
     def __init__(self, l2: float = 1.0, prior: float | str = 0.0):
         if not (isinstance(l2, (int, float, np.number)) and 0 < l2 < np.inf):
@@ -178,10 +180,13 @@ class RidgeOracle:
         prediction, variance = self._moments(phi, models)
         return (prediction, *ellipsoid_bounds(prediction, variance, budget))
 
-    def _moments(self, phi: np.ndarray, models: np.ndarray):
+    def _moments(self, phi, models):
         """Prediction and ``phi^T A^-1 phi`` per (context, action) of the frozen fit."""
+        if isinstance(phi, SparseRows):
+            return self._sparse_moments(phi, models)
         if isinstance(models, np.ndarray) and models.size > 1 and (models == models[0]).all():
-            pred, var = self._rows(phi.reshape(-1, phi.shape[-1]), int(models[0]))
+            rows = phi.reshape(-1, phi.shape[-1])
+            pred, var = self._dense_rows(rows, int(models[0]))
             return pred.reshape(phi.shape[:2]), var.reshape(phi.shape[:2])
         theta, a_inv = self._theta[models], self._a_inv[models]
         if phi.strides[1] == 0:  # product class: the same context row for every action
@@ -192,21 +197,67 @@ class RidgeOracle:
         var = np.einsum("knd,knd->kn", np.matmul(per_model, a_inv), per_model)
         return pred.T + self.prior_mean, np.maximum(var.T, 0.0)
 
-    def _rows(self, rows: np.ndarray, model: int):
-        """Moments of feature rows ``(N, D)`` under one model; sparse rows gather only the
-        block of ``A^-1`` at their nonzero features."""
-        a_inv = self._a_inv[model]
-        pred = rows @ self._theta[model] + self.prior_mean
+    def _sparse_moments(self, phi: SparseRows, models):
+        """``_moments`` of padded sparse rows ``(n, K, L)``, one model's columns at a time."""
+        n, k, width = phi.index.shape
+        models = np.arange(self.n_models)[models] if isinstance(models, slice) else models
+        pred, var = np.empty((n, k)), np.empty((n, k))
+        for model in np.unique(models).tolist():
+            cols = np.flatnonzero(models == model)
+            index = phi.index[:, cols].reshape(-1, width)
+            value = phi.value[:, cols].reshape(-1, width)
+            p, v = self._sparse_rows(index, value, model)
+            pred[:, cols], var[:, cols] = p.reshape(n, -1), v.reshape(n, -1)
+        return pred, var
+
+    def _dense_rows(self, rows: np.ndarray, model: int):
+        """Moments of dense feature rows ``(N, D)`` under one model (as sparse rows when
+        most of their entries are zero)."""
         nonzero = rows != 0
         width = int(nonzero.sum(axis=1).max())
         if 4 * width < rows.shape[1]:
-            idx = np.argsort(~nonzero, axis=1, kind="stable")[:, :width]
-            values = np.take_along_axis(rows, idx, axis=1)
-            block = a_inv[idx[:, :, None], idx[:, None, :]]
-            var = np.einsum("nl,nlm,nm->n", values, block, values)
+            index = np.argsort(~nonzero, axis=1, kind="stable")[:, :width]
+            return self._sparse_rows(index, np.take_along_axis(rows, index, axis=1), model)
+        pred = rows @ self._theta[model] + self.prior_mean
+        return pred, np.maximum(np.einsum("nd,nd->n", rows @ self._a_inv[model], rows), 0.0)
+
+    def _sparse_rows(self, index: np.ndarray, value: np.ndarray, model: int):
+        """Moments of padded sparse rows ``(N, L)`` under one model: the block of ``A^-1``
+        at a row's columns is gathered once per distinct column pattern (or row by row,
+        in chunks, when the rows share few patterns)."""
+        a_inv = self._a_inv[model]
+        pred = np.einsum("nl,nl->n", self._theta[model][index], value) + self.prior_mean
+        var = np.empty(len(index))
+        patterns = _patterns(index)
+        if patterns is not None:
+            for first, members in patterns:
+                block = a_inv[np.ix_(index[first], index[first])]
+                rows = value[members]
+                var[members] = np.einsum("nl,nl->n", rows @ block, rows)
         else:
-            var = np.einsum("nd,nd->n", rows @ a_inv, rows)
+            step = max(1, 2_000_000 // index.shape[1] ** 2)
+            for start in range(0, len(index), step):
+                idx, rows = index[start : start + step], value[start : start + step]
+                block = a_inv[idx[:, :, None], idx[:, None, :]]
+                var[start : start + step] = np.einsum("nl,nlm,nm->n", rows, block, rows)
         return pred, np.maximum(var, 0.0)
+
+
+def _patterns(index: np.ndarray) -> list[tuple[int, np.ndarray]] | None:
+    """Rows of ``index`` grouped by identical content, as (first row, member rows), or
+    None when there are more than ``len(index) / 8`` groups (gathering per row is then
+    cheaper). Rows are grouped by a random-projection fingerprint, then checked."""
+    if len(index) < 16:
+        return None
+    weights = np.random.default_rng(0).integers(1, 2**62, index.shape[1], dtype=np.int64)
+    with np.errstate(over="ignore"):
+        keys = index.astype(np.int64) @ weights
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    if 8 * len(first) > len(index) or not (index == index[first[inverse]]).all():
+        return None
+    order = np.argsort(inverse, kind="stable")
+    ends = np.cumsum(np.bincount(inverse))
+    return list(zip(first.tolist(), np.split(order, ends[:-1])))
 
 
 def _quadratic_forms(x: np.ndarray, matrices: np.ndarray) -> np.ndarray:
