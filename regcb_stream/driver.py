@@ -141,12 +141,12 @@ class Driver:
         encoded = self._text.encode([record.body for record in batch])
         keep, reports = _checked(batch, encoded.errors, on_error)
         if keep:
-            examples, rows = [batch[i] for i in keep], encoded.rows[keep]
+            examples, rows = _kept(batch, encoded.rows, keep)
             decision = self.learner.decide_many(rows, self._labels)
             pmfs, orders = self._shown(decision.pmf, decision.prediction)
             self._write(pmfs, orders, [record.tag for record in examples])
             per_example = (1 if self.legacy else len(self._labels))
-            counts = ((encoded.n_features[keep] + self.settings.constant) * per_example)
+            counts = (encoded.n_features[keep] + self.settings.constant) * per_example
             self._learn(examples, rows, pmfs, orders, counts.tolist(), action_offset=1)
         _report(reports, on_error)
 
@@ -158,12 +158,11 @@ class Driver:
         encoded = self._adf.encode_block([ex.shared for ex in batch],
                                          [ex.actions for ex in batch])
         keep, reports = _checked(batch, encoded.errors, on_error)
-        examples = [batch[i] for i in keep]
+        examples, rows = _kept(batch, encoded.rows, keep)
         if examples and not examples[0].actions:  # lone shared lines: VW writes nothing
             empty = np.zeros((len(examples), 0))
             self._write(empty, empty.astype(np.intp), [ex.tag for ex in examples])
         elif examples:
-            rows = encoded.rows[keep]
             decision = self.learner.decide_many([{}] * len(examples), rows)
             pmfs, orders = self._shown(decision.pmf, decision.prediction)
             self._write(pmfs, orders, [example.tag for example in examples])
@@ -249,6 +248,13 @@ def _checked(batch: list, errors: dict, on_error: OnError | None):
                for i, error in sorted(errors.items())]
     last = min(errors) if errors and on_error is None else len(batch)
     return [i for i in range(last) if i not in errors], reports
+
+
+def _kept(batch: list, rows: EncodedRows, keep: list[int]) -> tuple[list, EncodedRows]:
+    """The examples and rows at ``keep`` (the whole block, uncopied, when it is all)."""
+    if len(keep) == len(batch):
+        return batch, rows
+    return [batch[i] for i in keep], rows[keep]
 
 
 def _report(reports: list[VWParseError], on_error: OnError | None) -> None:

@@ -204,8 +204,9 @@ class RidgeOracle:
         pred, var = np.empty((n, k)), np.empty((n, k))
         for model in np.unique(models).tolist():
             cols = np.flatnonzero(models == model)
-            index = phi.index[:, cols].reshape(-1, width)
-            value = phi.value[:, cols].reshape(-1, width)
+            whole = len(cols) == k  # one model (the joint class): no copies
+            index = (phi.index if whole else phi.index[:, cols]).reshape(-1, width)
+            value = (phi.value if whole else phi.value[:, cols]).reshape(-1, width)
             p, v = self._sparse_rows(index, value, model)
             pred[:, cols], var[:, cols] = p.reshape(n, -1), v.reshape(n, -1)
         return pred, var
@@ -251,7 +252,7 @@ def _patterns(index: np.ndarray) -> list[tuple[int, np.ndarray]] | None:
         return None
     weights = np.random.default_rng(0).integers(1, 2**62, index.shape[1], dtype=np.int64)
     with np.errstate(over="ignore"):
-        keys = index.astype(np.int64) @ weights
+        keys = np.asarray(index, np.int64) @ weights
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     if 8 * len(first) > len(index) or not (index == index[first[inverse]]).all():
         return None
