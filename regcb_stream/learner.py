@@ -215,12 +215,14 @@ class RegCB:
             _check_prob(prob)
         for reward in rewards.tolist():
             self._check_reward(reward)
-        x, models = self._learn_features(contexts, actions)
+        x, models = self._learn_features(contexts, actions, block=True)
         start = 0
         while start < len(rewards):
             stop = min(len(rewards), start + self._next_rebuild - self._n_labels)
             block = slice(start, stop)
-            self._oracle.learn_many(x[block], models[block], rewards[block], weights[block])
+            rows = (SparseRows(x.index[block], x.value[block], x.dim)
+                    if isinstance(x, SparseRows) else x[block])
+            self._oracle.learn_many(rows, models[block], rewards[block], weights[block])
             self._n_labels += stop - start
             if self._n_labels == self._next_rebuild:
                 self._rebuild()
@@ -327,12 +329,20 @@ class RegCB:
         self._oracle.grow(max(len(self._labels), 1), encoder.dim)
         return SparseRows(index, value, encoder.dim), models
 
-    def _learn_features(self, contexts, actions: Sequence):
+    def _learn_features(self, contexts, actions: Sequence, block: bool = False):
         """Features ``(n, D)`` (for sparse oracles, a list of nonzero ``(index, value)``
-        pairs) and model ids ``(n,)`` of a block of played actions."""
+        pairs; for a block of the joint class's encoded rows and an oracle with
+        ``sparse_rows``, ``SparseRows`` of shape ``(n, 1, L)``) and model ids ``(n,)`` of
+        a block of played actions."""
         if self._sparse_input:
             return self._sparse_learn_features(contexts, actions)
         if self._is_joint(actions):
+            if block and isinstance(actions, EncodedRows) and getattr(
+                    self._oracle, "sparse_rows", False):
+                index, value = self._encoder.encoded_sparse(actions)
+                x = SparseRows(index[:, None], value[:, None], self._encoder.dim)
+                self._oracle.grow(max(len(self._labels), 1), self._encoder.dim)
+                return x, np.zeros(len(index), dtype=np.intp)
             if isinstance(actions, EncodedRows):  # the played (context, action) rows
                 x = self._encoder.encoded(actions)
             else:

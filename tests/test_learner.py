@@ -78,6 +78,29 @@ def test_sparse_rows_bounds_equal_the_dense_quadratic_form(repeated):
     np.testing.assert_allclose(prediction - low, np.sqrt(0.3 * variance), atol=1e-12)
 
 
+@pytest.mark.parametrize("patterns", [3, 400])
+def test_learning_sparse_rows_equals_learning_dense_rows(patterns):
+    """A block of sparse rows is added per column pattern (or densified): the statistics
+    are those of the dense rows."""
+    rng = np.random.default_rng(2)
+    d, n, width = 60, 400, 6
+    columns = [np.r_[0, rng.choice(np.arange(1, d), width - 2, replace=False), 0]
+               for _ in range(patterns)]
+    index = np.stack([columns[i % patterns] for i in range(n)])
+    value = rng.normal(size=(n, width))
+    value[:, 0], value[:, -1] = 1.0, 0.0  # the intercept, and padding at column 0
+    dense = np.zeros((n, d))
+    np.add.at(dense, (np.arange(n)[:, None], index), value)
+    y, weight = rng.random(n), rng.random(n) + 0.5
+    oracles = [RidgeOracle(prior="optimistic"), RidgeOracle(prior="optimistic")]
+    for oracle, x in zip(oracles, [dense, SparseRows(index[:, None], value[:, None], d)]):
+        oracle.grow(1, d)
+        oracle.learn_many(x, np.zeros(n, np.intp), y, weight)
+        oracle.rebuild()
+    np.testing.assert_allclose(oracles[1]._a, oracles[0]._a, atol=1e-10)
+    np.testing.assert_allclose(oracles[1]._theta, oracles[0]._theta, atol=1e-12)
+
+
 def test_prior_shifts_the_version_space_to_ridge_around_the_prior():
     rng = np.random.default_rng(11)
     X, y, phi, prior = rng.normal(size=(15, 3)), rng.normal(size=15), rng.normal(size=3), 0.7

@@ -122,7 +122,14 @@ class RidgeOracle:
 
     def learn_many(self, x, models, y, weight) -> None:
         """Add a block of examples: one matrix product per model (the same statistics as
-        ``learn`` row by row, up to rounding)."""
+        ``learn`` row by row, up to rounding). ``x`` may be ``SparseRows`` of shape ``(n, 1,
+        L)``: one model's rows are then added one small product per column pattern."""
+        if isinstance(x, SparseRows):
+            index, value = x.index[:, 0], x.value[:, 0]
+            if self._learn_patterns(index, value, models, y, weight):
+                return
+            x = np.zeros((len(index), self.dim))
+            np.add.at(x, (np.arange(len(index))[:, None], index), value)
         if len(x) < 8:
             return learn_row_by_row(self, x, models, y, weight)
         models, weight = np.asarray(models), np.asarray(weight, dtype=float)
@@ -139,6 +146,29 @@ class RidgeOracle:
                 pending.extend(zip(x[pick], weight[pick].tolist(), residual[pick].tolist()))
             else:  # the rebuild will invert afresh
                 self._pending[model] = None
+
+    def _learn_patterns(self, index, value, models, y, weight) -> bool:
+        """Add sparse rows of one model to its Gram matrix per column pattern, when they
+        share few patterns and are too many for rank-one updates; False otherwise."""
+        models = np.asarray(models)
+        model = int(models[0])
+        pending = self._pending.get(model, [])
+        if (pending is not None and 4 * (len(pending) + len(index)) <= self.dim) or not (
+                models == model).all():
+            return False
+        patterns = _patterns(index)
+        if patterns is None:
+            return False
+        self._fold(model)
+        weight = np.asarray(weight, dtype=float)
+        residual = np.asarray(y, dtype=float) - self.prior_mean
+        for first, members in patterns:
+            cols, rows = index[first], value[members]
+            weighted = weight[members, None] * rows
+            np.add.at(self._a[model], (cols[:, None], cols[None, :]), weighted.T @ rows)
+            np.add.at(self._b[model], cols, residual[members] @ weighted)
+        self._pending[model] = None  # the rebuild will invert afresh
+        return True
 
     def rebuild(self) -> None:
         """Solve the ridge problems of the models that learned since the last rebuild:
