@@ -79,10 +79,45 @@ class TextEncoder:
     def encode(self, bodies: list[str]) -> EncodedBlock:
         """Encode the feature text of a block of lines."""
         n = len(bodies)
-        if self.interactions or n < MIN_BLOCK:
+        if self.interactions:
             return self._finish(n, [], np.ones(n, bool), bodies)
-        groups, slow = _tokenize(bodies, self._template)
-        return self._finish(n, groups, slow, bodies)
+        if n >= MIN_BLOCK:
+            groups, slow = _tokenize(bodies, self._template)
+            return self._finish(n, groups, slow, bodies)
+        lines = [self._line(body) for body in bodies]  # a few (interactive use): one by one
+        if n == 1 and lines[0] is not None:
+            columns, values = lines[0]
+            value = np.array([values])
+            return EncodedBlock(EncodedRows(columns[None].copy(), value),
+                                np.array([len(values) - values.count(0.0)]), {})
+        groups = [([i], line[0], np.array([line[1]])) for i, line in enumerate(lines)
+                  if line is not None]
+        return self._finish(n, groups, np.array([line is None for line in lines]), bodies)
+
+    def _line(self, body: str) -> tuple[np.ndarray, list[float]] | None:
+        """Columns and values of one line by its template, or None where the reference
+        parser must decide (the same cases `_tokenize` leaves to it)."""
+        if not (body.isascii() and body.isprintable()):
+            return None
+        names, values = [], []
+        for token in ("|" + body.replace("|", " |")).split(" "):
+            name, colon, text = token.partition(":")
+            names.append(name)
+            if colon:
+                if not name or name[0] == "|" or "_" in text:
+                    return None  # anonymous feature, namespace scale, or VW would refuse
+                try:
+                    value = float(text)
+                except ValueError:
+                    return None
+                if value - value != 0.0 or (value and not FLOAT32_MIN <= abs(value)
+                                            <= FLOAT32_MAX):
+                    return None
+                values.append(value)
+            elif name and name[0] != "|":
+                values.append(1.0)
+        template = self._template(tuple(names))
+        return None if template is None else (template[1], values)
 
     def _template(self, names: tuple[str, ...]) -> tuple | None:
         """Positions of a line's feature tokens and their columns, or None when a feature
