@@ -43,6 +43,7 @@ OURS = [  # (format, extra flags); online is the default schedule, ridge the def
     ("single", "--schedule online --oracle vw"),
     ("adf", "--schedule online"),
     ("adf", "--schedule sqrt2"),
+    ("adf", "--schedule doubling"),
     ("adf", "--schedule online --oracle vw"),
     ("adf", "--schedule sqrt2 --oracle vw"),
     ("adf", "--schedule doubling --oracle vw"),
