@@ -216,7 +216,7 @@ class RidgeOracle:
             return self._sparse_moments(phi, models)
         if isinstance(models, np.ndarray) and models.size > 1 and (models == models[0]).all():
             rows = phi.reshape(-1, phi.shape[-1])
-            pred, var = self._dense_rows(rows, int(models[0]))
+            pred, var = self._dense_row_moments(rows, int(models[0]))
             return pred.reshape(phi.shape[:2]), var.reshape(phi.shape[:2])
         theta, a_inv = self._theta[models], self._a_inv[models]
         if phi.strides[1] == 0:  # product class: the same context row for every action
@@ -237,22 +237,22 @@ class RidgeOracle:
             whole = len(cols) == k  # one model (the joint class): no copies
             index = (phi.index if whole else phi.index[:, cols]).reshape(-1, width)
             value = (phi.value if whole else phi.value[:, cols]).reshape(-1, width)
-            p, v = self._sparse_rows(index, value, model)
+            p, v = self._row_moments(index, value, model)
             pred[:, cols], var[:, cols] = p.reshape(n, -1), v.reshape(n, -1)
         return pred, var
 
-    def _dense_rows(self, rows: np.ndarray, model: int):
+    def _dense_row_moments(self, rows: np.ndarray, model: int):
         """Moments of dense feature rows ``(N, D)`` under one model (as sparse rows when
         most of their entries are zero)."""
         nonzero = rows != 0
         width = int(nonzero.sum(axis=1).max())
         if 4 * width < rows.shape[1]:
             index = np.argsort(~nonzero, axis=1, kind="stable")[:, :width]
-            return self._sparse_rows(index, np.take_along_axis(rows, index, axis=1), model)
+            return self._row_moments(index, np.take_along_axis(rows, index, axis=1), model)
         pred = rows @ self._theta[model] + self.prior_mean
         return pred, np.maximum(np.einsum("nd,nd->n", rows @ self._a_inv[model], rows), 0.0)
 
-    def _sparse_rows(self, index: np.ndarray, value: np.ndarray, model: int):
+    def _row_moments(self, index: np.ndarray, value: np.ndarray, model: int):
         """Moments of padded sparse rows ``(N, L)`` under one model: the block of ``A^-1``
         at a row's columns is gathered once per distinct column pattern (or row by row,
         in chunks, when the rows share few patterns)."""
