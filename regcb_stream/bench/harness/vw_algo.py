@@ -12,6 +12,7 @@ line per offered document (its standardized features, namespace ``a``) and no sh
 from __future__ import annotations
 
 import numpy as np
+import pylibvw
 from vowpalwabbit import Workspace
 
 from regcb_stream.bench.harness.problems import Rounds
@@ -23,6 +24,10 @@ __all__ = ["EXPLORERS", "VWAlgorithm"]
 
 class VWAlgorithm:
     """One of VW's ``--cb_explore_adf`` explorers, decided and taught one round at a time.
+
+    Examples are VW's native ones (``pylibvw``), not the ``pyvw.Example`` wrappers: wrapping
+    the ~27 lines of a round costs more than VW's own parse and learn, and VW computes the
+    same either way.
 
     Parameters
     ----------
@@ -38,7 +43,7 @@ class VWAlgorithm:
 
     def __init__(self, explorer: str, param: float, n_actions: int, seed: int):
         self.ws = Workspace(vw_args(explorer, param, seed=seed))
-        self.kinds = (self.ws.get_label_type(), self.ws.get_prediction_type())
+        self.label_type = self.ws.get_label_type().value
         self.k = n_actions
         self._pending: list = []
         self._hold: list | None = None
@@ -47,7 +52,7 @@ class VWAlgorithm:
         return 1
 
     def decide(self, rounds: Rounds, u: np.ndarray) -> Step:
-        examples = self.ws.parse(self._lines(rounds, 0), self.kinds[0])
+        examples = self._parse(rounds, 0)
         pmf = self._pmf(examples)
         action = sample(pmf[None], u[:1])
         self._pending = examples
@@ -57,26 +62,30 @@ class VWAlgorithm:
         shared = 0 if rounds.adf else 1
         cost = COST_OFFSETS["01"] - float(rewards[0])
         line = self._pending[int(step.actions[0]) + shared]
-        line.set_label_string(f"0:{cost}:{float(step.probs[0])}")
-        self.ws.learn(self._pending)
-        self.ws.finish_example(self._pending)
+        line.set_label_string(self.ws, f"0:{cost}:{float(step.probs[0])}", self.label_type)
+        pylibvw.vw.learn_multi(self.ws, self._pending)
+        pylibvw.vw._finish_example_multi_ex(self.ws, self._pending)
         self._pending = []
 
     def holdout_pmf(self, rounds: Rounds) -> np.ndarray:
         if self._hold is None:
-            self._hold = [self.ws.parse(self._lines(rounds, i), self.kinds[0])
-                          for i in range(len(rounds))]
+            self._hold = [self._parse(rounds, i) for i in range(len(rounds))]
         pmf = np.stack([self._pmf(examples) for examples in self._hold])
         return pmf / pmf.sum(axis=1, keepdims=True)
 
     def close(self) -> None:
         for examples in self._hold or []:
-            self.ws.finish_example(examples)
+            pylibvw.vw._finish_example_multi_ex(self.ws, examples)
         self.ws.finish()
+
+    def _parse(self, rounds: Rounds, i: int) -> list:
+        """VW's native examples of round ``i`` of a block (as ``Workspace.parse``)."""
+        return self.ws._parse("\n".join(self._lines(rounds, i)).strip())
 
     def _pmf(self, examples: list) -> np.ndarray:
         """VW's (unnormalized) pmf, widened to K entries."""
-        probs = np.asarray(self.ws.predict(examples, prediction_type=self.kinds[1]), float)
+        pylibvw.vw.predict_multi(self.ws, examples)
+        probs = np.asarray(examples[0].get_action_scores(), float)
         out = np.zeros(self.k)
         out[: len(probs)] = probs
         return out
