@@ -202,10 +202,7 @@ class RegCB:
         _check_prob(prob)
         self._check_reward(reward)
         x, models = self._learn_features([context], [action])
-        self._oracle.learn(x[0], int(models[0]), float(reward), float(weight))
-        self._n_labels += 1
-        if self._n_labels == self._next_rebuild:
-            self._rebuild()
+        self._learn_one(x[0], int(models[0]), float(reward), float(weight))
 
     def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None) -> None:
         """Learn a block of labels; same state as calling ``learn`` row by row."""
@@ -216,6 +213,88 @@ class RegCB:
         for reward in rewards.tolist():
             self._check_reward(reward)
         x, models = self._learn_features(contexts, actions, block=True)
+        self._learn_rows(x, models, rewards, weights)
+
+    def play(self, contexts, actions: Sequence, reveal, uniforms=None
+             ) -> tuple[np.ndarray, Decision]:
+        """Simulate bandit feedback on a block of rounds: for each context in turn, decide,
+        draw an action, ``reveal`` its reward and learn it (probability as played).
+
+        The same as that loop written with ``predict``-style draws, ``decide`` and
+        ``learn``, but each epoch's rounds are decided in one computation and, for dense
+        contexts with labelled actions, the contexts are checked and encoded once for the
+        whole block: the per-round cost of the ``online`` schedule drops severalfold.
+
+        Parameters
+        ----------
+        contexts
+            A block of contexts (rows of an array, or a sequence).
+        actions
+            The actions offered in every round.
+        reveal
+            ``reveal(rounds, indices)``: rewards of the actions ``actions[indices[i]]`` in
+            rounds ``rounds[i]`` (positions in ``contexts``), one array.
+        uniforms
+            One uniform in [0, 1) per round for the inverse-CDF draws (default: from the
+            learner's generator).
+
+        Returns
+        -------
+        (indices, decision)
+            The indices into ``actions`` played, and the ``Decision`` of each round
+            (arrays with a row per round).
+
+        Examples
+        --------
+        >>> rewards = np.array([[1.0, 0.0], [0.0, 1.0]] * 100)
+        >>> learner = RegCB("optimistic", beta=1e-3, seed=0)
+        >>> played, decision = learner.play(np.eye(2)[[0, 1] * 100], ["a", "b"],
+        ...                                 lambda t, i: rewards[t, i])
+        >>> float(rewards[np.arange(200), played][-100:].mean())
+        1.0
+        """
+        n = len(contexts)
+        u = self._rng.random(n) if uniforms is None else np.asarray(uniforms, dtype=float)
+        encoded = not self._sparse_input and not self._is_joint(actions) and isinstance(
+            contexts, np.ndarray)
+        if encoded:  # checked and encoded once; rows are learned by model id
+            x, models = self._encoder.contexts(contexts), self._model_ids(actions)
+            ids = np.arange(len(self._labels))[models]  # of the played rows
+            self._oracle.grow(len(self._labels), self._encoder.dim)
+        decisions, played, start = [], np.empty(n, dtype=np.intp), 0
+        while start < n:
+            stop = min(n, start + self._next_rebuild - self._n_labels)
+            if encoded:
+                decision = self._decide(_per_action(x[start:stop], len(actions)), models)
+            else:
+                decision = self.decide_many(contexts[start:stop], actions)
+            index = _sample(decision.pmf, u[start:stop])
+            rewards = np.asarray(reveal(np.arange(start, stop), index), dtype=float)
+            if not encoded:
+                self.learn_many(contexts[start:stop], [actions[i] for i in index.tolist()],
+                                rewards, decision.pmf[np.arange(stop - start), index])
+            else:
+                for reward in rewards.tolist():
+                    self._check_reward(reward)
+                if stop - start == 1:  # the online schedule: as ``learn``
+                    self._learn_one(x[start], int(ids[index[0]]), float(rewards[0]), 1.0)
+                else:
+                    self._learn_rows(x[start:stop], ids[index], rewards, np.ones(stop - start))
+            decisions.append(decision)
+            played[start:stop] = index
+            start = stop
+        return played, Decision(*(np.concatenate(parts) for parts in zip(
+            *((d.pmf, d.prediction, d.low, d.high) for d in decisions))))
+
+    def _learn_one(self, x: np.ndarray, model: int, reward: float, weight: float) -> None:
+        """Teach the oracle one encoded row, rebuilding at the schedule's points."""
+        self._oracle.learn(x, model, reward, weight)
+        self._n_labels += 1
+        if self._n_labels == self._next_rebuild:
+            self._rebuild()
+
+    def _learn_rows(self, x, models: np.ndarray, rewards: np.ndarray, weights: np.ndarray):
+        """Teach the oracle encoded rows, rebuilding at the schedule's points."""
         start = 0
         while start < len(rewards):
             stop = min(len(rewards), start + self._next_rebuild - self._n_labels)
@@ -443,7 +522,7 @@ def _per_action(rows: np.ndarray, k: int) -> np.ndarray:
 
 def _sample(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse-CDF draw per row of ``pmf`` from uniforms ``u``; never an action of mass 0."""
-    cdf = np.cumsum(pmf, axis=1)
+    cdf = pmf.cumsum(axis=1)
     index = (cdf <= (u * cdf[:, -1])[:, None]).sum(axis=1)
     return np.minimum(index, pmf.shape[1] - 1)
 

@@ -13,7 +13,7 @@ import pytest
 
 from regcb_stream.bench import datasets as ds
 from regcb_stream.bench.harness import aggregate, algorithms, baselines, problems, protocol, runner
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
+from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm, make_oracle
 from regcb_stream.bench.vw_explorers import run_vw
 from regcb_stream.learner import RegCB
 
@@ -62,9 +62,11 @@ def test_checkpoints_include_early_points_and_end() -> None:
     assert points[:3] == [100, 300, 1000] and points[-1] == 19000 and len(points) == 18
 
 
-def per_round_reference(problem, variant: str, beta: float, seed: int) -> float:
+def per_round_reference(problem, variant: str, oracle: str, schedule: str, beta: float,
+                        seed: int) -> float:
     """Progressive reward of the learner driven one round at a time."""
-    learner = RegCB(variant, beta=beta, schedule="sqrt2", seed=seed)
+    learner = RegCB(variant, oracle=make_oracle(oracle), beta=beta, schedule=schedule,
+                    seed=seed)
     actions = list(range(problem.n_actions))
     u = np.random.default_rng(seed).random(len(problem.train))
     total = 0.0
@@ -76,11 +78,14 @@ def per_round_reference(problem, variant: str, beta: float, seed: int) -> float:
     return total / len(problem.train)
 
 
+@pytest.mark.parametrize("oracle,schedule", [("ridge", "sqrt2"), ("optimistic", "online")])
 @pytest.mark.parametrize("variant", ["elimination", "optimistic"])
-def test_epoch_blocks_equal_round_by_round(vehicle, variant: str) -> None:
-    algo = RegCBAlgorithm(variant, "ridge", 1e-4, vehicle.n_actions, seed=3)
+def test_epoch_blocks_equal_round_by_round(vehicle, variant: str, oracle: str,
+                                           schedule: str) -> None:
+    algo = RegCBAlgorithm(variant, oracle, 1e-4, vehicle.n_actions, seed=3, schedule=schedule)
     record = protocol.run_protocol(algo, vehicle, seed=3)
-    assert record["progressive"] == per_round_reference(vehicle, variant, 1e-4, 3)
+    reference = per_round_reference(vehicle, variant, oracle, schedule, 1e-4, 3)
+    assert record["progressive"] == reference
     assert record["t"][-1] == 400 and len(record["validation"]) == len(record["t"])
     assert "diagnostics" in record
 

@@ -286,6 +286,27 @@ def test_learning_a_block_equals_learning_one_at_a_time(schedule):
     np.testing.assert_allclose(d1.high, d2.high, atol=1e-10)
 
 
+@pytest.mark.parametrize("schedule", ["online", "sqrt2"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_play_equals_predict_and_learn_round_by_round(schedule, sparse):
+    X, _, rewards = LinearProblem.make(seed=6).sample(400, seed=7)
+    contexts = [dict(enumerate(x.tolist())) for x in X] if sparse else X
+    actions = ["a", "b", "c", "d", "e"]
+    one, block = (RegCB("elimination", beta=1e-3, schedule=schedule, seed=2) for _ in range(2))
+    played = []
+    for x, r in zip(contexts, rewards):
+        action, prob, _ = one.predict(x, actions)
+        played.append(actions.index(action))
+        one.learn(x, action, r[played[-1]], prob)
+    index, decision = block.play(contexts, actions, lambda t, i: rewards[t, i])
+    assert index.tolist() == played
+    assert decision.pmf.shape == (400, 5) and np.allclose(decision.pmf.sum(axis=1), 1.0)
+    np.testing.assert_allclose(one.pmf_many(contexts[:50], actions),
+                               block.pmf_many(contexts[:50], actions))
+    with pytest.raises(ValueError, match="outside reward_range"):
+        block.play(contexts[:3], actions, lambda t, i: np.full(len(t), 2.0))
+
+
 # -- sparse contexts and action features -------------------------------------------------
 
 

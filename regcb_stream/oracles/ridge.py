@@ -186,8 +186,8 @@ class RidgeOracle:
                 continue
             for x, weight, residual in pending:
                 spread = a_inv @ x
-                gain = weight / (1.0 + weight * (x @ spread))
-                theta += (gain * (residual - x @ theta)) * spread
+                gain = weight / (1.0 + weight * float(x @ spread))
+                theta += (gain * (residual - float(x @ theta))) * spread
                 a_inv -= np.multiply.outer(spread, gain * spread)
             self._updates[model] += len(pending)
         self._pending.clear()
@@ -297,6 +297,8 @@ def _quadratic_forms(x: np.ndarray, matrices: np.ndarray) -> np.ndarray:
     the flattened matrices (much faster than a batched matmul for many rows), in chunks
     that keep the outer products under ~32 MB."""
     n, d = x.shape
+    if n == 1:
+        return ((matrices @ x[0]) @ x[0])[None]
     if n <= 4:
         return np.einsum("knd,nd->nk", x @ matrices, x)
     flat = matrices.reshape(len(matrices), d * d).T

@@ -9,11 +9,14 @@ Every algorithm draws its actions by inverse CDF from the same uniforms (one per
 
 An algorithm is decided and taught in blocks of at most ``block_size()`` rounds (an epoch's
 remainder for the epoch-based learners, 1 for VW): ``decide`` sees the contexts (the rewards
-are hidden from it), ``learn`` the rewards of the actions played.
+are hidden from it), ``learn`` the rewards of the actions played. An algorithm may instead
+``play`` the rounds between two checkpoints itself, asking ``reveal`` for the reward of each
+action it plays (:func:`play_in_blocks` is that loop for ``decide`` and ``learn``).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Protocol
@@ -96,17 +99,15 @@ def run_protocol(algo: Algorithm, problem: Problem, seed: int) -> dict:
     rewards = np.empty(n)
     width, plausible = np.full(n, np.nan), np.full(n, np.nan)
     points, validation, t = checkpoints(n), [], 0
+    play = getattr(algo, "play", None) or functools.partial(play_in_blocks, algo)
     start = time.perf_counter()
     for point in points:
-        while t < point:
-            stop = min(point, t + max(1, algo.block_size()))
-            block, hidden = train.rows(t, stop), hidden_train.rows(t, stop)
-            step = algo.decide(hidden, u[t:stop])
-            rewards[t:stop] = block.R[np.arange(stop - t), step.actions]
-            algo.learn(hidden, step, rewards[t:stop])
-            if step.width is not None:
-                width[t:stop], plausible[t:stop] = step.width, step.plausible
-            t = stop
+        step = play(hidden_train.rows(t, point), u[t:point],
+                    functools.partial(_reveal, train.R[t:point]))
+        rewards[t:point] = train.R[np.arange(t, point), step.actions]
+        if step.width is not None:
+            width[t:point], plausible[t:point] = step.width, step.plausible
+        t = point
         validation.append(expected_reward(algo.holdout_pmf(hidden_hold), hold.R))
     getattr(algo, "close", lambda: None)()
     cumulative = np.cumsum(rewards)
@@ -119,6 +120,30 @@ def run_protocol(algo: Algorithm, problem: Problem, seed: int) -> dict:
     if not np.isnan(width).all():
         record["diagnostics"] = smoothed_diagnostics(width, plausible)
     return record
+
+
+def play_in_blocks(algo: Algorithm, rounds: Rounds, u: np.ndarray, reveal) -> Step:
+    """Play ``rounds`` (rewards hidden) with ``decide`` and ``learn``, in blocks of at
+    most ``algo.block_size()`` rounds; ``reveal(rows, actions)`` gives the rewards."""
+    n = len(rounds)
+    actions, probs = np.empty(n, np.intp), np.empty(n)
+    width, plausible = np.full(n, np.nan), np.full(n, np.nan)
+    t, diagnosed = 0, False
+    while t < n:
+        stop = min(n, t + max(1, algo.block_size()))
+        block = rounds.rows(t, stop)
+        step = algo.decide(block, u[t:stop])
+        algo.learn(block, step, reveal(np.arange(t, stop), step.actions))
+        actions[t:stop], probs[t:stop] = step.actions, step.probs
+        if step.width is not None:
+            width[t:stop], plausible[t:stop], diagnosed = step.width, step.plausible, True
+        t = stop
+    return Step(actions, probs, *((width, plausible) if diagnosed else ()))
+
+
+def _reveal(R: np.ndarray, rows: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    """The rewards of ``actions`` in ``rows`` (the only rewards an algorithm sees)."""
+    return R[rows, actions]
 
 
 def smoothed_diagnostics(width: np.ndarray, plausible: np.ndarray) -> dict:

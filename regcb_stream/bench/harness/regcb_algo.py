@@ -1,8 +1,8 @@
 """RegCB (this package's learner) under the protocol, with any of the package's oracles.
 
-UCI blocks are decided with one ``decide_many`` call per epoch block and learned with
-``learn_many``: the learner's decision state is frozen within an epoch, so this equals
-deciding and learning round by round (``tests/test_harness.py`` checks it). Ranking rounds
+UCI rounds are played by ``RegCB.play``: one ``decide_many`` per epoch block, learned at
+once; the learner's decision state is frozen within an epoch, so this equals deciding and
+learning round by round (``tests/test_harness.py`` checks it). Ranking rounds
 offer their own documents (dicts of features, the joint class), so they are decided one by
 one, still learned per block.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from regcb_stream.bench.harness.problems import Rounds
-from regcb_stream.bench.harness.protocol import Step, sample
+from regcb_stream.bench.harness.protocol import Step, play_in_blocks, sample
 from regcb_stream.learner import RegCB
 from regcb_stream.oracles.ridge import RidgeOracle
 
@@ -83,6 +83,15 @@ class RegCBAlgorithm:
 
     def block_size(self) -> int:
         return self.learner.labels_until_rebuild
+
+    def play(self, rounds: Rounds, u: np.ndarray, reveal) -> Step:
+        """UCI rounds through ``RegCB.play`` (contexts encoded once, one ``decide_many``
+        per epoch block); ranking rounds through ``decide`` and ``learn``."""
+        if rounds.adf:
+            return play_in_blocks(self, rounds, u, reveal)
+        played, decision = self.learner.play(rounds.X, self.actions, reveal, u)
+        return Step(played, decision.pmf[np.arange(len(played)), played],
+                    *_diagnostics(decision))
 
     def decide(self, rounds: Rounds, u: np.ndarray) -> Step:
         if rounds.adf:
