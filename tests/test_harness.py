@@ -183,7 +183,6 @@ def test_done_ids_ignore_a_truncated_line(tmp_path) -> None:
 
 
 def test_quick_sweep_runs_and_resumes(tmp_path) -> None:
-    pytest.importorskip("matplotlib")
     need("vehicle.tsv.gz", "letter.tsv.gz", ds.REWARD_MATRICES,
          "yahoo_ltr_sample.train.svm.gz", "yahoo_ltr_sample.test.svm.gz")
     command = [sys.executable, "-m", "regcb_stream.bench", "--quick", "--no-progress",
