@@ -276,10 +276,7 @@ class RegCB:
             else:
                 for reward in rewards.tolist():
                     self._check_reward(reward)
-                if stop - start == 1:  # the online schedule: as ``learn``
-                    self._learn_one(x[start], int(ids[index[0]]), float(rewards[0]), 1.0)
-                else:
-                    self._learn_rows(x[start:stop], ids[index], rewards, np.ones(stop - start))
+                self._learn_rows(x[start:stop], ids[index], rewards, np.ones(stop - start))
             decisions.append(decision)
             played[start:stop] = index
             start = stop
@@ -294,7 +291,10 @@ class RegCB:
             self._rebuild()
 
     def _learn_rows(self, x, models: np.ndarray, rewards: np.ndarray, weights: np.ndarray):
-        """Teach the oracle encoded rows, rebuilding at the schedule's points."""
+        """Teach the oracle encoded rows, rebuilding at the schedule's points (one row, the
+        ``online`` schedule's case, as ``learn``: oracles learn a block as row by row)."""
+        if len(rewards) == 1 and not isinstance(x, SparseRows):
+            return self._learn_one(x[0], int(models[0]), float(rewards[0]), float(weights[0]))
         start = 0
         while start < len(rewards):
             stop = min(len(rewards), start + self._next_rebuild - self._n_labels)

@@ -8,7 +8,7 @@ Every algorithm draws its actions by inverse CDF from the same uniforms (one per
 ``np.random.default_rng(seed)``), so algorithms with equal distributions play equal actions.
 
 An algorithm is decided and taught in blocks of at most ``block_size()`` rounds (an epoch's
-remainder for the epoch-based learners, 1 for VW): ``decide`` sees the contexts (the rewards
+remainder for the epoch-based learners): ``decide`` sees the contexts (the rewards
 are hidden from it), ``learn`` the rewards of the actions played. An algorithm may instead
 ``play`` the rounds between two checkpoints itself, asking ``reveal`` for the reward of each
 action it plays (:func:`play_in_blocks` is that loop for ``decide`` and ``learn``).
@@ -43,7 +43,8 @@ class Step:
 
 
 class Algorithm(Protocol):
-    """What the protocol needs from an algorithm."""
+    """What the protocol needs from an algorithm (one with its own ``play(rounds, u,
+    reveal) -> Step`` needs only ``holdout_pmf``)."""
 
     def block_size(self) -> int:
         """Rounds that may be decided before the next ``learn``."""

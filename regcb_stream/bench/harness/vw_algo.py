@@ -11,8 +11,6 @@ line per offered document (its standardized features, namespace ``a``) and no sh
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pylibvw
 from vowpalwabbit import Workspace
@@ -25,7 +23,7 @@ __all__ = ["EXPLORERS", "VWAlgorithm"]
 
 
 class VWAlgorithm:
-    """One of VW's ``--cb_explore_adf`` explorers, decided and taught one round at a time.
+    """One of VW's ``--cb_explore_adf`` explorers, playing and learning one round at a time.
 
     Examples are VW's native ones (``pylibvw``), not the ``pyvw.Example`` wrappers: wrapping
     the ~27 lines of a round costs more than VW's own parse and learn, and VW computes the
@@ -47,45 +45,24 @@ class VWAlgorithm:
         self.ws = Workspace(vw_args(explorer, param, seed=seed))
         self.label_type = self.ws.get_label_type().value
         self.k = n_actions
-        self._pending: list = []
         self._hold: list | None = None
 
-    def block_size(self) -> int:
-        return 1
-
     def play(self, rounds: Rounds, u: np.ndarray, reveal) -> Step:
-        """Decide and learn round by round (what ``decide`` and ``learn`` do, without the
-        protocol's per-round arrays)."""
+        """Decide and learn one round at a time: VW learns after every label."""
         n = len(rounds)
         actions, probs = np.empty(n, np.intp), np.empty(n)
-        for i, ui in enumerate(u.tolist()):
+        for i in range(n):
             examples = self._parse(rounds, i)
             pmf = self._pmf(examples)
-            action = _draw(pmf.tolist(), ui)
+            action = int(sample(pmf[None], u[i : i + 1])[0])
             prob = float(pmf[action] / pmf.sum())
-            self._learn(examples, rounds.adf, action, prob, float(reveal(i, action)))
+            cost = COST_OFFSETS["01"] - float(reveal(i, action))
+            line = examples[action + (0 if rounds.adf else 1)]
+            line.set_label_string(self.ws, f"0:{cost}:{prob}", self.label_type)
+            pylibvw.vw.learn_multi(self.ws, examples)
+            pylibvw.vw._finish_example_multi_ex(self.ws, examples)
             actions[i], probs[i] = action, prob
         return Step(actions, probs)
-
-    def decide(self, rounds: Rounds, u: np.ndarray) -> Step:
-        examples = self._parse(rounds, 0)
-        pmf = self._pmf(examples)
-        action = sample(pmf[None], u[:1])
-        self._pending = examples
-        return Step(action, pmf[action] / pmf.sum())
-
-    def learn(self, rounds: Rounds, step: Step, rewards: np.ndarray) -> None:
-        self._learn(self._pending, rounds.adf, int(step.actions[0]), float(step.probs[0]),
-                    float(rewards[0]))
-        self._pending = []
-
-    def _learn(self, examples: list, adf: bool, action: int, prob: float, reward: float):
-        """Label the played action's line with cost ``1 - reward``, learn, finish."""
-        cost = COST_OFFSETS["01"] - reward
-        line = examples[action + (0 if adf else 1)]
-        line.set_label_string(self.ws, f"0:{cost}:{prob}", self.label_type)
-        pylibvw.vw.learn_multi(self.ws, examples)
-        pylibvw.vw._finish_example_multi_ex(self.ws, examples)
 
     def holdout_pmf(self, rounds: Rounds) -> np.ndarray:
         if self._hold is None:
@@ -118,14 +95,3 @@ class VWAlgorithm:
         return ["|a " + " ".join(f"f{j}:{v:.7g}" for j, v in enumerate(doc.tolist()))
                 for doc in docs]
 
-
-def _draw(pmf: list[float], u: float) -> int:
-    """:func:`~regcb_stream.bench.harness.protocol.sample` for one row, in Python (the same
-    sequential cumulative sums, so the same draw).
-
-    >>> _draw([0.5, 0.5], 0.7), _draw([0.0, 1.0], 0.0)
-    (1, 1)
-    """
-    cdf = list(itertools.accumulate(pmf))
-    threshold = u * cdf[-1]
-    return min(sum(c <= threshold for c in cdf), len(pmf) - 1)
