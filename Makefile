@@ -34,6 +34,8 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/cli_throughput.py
 	$(BIN)/python benchmarks/soak.py
 	$(BIN)/python benchmarks/oracle_trees.py
+	$(BIN)/python benchmarks/defaults.py
+	$(BIN)/python benchmarks/auto_budget_cost.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -19,7 +19,6 @@ Writes ``docs/ridge_prior.md`` and prints it.
 from __future__ import annotations
 
 import argparse
-import datetime
 import multiprocessing
 import os
 import pathlib
@@ -32,7 +31,7 @@ import numpy as np
 from regcb_stream import RegCB, RidgeOracle
 from regcb_stream.bench.harness import problems, protocol
 from regcb_stream.bench.harness.regcb_algo import OPTIMISTIC_L2, RegCBAlgorithm
-from regcb_stream.bench.provenance import code_version
+from regcb_stream.bench.provenance import stamp
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ORACLES = ((1.0, 0.0), (1.0, "optimistic"), (3.0, "optimistic"), (10.0, "optimistic"),
@@ -104,8 +103,7 @@ def main(argv=None) -> None:
         "# The optimistic ridge: prior and weight",
         "",
         f"- command: `python {' '.join(sys.argv)}`",
-        f"- code: {code_version()}; date: "
-        f"{datetime.datetime.now().astimezone().strftime('%Y-%m-%d %H:%M %Z')}; "
+        f"- {stamp()}; "
         f"{len(tasks)} runs in {time.perf_counter() - start:.0f} s on {args.jobs} workers",
         "- each cell: the best mean progressive reward (repetitions 0 and 1 of the harness's "
         "protocol) over RegCB elimination and optimistic, β ∈ {1e-5, 1e-6, 1e-7}, online "

@@ -33,8 +33,8 @@ from regcb_stream.bench.datasets import load_multiclass
 from regcb_stream.integrations.coba import MulticlassEnvironment, RegCBLearner
 
 LEARNERS = {  # legend label -> learner, in coba's learner_id order
-    "RegCB.Elim (regcb-stream, ridge)": RegCBLearner("elimination", beta=1e-3),
-    "RegCB.Opt (regcb-stream, ridge)": RegCBLearner("optimistic", beta=1e-3),
+    "RegCB.Elim (regcb-stream)": RegCBLearner("elimination"),  # the defaults otherwise
+    "RegCB.Opt (regcb-stream)": RegCBLearner("optimistic"),
     # coba gives VW the cost -reward, in [-1, 0]; VW's RegCB clips its bounds to
     # [cb_min_cost, cb_max_cost], [0, 1] unless told (then VW --regcb plays ~uniformly)
     "VW --regcb": VowpalRegcbLearner("elimination", cb_min_cost=-1, cb_max_cost=0),

@@ -33,15 +33,16 @@ from river import bandit, compose, linear_model, metrics, optim, preprocessing, 
 from regcb_stream.integrations.river import RegCBPolicy, iter_vw
 
 
-def make_policy(oracle: str = "ridge") -> RegCBPolicy:
-    if oracle == "river":
+def make_policy(oracle: str = "default") -> RegCBPolicy:
+    if oracle == "default":
+        oracle = None  # RegCB's default oracle
+    elif oracle == "river":
         rate = optim.schedulers.InverseScaling(0.05, power=0.5)
         oracle = linear_model.LinearRegression(optim.SGD(rate), intercept_lr=rate)
     return RegCBPolicy(
         "optimistic",
         preprocessor=compose.Pipeline(preprocessing.StandardScaler()),
         oracle=oracle,
-        beta=1e-3,
         reward_range=(-1.0, 0.0),  # rewards are -cost, costs in [0, 1]
         seed=0,
     )
@@ -96,8 +97,9 @@ def main(argv: list[str] | None = None) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
     mode.add_argument("--cb_explore_adf", action="store_true", help="multi-line ADF examples")
-    parser.add_argument("--oracle", choices=("ridge", "river"), default="ridge",
-                        help="RegCB's exact ridge, or River's LinearRegression (SGD)")
+    parser.add_argument("--oracle", choices=("default", "ridge", "river"), default="default",
+                        help="RegCB's default oracle, the paper's ridge, or River's "
+                             "LinearRegression (SGD)")
     parser.add_argument("--every", type=int, default=100, help="print a row every N examples")
     args = parser.parse_args(argv)
     if args.log and not (args.cb_explore or args.cb_explore_adf):

@@ -4,7 +4,9 @@
     producer | regcb-stream --cb_explore 4 --regcbopt -p /dev/stdout --quiet
 
 Flags named like VW's mean what they mean in VW; ``--oracle``, ``--schedule``, ``--beta``,
-``--ridge_l2``, ``--optimistic_prior``, ``--blocks`` and ``--lenient`` are this tool's own.
+``--ridge_l2``, ``--ridge_prior``, ``--blocks`` and ``--lenient`` are this tool's own.
+Without ``--mellowness`` or ``--beta`` the exploration budget is `regcb_stream.RegCB`'s
+default, and the closing summary says which budget was in force.
 Exit status: 0 on success, 1 when the input has a bad example (the message names the
 line, after every earlier prediction has been written), 2 for bad flags.
 """
@@ -17,9 +19,10 @@ import os
 import stat
 import sys
 
+from regcb_stream.budget import DEFAULT_GRID
 from regcb_stream.driver import Driver, StreamSettings
 from regcb_stream.io.vw_text import VWParseError
-from regcb_stream.learner import RegCB
+from regcb_stream.learner import DEFAULT_L2, RegCB
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
 from regcb_stream.persist import load_model, save_model
@@ -57,11 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
                           dest="interactions", metavar="AB", help="cross namespaces A and B")
     features.add_argument("--noconstant", action="store_true", help="no constant feature")
     regcb = parser.add_argument_group("RegCB (as vw)")
-    regcb.add_argument("--regcb", action="store_true", help="RegCB (elimination by default)")
+    regcb.add_argument("--regcb", action="store_true",
+                       help="RegCB, elimination unless --regcbopt (as in VW; the explorer "
+                            "this tool always runs)")
     regcb.add_argument("--regcbopt", action="store_true",
                        help="the optimistic variant (VW spells it --regcb --regcbopt)")
-    regcb.add_argument("--mellowness", type=float, default=0.1,
-                       help="loss budget c0 * ln(K n) * (cb_max_cost - cb_min_cost)^2")
+    regcb.add_argument("--mellowness", type=float,
+                       help="loss budget c0 * ln(K n) * (cb_max_cost - cb_min_cost)^2 "
+                            "(default: RegCB's default budget, docs/defaults.md; VW's is 0.1)")
     regcb.add_argument("--first_only", action="store_true",
                        help="optimistic: all mass on the first of tied actions")
     own = parser.add_argument_group("regcb-stream's own")
@@ -74,23 +80,38 @@ def build_parser() -> argparse.ArgumentParser:
     own.add_argument("--beta", type=float,
                      help="the paper's constant budget on the normalized risk, instead of "
                           "--mellowness")
-    own.add_argument("--ridge_l2", type=float, default=1.0, metavar="L2",
-                     help="--oracle ridge: the ridge penalty (default 1)")
-    own.add_argument("--optimistic_prior", action="store_true",
+    own.add_argument("--auto_budget", nargs="?", const=DEFAULT_GRID, type=_mellowness_list,
+                     metavar="C1,C2,...",
+                     help="choose the budget online among these mellowness values "
+                          "(exponential weights on importance-weighted rewards; default "
+                          f"candidates {','.join(f'{c:g}' for c in DEFAULT_GRID)})")
+    own.add_argument("--ridge_l2", type=float, metavar="L2",
+                     help=f"--oracle ridge: the ridge penalty, the weight of the prior "
+                          f"(default {DEFAULT_L2:g})")
+    own.add_argument("--ridge_prior", choices=["optimistic", "zero"],
                      help="--oracle ridge: shrink predictions toward --cb_min_cost, so that an "
-                          "action not yet tried looks best (with --ridge_l2 10: the "
-                          "configuration that wins most streams in docs/results.md)")
+                          "action not yet tried looks best (optimistic, the default), or "
+                          "toward cost 0 (zero: the paper's ridge)")
+    own.add_argument("--optimistic_prior", action="store_const", const="optimistic",
+                     dest="ridge_prior", help=argparse.SUPPRESS)  # the default since 0.2
     return parser
 
 
+VW_MELLOWNESS = 0.1  # VW's default, the default with VW's own regressor (--oracle vw)
+
+
 def make_learner(args) -> RegCB:
-    """The learner the flags describe (costs become rewards -cost)."""
-    budget = {"budget": "beta", "beta": args.beta} if args.beta is not None else {
-        "budget": "mellowness", "mellowness": args.mellowness}
+    """The learner the flags describe (costs become rewards -cost). Without a budget flag:
+    RegCB's default budget, or VW's with ``--oracle vw`` (VW's regressor and decisions)."""
+    budget = ({"beta": args.beta} if args.beta is not None else
+              {"mellowness": args.mellowness} if args.mellowness is not None else
+              {"budget": "auto", "budget_grid": args.auto_budget} if args.auto_budget else
+              {"mellowness": VW_MELLOWNESS} if args.oracle == "vw" else {})
     if args.oracle == "vw":
         oracle = VWOracle(bisection=args.vw_compat)
     else:
-        oracle = RidgeOracle(l2=args.ridge_l2, prior="optimistic" if args.optimistic_prior else 0.0)
+        l2 = DEFAULT_L2 if args.ridge_l2 is None else args.ridge_l2
+        oracle = RidgeOracle(l2=l2, prior=0.0 if args.ridge_prior == "zero" else "optimistic")
     return RegCB(
         "optimistic" if args.regcbopt else "elimination",
         oracle=oracle,
@@ -130,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         blocks = args.blocks or (source is not sys.stdin and _is_regular_file(source))
         status = _run(driver, source, _on_error(args, progress), blocks)
     if not args.quiet:
-        sys.stderr.write(progress.summary())
+        sys.stderr.write(progress.summary(learner.budget_in_force))
     if status == 0 and args.final_regressor:
         save_model(args.final_regressor, learner, settings.__dict__)
     return status
@@ -148,11 +169,24 @@ def _setup(args):
         return learner, settings
     if args.cb_explore is not None and args.cb_explore < 1:
         raise ValueError(f"--cb_explore needs K >= 1 actions, got {args.cb_explore}")
-    if args.oracle != "ridge" and (args.optimistic_prior or args.ridge_l2 != 1.0):
-        raise ValueError("--ridge_l2 and --optimistic_prior apply to --oracle ridge only")
-    if not args.ridge_l2 > 0:
+    if args.oracle != "ridge" and (args.ridge_prior or args.ridge_l2 is not None):
+        raise ValueError("--ridge_l2 and --ridge_prior apply to --oracle ridge only")
+    if sum((args.beta is not None, args.mellowness is not None, bool(args.auto_budget))) > 1:
+        raise ValueError("give one of --mellowness, --beta and --auto_budget")
+    if args.ridge_l2 is not None and not args.ridge_l2 > 0:
         raise ValueError(f"--ridge_l2 must be > 0, got {args.ridge_l2}")
     return make_learner(args), stream_settings(args)
+
+
+def _mellowness_list(text: str) -> tuple[float, ...]:
+    """``--auto_budget``'s candidates: comma-separated numbers >= 0."""
+    try:
+        values = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}")
+    if not all(0 <= v < float("inf") for v in values):
+        raise argparse.ArgumentTypeError(f"candidates must be finite numbers >= 0: {text!r}")
+    return values
 
 
 def _check_same(saved: StreamSettings, args) -> None:

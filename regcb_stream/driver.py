@@ -147,7 +147,8 @@ class Driver:
             self._write(pmfs, orders, [record.tag for record in examples])
             per_example = (1 if self.legacy else len(self._labels))
             counts = (encoded.n_features[keep] + self.settings.constant) * per_example
-            self._learn(examples, rows, pmfs, orders, counts.tolist(), action_offset=1)
+            self._learn(examples, rows, pmfs, orders, counts.tolist(), action_offset=1,
+                        candidates=decision.candidates)
         _report(reports, on_error)
 
     def _adf_batch(self, batch: list, on_error: OnError | None) -> None:
@@ -167,7 +168,7 @@ class Driver:
             pmfs, orders = self._shown(decision.pmf, decision.prediction)
             self._write(pmfs, orders, [example.tag for example in examples])
             self._learn(examples, rows, pmfs, orders, encoded.n_features[keep].tolist(),
-                        action_offset=0)
+                        action_offset=0, candidates=decision.candidates)
         _report(reports, on_error)
 
     def _shown(self, pmfs: np.ndarray, predictions: np.ndarray):
@@ -196,10 +197,11 @@ class Driver:
             self.predictions.flush()
 
     def _learn(self, examples: list, rows, pmfs: np.ndarray, orders: np.ndarray,
-               n_features: list[int], action_offset: int) -> None:
+               n_features: list[int], action_offset: int, candidates=None) -> None:
         """Learn the labelled examples (single-line: a row each; ADF: a row per action
         of each) and update the progress table with VW's IPS loss ``cost * pmf(action) /
-        prob`` of each."""
+        prob`` of each; ``candidates`` (automatic budget): each candidate budget's
+        distributions ``(n, J, K)``."""
         losses, labels = [None] * len(examples), [None] * len(examples)
         learn = [i for i, example in enumerate(examples) if _learnable(example.label)]
         for i in learn:
@@ -218,6 +220,7 @@ class Driver:
                 [-labels[i][1] for i in learn],
                 [labels[i][2] for i in learn],
                 [self._weight(examples[i]) for i in learn],
+                None if candidates is None else candidates[learn, :, chosen],
             )
         firsts = orders[:, 0].tolist()
         predictions = [(a, float(p[a])) for a, p in zip(firsts, pmfs)]

@@ -12,12 +12,19 @@ import numpy as np
 
 from regcb_stream import policies, schedules
 from regcb_stream.bounds import clip_bounds
+from regcb_stream.budget import DEFAULT_GRID, BudgetSelector, candidate_decisions
 from regcb_stream.features import EncodedRows, FeatureEncoder
 from regcb_stream.oracles.base import Oracle, SparseRows
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
 
 ORACLES = {"ridge": RidgeOracle, "vw": VWOracle}
+BUDGETS = (*schedules.BUDGETS, "auto")
+# the defaults, chosen by leave-one-dataset-out on the 16 UCI streams (docs/defaults.md)
+DEFAULT_VARIANT = "optimistic"
+DEFAULT_L2 = 1.0  # the default oracle: RidgeOracle(l2=DEFAULT_L2, prior="optimistic")
+DEFAULT_MELLOWNESS = 1e-3  # the default budget: c ln(K n) span^2 with this c
+DEFAULT_BETA = 1e-3  # budget="beta" without a beta
 TIE_TOLERANCE = 1e-12  # bounds closer than this (times the reward span) are ties: rounding
 # noise must not decide; float32 oracles (VW's) differ by far more when they differ at all
 
@@ -31,6 +38,7 @@ class Decision:
     prediction: np.ndarray
     low: np.ndarray
     high: np.ndarray
+    candidates: np.ndarray | None = None  # with budget="auto": each candidate's pmf (.., J, K)
 
     @property
     def width(self) -> np.ndarray:
@@ -55,25 +63,37 @@ class RegCB:
     Optimistic plays the largest ``High`` (with a ridge oracle, this is LinUCB on an epoch
     schedule). The decision state is frozen within an epoch and rebuilt at its end.
 
+    The defaults (``RegCB()``) were chosen by leave-one-dataset-out on 16 public streams
+    (``docs/defaults.md``): the optimistic variant, the optimistic ridge oracle with
+    ``l2 = 1``, VW's budget form with mellowness 1e-3, online updates.
+
     Parameters
     ----------
     variant
-        ``"elimination"`` or ``"optimistic"``.
+        ``"optimistic"`` (the default) or ``"elimination"``.
     oracle
-        ``"ridge"`` (exact ridge regression, ``l2 = 1``), ``"vw"`` (VW's default linear
-        regressor with its sensitivity bounds) or an oracle object (copied).
+        None: ``RidgeOracle(l2=1, prior="optimistic")``, exact ridge regression shrinking
+        toward the best reward; ``"ridge"``: the paper's ridge (``l2 = 1``, toward 0);
+        ``"vw"``: VW's default linear regressor with its sensitivity bounds; or an oracle
+        object (copied).
     beta
-        The paper's budget on the normalized squared risk (``budget="beta"``).
+        The paper's budget on the normalized squared risk (giving it selects
+        ``budget="beta"``).
     schedule
         When the decision state is rebuilt: ``"online"`` (after every label),
         ``"sqrt2"`` (epoch lengths 2^(i/2), the paper's experiments) or ``"doubling"``.
     budget
-        ``"beta"``: beta x labels x span^2; ``"mellowness"``: VW's c0 ln(K n) span^2;
-        ``"theory"``: the paper's theoretical schedule for a ``horizon``.
+        ``"mellowness"``: VW's c0 ln(K n) span^2 (the default form); ``"beta"``: beta x
+        labels x span^2; ``"theory"``: the paper's theoretical schedule for a ``horizon``;
+        ``"auto"``: chosen online among the mellowness values of ``budget_grid``
+        (`regcb_stream.budget`). None: ``"beta"`` if ``beta`` is given, else
+        ``"mellowness"``.
     mellowness
-        VW's c0, for ``budget="mellowness"``.
+        VW's c0 (default 1e-3; VW's own default is 0.1).
     horizon
         Number of rounds, for ``budget="theory"``.
+    budget_grid
+        The candidate mellowness values of ``budget="auto"``.
     reward_range
         ``(low, high)`` of the rewards; bounds are clipped to it. Rewards are maximized.
     seed
@@ -106,14 +126,15 @@ class RegCB:
 
     def __init__(
         self,
-        variant: str = "elimination",
+        variant: str = DEFAULT_VARIANT,
         *,
-        oracle: str | Oracle = "ridge",
-        beta: float = 1e-3,
+        oracle: str | Oracle | None = None,
+        beta: float | None = None,
         schedule: str = "online",
-        budget: str = "beta",
-        mellowness: float = 0.1,
+        budget: str | None = None,
+        mellowness: float | None = None,
         horizon: int | None = None,
+        budget_grid: Sequence[float] = DEFAULT_GRID,
         reward_range: tuple[float, float] = (0.0, 1.0),
         seed: int | None = 0,
         warm_start_epochs: int = 0,
@@ -128,6 +149,7 @@ class RegCB:
         self.budget = budget
         self.mellowness = mellowness
         self.horizon = horizon
+        self.budget_grid = budget_grid
         self.reward_range = reward_range
         self.seed = seed
         self.warm_start_epochs = warm_start_epochs
@@ -142,6 +164,9 @@ class RegCB:
         self._sparse_input = getattr(self._oracle, "sparse_input", False)
         self._encoder = FeatureEncoder(cross=cross, intercept=intercept)
         self._rng = np.random.default_rng(seed)
+        self._budget_kind = budget or ("beta" if beta is not None else "mellowness")
+        self._selector = BudgetSelector(budget_grid) if self._budget_kind == "auto" else None
+        self._last: tuple | None = None  # (context, actions, candidates) of the last decide
         self._labels: dict = {}  # action label -> model id (product class)
         self._ids_of: dict[tuple, np.ndarray] = {}  # offered action list -> model ids
         self._joint: bool | None = None
@@ -157,7 +182,10 @@ class RegCB:
         """Bounds, plausible set and distribution for one context."""
         phi, models = self._features([context], actions)
         d = self._decide(phi, models)
-        return Decision(d.pmf[0], d.prediction[0], d.low[0], d.high[0])
+        if d.candidates is None:
+            return Decision(d.pmf[0], d.prediction[0], d.low[0], d.high[0])
+        self._last = (_snapshot(context), list(actions), d.candidates[0])
+        return Decision(d.pmf[0], d.prediction[0], d.low[0], d.high[0], d.candidates[0])
 
     def decide_many(self, contexts, actions: Sequence) -> Decision:
         """``decide`` for a block of contexts in one computation (rows of the arrays)."""
@@ -174,9 +202,11 @@ class RegCB:
 
     def predict(self, context, actions: Sequence) -> tuple[object, float, dict]:
         """Sample an action; return it, its probability and kwargs for ``learn``."""
-        pmf = self.decide(context, actions).pmf
-        index = int(_sample(pmf[None], self._rng.random(1))[0])
-        return actions[index], float(pmf[index]), {}
+        decision = self.decide(context, actions)
+        index = int(_sample(decision.pmf[None], self._rng.random(1))[0])
+        info = {} if decision.candidates is None else {
+            "candidates": tuple(decision.candidates[:, index].tolist())}
+        return actions[index], float(decision.pmf[index]), info
 
     def predict_many(self, contexts, actions: Sequence) -> tuple[np.ndarray, np.ndarray]:
         """Sampled action indices and their probabilities for a block of contexts; the
@@ -195,17 +225,31 @@ class RegCB:
     # -- learning ----------------------------------------------------------------------
 
     def learn(
-        self, context, action, reward: float, prob: float = 1.0, *, weight: float = 1.0, **kwargs
+        self, context, action, reward: float, prob: float = 1.0, *, weight: float = 1.0,
+        candidates=None, **kwargs
     ) -> None:
         """Learn the ``reward`` of ``action`` (played with probability ``prob``); ``weight``
-        is the label's importance weight in the regression (RegCB's is 1)."""
+        is the label's importance weight in the regression (RegCB's is 1).
+
+        With ``budget="auto"``, the label also scores the candidate budgets: ``candidates``
+        (from ``predict``'s kwargs) are their probabilities of ``action``; without them,
+        those of the last ``decide`` of the same context are used, and a label of any other
+        decision teaches the oracle only."""
         _check_prob(prob)
         self._check_reward(reward)
         x, models = self._learn_features([context], [action])
+        if self._selector is not None:
+            if candidates is None:
+                candidates = self._candidates_of(context, action)
+            if candidates is not None:
+                self._selector.update(candidates, float(prob), self._unit_reward(reward))
         self._learn_one(x[0], int(models[0]), float(reward), float(weight))
 
-    def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None) -> None:
-        """Learn a block of labels; same state as calling ``learn`` row by row."""
+    def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None,
+                   candidates=None) -> None:
+        """Learn a block of labels; same state as calling ``learn`` row by row
+        (``candidates``: ``(n, J)``, each candidate budget's probability of the played
+        action, from ``decide_many``'s ``Decision.candidates``)."""
         rewards = np.asarray(rewards, dtype=float)
         weights = np.ones(len(rewards)) if weights is None else np.asarray(weights, float)
         for prob in np.ones(len(rewards)) if probs is None else probs:
@@ -213,6 +257,8 @@ class RegCB:
         for reward in rewards.tolist():
             self._check_reward(reward)
         x, models = self._learn_features(contexts, actions, block=True)
+        if self._selector is not None and candidates is not None and probs is not None:
+            self._score(np.asarray(candidates, float), probs, rewards)
         self._learn_rows(x, models, rewards, weights)
 
     def play(self, contexts, actions: Sequence, reveal, uniforms=None
@@ -242,7 +288,7 @@ class RegCB:
         -------
         (indices, decision)
             The indices into ``actions`` played, and the ``Decision`` of each round
-            (arrays with a row per round).
+            (arrays with a row per round; without the candidates' distributions).
 
         Examples
         --------
@@ -270,6 +316,10 @@ class RegCB:
                 decision = self.decide_many(contexts[start:stop], actions)
             index = _sample(decision.pmf, u[start:stop])
             rewards = np.asarray(reveal(np.arange(start, stop), index), dtype=float)
+            if decision.candidates is not None:
+                rows = np.arange(stop - start)
+                self._score(decision.candidates[rows, :, index], decision.pmf[rows, index],
+                            rewards)
             if not encoded:
                 self.learn_many(contexts[start:stop], [actions[i] for i in index.tolist()],
                                 rewards, decision.pmf[np.arange(stop - start), index])
@@ -325,6 +375,24 @@ class RegCB:
         return self._epoch
 
     @property
+    def budget_selection(self) -> dict | None:
+        """With ``budget="auto"``: the candidate budgets (mellowness), their weights in the
+        played mixture, their importance-weighted reward estimates, the labels that scored
+        them and the leading budget (``None`` with a fixed budget)."""
+        return None if self._selector is None else self._selector.state()
+
+    @property
+    def budget_in_force(self) -> str:
+        """The budget, in words (for summaries): fixed, or the automatic choice's leader."""
+        if self._selector is not None:
+            return f"automatic, leading mellowness {self._selector.state()['leader']:g}"
+        if self._budget_kind == "beta":
+            return f"beta {self._beta:g}"
+        if self._budget_kind == "mellowness":
+            return f"mellowness {self._mellowness:g}"
+        return f"theory (horizon {self.horizon})"
+
+    @property
     def encoder(self) -> FeatureEncoder:
         """The learner's feature columns (for contexts given as ``EncodedRows``)."""
         return self._encoder
@@ -341,22 +409,67 @@ class RegCB:
         if self._n_frozen == 0 or self._epoch <= self.warm_start_epochs:  # F_1 = F
             lo, hi = self._range
             prediction = self._oracle.predict(phi, models)
-            return Decision(
-                policies.uniform(n, k), prediction, np.full((n, k), lo), np.full((n, k), hi)
-            )
+            pmf = policies.uniform(n, k)
+            candidates = None if self._selector is None else np.broadcast_to(
+                pmf[:, None, :], (n, len(self._selector.grid), k))
+            return Decision(pmf, prediction, np.full((n, k), lo), np.full((n, k), hi),
+                            candidates)
+        if self._selector is not None:
+            return self._decide_auto(phi, models)
         prediction, low, high = self._oracle.bounds(phi, models, self._budget(k))
         low, high = clip_bounds(low, high, self._range)
         tolerance = TIE_TOLERANCE * (self._range[1] - self._range[0])
         return Decision(self._rule(low, high, tolerance), prediction, low, high)
 
+    def _decide_auto(self, phi, models) -> Decision:
+        """Every candidate budget's distribution and the selector's mixture of them, with
+        the leading candidate's bounds."""
+        tolerance = TIE_TOLERANCE * (self._range[1] - self._range[0])
+        return Decision(*candidate_decisions(self._selector, self._oracle, self._rule, phi,
+                                             models, self._n_frozen, self._range, tolerance))
+
+    def _score(self, candidates: np.ndarray, probs, rewards) -> None:
+        """Score the candidate budgets with labels: ``candidates`` ``(n, J)`` are their
+        probabilities of the played actions, ``probs`` the played probabilities."""
+        for row, prob, reward in zip(np.asarray(candidates, float).reshape(
+                len(rewards), -1).tolist(), np.asarray(probs, float).ravel().tolist(),
+                np.asarray(rewards, float).tolist()):
+            self._selector.update(row, prob, self._unit_reward(reward))
+
+    def _unit_reward(self, reward: float) -> float:
+        """A reward scaled to [0, 1] by the reward range (clipped, for out-of-range ones)."""
+        lo, hi = self._range
+        return min(max((float(reward) - lo) / (hi - lo), 0.0), 1.0)
+
+    def _candidates_of(self, context, action):
+        """The candidates' probabilities of ``action`` at the last decision, if it was
+        for ``context`` and offered ``action`` (else None)."""
+        if self._last is None:
+            return None
+        last_context, actions, candidates = self._last
+        if not _same_context(last_context, context):
+            return None
+        for i, offered in enumerate(actions):
+            if offered == action:
+                return candidates[:, i].tolist()
+        return None
+
+    @property
+    def _beta(self) -> float:
+        return DEFAULT_BETA if self.beta is None else self.beta
+
+    @property
+    def _mellowness(self) -> float:
+        return DEFAULT_MELLOWNESS if self.mellowness is None else self.mellowness
+
     def _budget(self, n_actions: int) -> float:
         return schedules.loss_budget(
-            self.budget,
+            self._budget_kind,
             n_labels=self._n_frozen,
             n_actions=n_actions,
             span=self._range[1] - self._range[0],
-            beta=self.beta,
-            mellowness=self.mellowness,
+            beta=self._beta,
+            mellowness=self._mellowness,
             epoch=self._epoch,
             n_epochs=self._n_epochs,
             dim=self._encoder.dim,
@@ -509,6 +622,22 @@ class RegCB:
 
 
 
+def _snapshot(context):
+    """A copy of a context, safe from later changes to the caller's buffer."""
+    if isinstance(context, Mapping):
+        return dict(context)
+    return np.array(context, dtype=float, copy=True)
+
+
+def _same_context(kept, context) -> bool:
+    if isinstance(kept, dict) or isinstance(context, Mapping):
+        return isinstance(context, Mapping) and isinstance(kept, dict) and kept == context
+    try:
+        return np.array_equal(kept, np.asarray(context, dtype=float))
+    except (TypeError, ValueError):
+        return False
+
+
 def _per_action(rows: np.ndarray, k: int) -> np.ndarray:
     """A read-only ``(n, k, D)`` view repeating each of the ``(n, D)`` rows for ``k``
     actions without copying (stride 0 along the actions)."""
@@ -545,7 +674,9 @@ def _make_oracle(oracle, reward_range: tuple[float, float]) -> Oracle:
     """A private oracle for the learner: a new one by name, or a copy of the one given;
     oracles whose bounds depend on the reward range (``reward_range`` attribute) get the
     learner's."""
-    if isinstance(oracle, str):
+    if oracle is None:
+        oracle = RidgeOracle(l2=DEFAULT_L2, prior="optimistic")
+    elif isinstance(oracle, str):
         if oracle not in ORACLES:
             raise ValueError(f"unknown oracle {oracle!r}; expected one of {sorted(ORACLES)} "
                              "or an oracle object")
@@ -563,9 +694,10 @@ def _check_params(learner: RegCB) -> None:
     checks = {
         "variant": learner.variant in policies.VARIANTS,
         "schedule": learner.schedule in schedules.SCHEDULES,
-        "budget": learner.budget in schedules.BUDGETS,
-        "beta": _is_number(learner.beta) and learner.beta >= 0,
-        "mellowness": _is_number(learner.mellowness) and learner.mellowness > 0,
+        "budget": learner.budget is None or learner.budget in BUDGETS,
+        "beta": learner.beta is None or _is_number(learner.beta) and learner.beta >= 0,
+        "mellowness": learner.mellowness is None or (
+            _is_number(learner.mellowness) and learner.mellowness > 0),
         "horizon": learner.horizon is None or (
             isinstance(learner.horizon, int) and learner.horizon >= 1
         ),
@@ -576,9 +708,9 @@ def _check_params(learner: RegCB) -> None:
     expected = {
         "variant": f"one of {policies.VARIANTS}",
         "schedule": f"one of {schedules.SCHEDULES}",
-        "budget": f"one of {schedules.BUDGETS}",
-        "beta": "a finite number >= 0",
-        "mellowness": "a finite number > 0",
+        "budget": f"None or one of {BUDGETS}",
+        "beta": "None or a finite number >= 0",
+        "mellowness": "None or a finite number > 0",
         "horizon": "None or an int >= 1",
         "reward_range": "a pair (low, high) of finite numbers with low < high",
         "warm_start_epochs": "an int >= 0",

@@ -89,8 +89,9 @@ class ProgressTable:
         )
         self._since = [0.0, 0]
 
-    def summary(self) -> str:
-        """VW's closing block (plus the count of skipped examples in lenient mode)."""
+    def summary(self, budget: str | None = None) -> str:
+        """VW's closing block (plus the count of skipped examples in lenient mode and the
+        exploration ``budget`` in force, in words)."""
         lines = [
             "",
             "finished run",
@@ -102,6 +103,8 @@ class ProgressTable:
         ]
         if self.skipped:
             lines.append(f"skipped examples = {self.skipped}")
+        if budget:
+            lines.append(f"exploration budget = {budget}")
         return "\n".join(lines) + "\n"
 
 

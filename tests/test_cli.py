@@ -95,8 +95,10 @@ def test_progress_table_matches_vw_while_distributions_agree(tmp_path):
         capture_output=True, text=True).stderr
     table = vw[vw.index("average  since"):]
     ours_table = "".join(line for line in ours.stderr.splitlines(keepends=True)
-                         if not line.startswith("warning: line 4: cost -0.5 is outside"))
+                         if not line.startswith(("warning: line 4: cost -0.5 is outside",
+                                                 "exploration budget = ")))
     assert ours_table == table
+    assert "exploration budget = mellowness" in ours.stderr  # ours: the budget in force
     assert "unknown" in table and "-0.12500" in table
 
 
@@ -150,6 +152,8 @@ def test_same_input_same_output_and_python_m_equals_console_script(tmp_path):
 @pytest.mark.parametrize("flags", [
     ["--cb_explore", "4", "--regcb"],
     ["--cb_explore", "4", "--regcbopt", "--schedule", "sqrt2", "--beta", "1e-3"],
+    ["--cb_explore", "4", "--regcbopt", "--auto_budget"],
+    ["--cb_explore", "4", "--regcb", "--auto_budget", "0,0.01,0.1", "--blocks"],
 ])
 def test_save_and_resume_equals_one_run(flags, tmp_path):
     lines = cb_stream(400).splitlines(keepends=True)
@@ -229,7 +233,7 @@ def test_main_is_callable_in_process(tmp_path, capsys):
     data = tmp_path / "cb.dat"
     data.write_text(GOOD)
     assert main(["--cb_explore", "2", "-d", str(data), "-p", "-", "--quiet"]) == 0
-    assert capsys.readouterr().out == "0:0.5,1:0.5\n\n1:0.5,0:0.5\n\n"
+    assert capsys.readouterr().out == "0:0.5,1:0.5\n\n1:1,0:0\n\n"
 
 
 # -- epoch blocks ------------------------------------------------------------------------------

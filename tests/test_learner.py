@@ -136,7 +136,7 @@ def test_bad_prior_is_refused(prior):
 def test_learner_bounds_are_the_clipped_per_action_ellipsoid():
     rng = np.random.default_rng(1)
     X, rewards = rng.normal(size=(40, 2)), rng.random(40)
-    learner = RegCB("elimination", beta=0.05, schedule="online")
+    learner = RegCB("elimination", oracle="ridge", beta=0.05, schedule="online")
     for t, (x, r) in enumerate(zip(X, rewards)):
         learner.pmf(x, [0, 1])
         learner.learn(x, t % 2, float(r))
@@ -374,7 +374,7 @@ def test_sparse_feature_values_must_be_finite_numbers():
 
 
 def test_out_of_range_rewards_are_learned_when_allowed():
-    learner = RegCB(allow_out_of_range=True, reward_range=(0, 1))
+    learner = RegCB(oracle="ridge", allow_out_of_range=True, reward_range=(0, 1))
     learner.pmf([1.0], ["a", "b"])
     for _ in range(50):
         learner.learn([1.0], "a", 5.0)
@@ -401,7 +401,8 @@ def test_bad_parameters_are_named(params, name):
 
 
 def test_warm_start_plays_uniformly_for_m0_epochs():
-    learner = RegCB("optimistic", schedule="doubling", warm_start_epochs=3, beta=0.0)
+    learner = RegCB("optimistic", oracle="ridge", schedule="doubling", warm_start_epochs=3,
+                    beta=0.0)
     for t in range(7):
         assert learner.pmf([1.0], ["a", "b", "c"]) == pytest.approx([1 / 3] * 3)
         learner.learn([1.0], "a", 1.0)

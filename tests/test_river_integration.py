@@ -94,7 +94,7 @@ def test_the_pipeline_scaler_is_applied_as_in_a_river_pipeline():
     raw = RegCBPolicy(beta=0.01, seed=0)
     play(raw, stream(150, seed=4))
     last = next(stream(1, seed=9))[0]
-    assert raw.distribution(ARMS, last) != policy.distribution(ARMS, last)
+    assert raw.predict_rewards(ARMS, last) != policy.predict_rewards(ARMS, last)
 
 
 def test_update_takes_the_probability_of_the_last_pull():

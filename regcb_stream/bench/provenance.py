@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import pathlib
 import subprocess
 
@@ -18,3 +19,9 @@ def code_version() -> str:
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
     dirty = git("status", "--porcelain", "regcb_stream")
     return commit + (" + uncommitted changes in regcb_stream/" if dirty else "")
+
+
+def stamp() -> str:
+    """``code: <commit>; date: <now>`` for a report's header."""
+    now = datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+    return f"code: {code_version()}; date: {now}"

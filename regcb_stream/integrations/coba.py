@@ -22,7 +22,7 @@ import os
 from collections.abc import Mapping, Sequence
 from numbers import Number
 
-from regcb_stream.learner import RegCB
+from regcb_stream.learner import DEFAULT_VARIANT, RegCB
 
 __all__ = ["MulticlassEnvironment", "RegCBLearner", "VWLogEnvironment"]
 
@@ -35,7 +35,8 @@ class RegCBLearner:
     variant
         ``"elimination"`` or ``"optimistic"``.
     beta
-        The paper's budget on the normalized squared risk.
+        The paper's budget on the normalized squared risk; None: `regcb_stream.RegCB`'s
+        default budget.
     schedule
         ``"online"``, ``"sqrt2"`` or ``"doubling"``.
     reward_range
@@ -59,7 +60,7 @@ class RegCBLearner:
 
     """
 
-    def __init__(self, variant: str = "elimination", *, beta: float = 1e-3,
+    def __init__(self, variant: str = DEFAULT_VARIANT, *, beta: float | None = None,
                  schedule: str = "online", reward_range: tuple[float, float] = (0.0, 1.0),
                  seed: int | None = 0, **options):
         self.variant = variant

@@ -19,6 +19,11 @@ up to millions of distinct features are learned without a dense row ever being b
 Oracles that set ``sparse_rows = True`` take dense input but also accept ``SparseRows`` in
 ``predict`` and ``bounds``: the learner passes the joint class's rows that way.
 
+Ellipsoid oracles (ridge, the trees' leaf ridge) also have ``moments(phi, models)``: the
+prediction and ``phi^T A^-1 phi``, whose square root times ``sqrt(budget)`` is the bounds'
+half-width. The automatic budget derives every candidate's bounds from one such call,
+instead of calling ``bounds`` once per candidate.
+
 Oracles whose bounds depend on the reward range (sensitivity rules place fake labels one
 beyond each end) have a ``reward_range`` attribute; the learner sets it to its own.
 """

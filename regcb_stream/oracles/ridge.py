@@ -203,14 +203,14 @@ class RidgeOracle:
 
     def predict(self, phi: np.ndarray, models: np.ndarray) -> np.ndarray:
         """Frozen ridge predictions, shape ``(n, K)``."""
-        return self._moments(phi, models)[0]
+        return self.moments(phi, models)[0]
 
     def bounds(self, phi, models, budget):
         """Prediction and ``prediction -+ sqrt(budget * phi^T A^-1 phi)``, unclipped."""
-        prediction, variance = self._moments(phi, models)
+        prediction, variance = self.moments(phi, models)
         return (prediction, *ellipsoid_bounds(prediction, variance, budget))
 
-    def _moments(self, phi, models):
+    def moments(self, phi, models):
         """Prediction and ``phi^T A^-1 phi`` per (context, action) of the frozen fit."""
         if isinstance(phi, SparseRows):
             return self._sparse_moments(phi, models)
@@ -228,7 +228,7 @@ class RidgeOracle:
         return pred.T + self.prior_mean, np.maximum(var.T, 0.0)
 
     def _sparse_moments(self, phi: SparseRows, models):
-        """``_moments`` of padded sparse rows ``(n, K, L)``, one model's columns at a time."""
+        """``moments`` of padded sparse rows ``(n, K, L)``, one model's columns at a time."""
         n, k, width = phi.index.shape
         models = np.arange(self.n_models)[models] if isinstance(models, slice) else models
         pred, var = np.empty((n, k)), np.empty((n, k))

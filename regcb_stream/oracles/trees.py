@@ -104,14 +104,15 @@ class TreesOracle:
 
     def predict(self, phi: np.ndarray, models) -> np.ndarray:
         """Predictions of the frozen leaf values, shape ``(n, K)``."""
-        return self._moments(phi, models)[0]
+        return self.moments(phi, models)[0]
 
     def bounds(self, phi: np.ndarray, models, budget: float):
         """Prediction and ``prediction -+ sqrt(budget * phi^T A^-1 phi)`` over leaf features."""
-        prediction, variance = self._moments(phi, models)
+        prediction, variance = self.moments(phi, models)
         return (prediction, *ellipsoid_bounds(prediction, variance, budget))
 
-    def _moments(self, phi: np.ndarray, models):
+    def moments(self, phi: np.ndarray, models):
+        """Prediction and ``phi^T A^-1 phi`` over leaf features per (context, action)."""
         n, k, dim = phi.shape
         if isinstance(models, slice):
             ids = np.arange(models.start or 0, models.stop, models.step or 1)

@@ -1,0 +1,152 @@
+"""The exploration budget chosen online: exponential weights over a grid of budgets.
+
+With ``budget="auto"`` the learner keeps ``J`` candidate loss budgets of VW's form,
+``c ln(K n) span^2`` for each mellowness ``c`` of a grid, side by side on one oracle (an
+ellipsoid oracle's widths scale as ``sqrt(budget)``, so a candidate costs one decision rule
+on the shared bounds, no oracle call). Every round each candidate turns the bounds into its
+own distribution (elimination or optimistic); the learner plays their mixture, weighted by
+exponential weights on an importance-weighted estimate of each candidate's reward (EXP4:
+Auer, Cesa-Bianchi, Freund and Schapire, 2002, with the candidates as experts), with a
+small share spread evenly over the candidates. A label of an action played with probability
+``p`` credits candidate ``j`` with ``pmf_j(a) r / p``, an unbiased estimate of the reward its
+distribution would have collected that round. Only revealed rewards enter, and the played
+distribution is a convex mixture of valid distributions, so it is valid too.
+
+What it guarantees, and what not. EXP4's regret bound against the best candidate holds for
+experts whose advice does not depend on the play; here the candidates share the data the
+mixture collects, so each estimate is a candidate's reward *given* that data. Exploration by
+one candidate benefits all of them, and the estimates do not credit it: the weights drift
+toward the candidates that exploit best on the data gathered so far, which is the smallest
+budget of the grid on every public stream (``docs/defaults.md``). The selection therefore
+plays a randomized budget concentrated on the low end of its grid: it protects against a
+grid's over-exploring candidates, not against under-exploring. Every candidate's widths
+shrink as ``sqrt(ln n / n)`` per direction, so the play converges in the realizable case
+whichever candidate leads (``tests/test_budget.py``: regret growth ``R(T)/R(T/2) <= 1.6``).
+
+>>> selector = BudgetSelector((0.0, 0.01, 0.1))
+>>> selector.weights().round(3)
+array([0.333, 0.333, 0.333])
+>>> for _ in range(200):   # candidate 0 plays the rewarded action, the others do not
+...     selector.update(np.array([1.0, 0.0, 0.0]), prob=0.5, reward=1.0)
+>>> int(selector.leader())
+0
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from regcb_stream import policies
+
+#: mellowness values of the default candidates (VW's budget form): around the best fixed
+#: values of docs/defaults.md
+DEFAULT_GRID = (3e-4, 1e-3, 3e-3, 1e-2)
+DEFAULT_RATE = 2.0  # learning rate per sqrt(label): eta_n = rate / sqrt(n)
+DEFAULT_FLOOR = 0.02  # share of the play spread evenly over the candidates
+
+
+class BudgetSelector:
+    """Exponential weights over candidate budgets from importance-weighted rewards.
+
+    Parameters
+    ----------
+    grid
+        Mellowness of each candidate (budget ``c ln(K n) span^2``).
+    rate
+        Learning rate scale: the weights are ``softmax(rate / sqrt(n) * estimates)``.
+    floor
+        Share of the mixture spread evenly over the candidates, so that every candidate's
+        actions keep a probability of at least ``floor / J`` times its own.
+    """
+
+    def __init__(self, grid=DEFAULT_GRID, rate: float = DEFAULT_RATE,
+                 floor: float = DEFAULT_FLOOR):
+        self.grid = np.asarray(grid, dtype=float)
+        if self.grid.ndim != 1 or len(self.grid) == 0 or not np.all(np.isfinite(self.grid)) \
+                or (self.grid < 0).any():
+            raise ValueError(f"budget candidates must be finite numbers >= 0, got {grid!r}")
+        if not (math.isfinite(rate) and rate > 0):
+            raise ValueError(f"rate must be a finite number > 0, got {rate!r}")
+        if not 0 <= floor < 1:
+            raise ValueError(f"floor must be in [0, 1), got {floor!r}")
+        self.rate = float(rate)
+        self.floor = float(floor)
+        self.estimates = [0.0] * len(self.grid)  # importance-weighted summed rewards
+        self.n_scored = 0
+        self._sqrt_grid = np.sqrt(self.grid)
+        self._weights: np.ndarray | None = None  # cached until the next update
+
+    def weights(self) -> np.ndarray:
+        """The mixture's weight of each candidate (J is small: plain floats are faster
+        than numpy calls here, which run once per label)."""
+        if self._weights is None:
+            eta, top = self.rate / math.sqrt(max(self.n_scored, 1)), max(self.estimates)
+            z = [math.exp(eta * (e - top)) for e in self.estimates]
+            total, even = sum(z), self.floor / len(z)
+            self._weights = np.array([(1.0 - self.floor) * v / total + even for v in z])
+        return self._weights
+
+    def leader(self) -> int:
+        """Index of the candidate of largest weight (the smallest budget among ties)."""
+        return self.estimates.index(max(self.estimates))
+
+    def budgets(self, n_labels: int, n_actions: int, span: float) -> np.ndarray:
+        """Each candidate's loss budget after ``n_labels`` labels."""
+        return self.radii(n_labels, n_actions, span) ** 2
+
+    def radii(self, n_labels: int, n_actions: int, span: float) -> np.ndarray:
+        """Square roots of the candidates' budgets: the ellipsoid widths' multipliers."""
+        if n_labels == 0:
+            return np.zeros(len(self.grid))
+        return self._sqrt_grid * (math.sqrt(math.log(n_actions * n_labels)) * span)
+
+    def mix(self, pmfs: np.ndarray) -> np.ndarray:
+        """The played distributions ``(n, K)`` from the candidates' ``(n, J, K)``
+        (capped at 1, so that rounding never lifts a probability above it)."""
+        return np.minimum(np.matmul(self.weights(), pmfs), 1.0)
+
+    def update(self, candidate_probs, prob: float, reward: float) -> None:
+        """Credit each candidate with ``pmf_j(a) reward / prob`` for a label of action
+        ``a`` played with probability ``prob`` (``reward`` scaled to [0, 1])."""
+        scale = reward / prob
+        self.estimates = [e + p * scale for e, p in zip(self.estimates, candidate_probs)]
+        self.n_scored += 1
+        self._weights = None
+
+    def state(self) -> dict:
+        """Diagnostics: the candidates, their weights and estimates, the leading budget."""
+        return {"mellowness": self.grid.tolist(), "weights": self.weights().tolist(),
+                "estimates": list(self.estimates), "n_scored": self.n_scored,
+                "leader": float(self.grid[self.leader()])}
+
+
+def candidate_decisions(selector: BudgetSelector, oracle, rule, phi, models, n_labels: int,
+                        reward_range: tuple[float, float], tolerance: float):
+    """``(pmf, prediction, low, high, candidates)`` for a block of contexts: the mixture,
+    the oracle's predictions, the leading candidate's clipped bounds and every candidate's
+    distribution ``(n, J, K)``. An ellipsoid oracle (with ``moments``) is asked once, others
+    once per candidate; numpy calls are kept few, as this runs for every online round."""
+    k, (lo, hi) = phi.shape[1], reward_range
+    radii = selector.radii(n_labels, k, hi - lo)
+    moments = getattr(oracle, "moments", None)
+    if moments is not None:
+        prediction, variance = moments(phi, models)
+        radius = np.sqrt(variance)[:, None, :] * radii[:, None]  # (n, J, K)
+        high = prediction[:, None, :] + radius
+        low = None if rule is policies.optimistic else prediction[:, None, :] - radius
+    else:
+        parts = [oracle.bounds(phi, models, float(r * r)) for r in radii.tolist()]
+        prediction = parts[0][0]
+        low, high = (np.stack([part[i] for part in parts], axis=1) for i in (1, 2))
+    for bound in (low, high):  # clipped in place (np.clip costs several times more)
+        if bound is not None:
+            np.minimum(np.maximum(bound, lo, out=bound), hi, out=bound)
+    rows = (-1, k)
+    pmfs = rule(None if low is None else low.reshape(rows), high.reshape(rows),
+                tolerance).reshape(high.shape)
+    lead = selector.leader()
+    lead_low = (low[:, lead] if low is not None else
+                np.minimum(np.maximum(prediction - radius[:, lead], lo), hi))
+    return selector.mix(pmfs), prediction, lead_low, high[:, lead], pmfs
