@@ -44,6 +44,8 @@ import numpy as np
 
 from regcb_stream import RegCB, RidgeOracle
 from regcb_stream.bench.harness import problems, protocol
+from regcb_stream.bench.harness.algorithms import LINUCB_DEFAULT
+from regcb_stream.bench.harness.peers import LinUCBAlgorithm
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
 from regcb_stream.synthetic import LinearProblem
@@ -66,52 +68,20 @@ PREFIXES = (1000, 4000)  # letter's early rounds
 
 # -- one run ------------------------------------------------------------------------------
 
-class LinUCBAlgorithm:
-    """River's ``bandit.LinUCBDisjoint`` with its defaults, under the protocol."""
-
-    def __init__(self, n_actions: int, seed: int):
-        from river import bandit
-
-        self.policy = bandit.LinUCBDisjoint(seed=seed)
-        self.arms = list(range(n_actions))
-
-    def play(self, rounds, u, reveal) -> protocol.Step:
-        actions = np.empty(len(rounds), np.intp)
-        for i, x in enumerate(rounds.X):
-            context = _context(x)
-            actions[i] = self.policy.pull(self.arms, context=context)
-            self.policy.update(int(actions[i]), context, float(reveal(i, int(actions[i]))))
-        return protocol.Step(actions, np.ones(len(rounds)))
-
-    def holdout_pmf(self, rounds) -> np.ndarray:
-        pmf = np.zeros(rounds.R.shape)
-        for i, x in enumerate(rounds.X):  # the arm pull would play (ties: the first)
-            context = _context(x)
-            ucb = [self.policy._bayes_lin_regs[a].predict_one(context, with_dist=True)
-                   for a in self.arms]
-            pmf[i, int(np.argmax([d.mu + d.sigma for d in ucb]))] = 1.0
-        return pmf
-
-
-def _context(x: np.ndarray) -> dict:
-    return {f"f{j}": v for j, v in enumerate(x.tolist())}
-
-
 def _algorithm(name: str, problem, rep: int):
     k = problem.n_actions
     if name == LINUCB:
-        return LinUCBAlgorithm(k, rep)
+        return LinUCBAlgorithm(LINUCB_DEFAULT, k, rep)
     if name in VW_DEFAULTS:
         from regcb_stream.bench.harness.vw_algo import VWAlgorithm
 
         return VWAlgorithm(*VW_DEFAULTS[name], k, rep)
-    algo = RegCBAlgorithm("optimistic", "ridge", 1e-3, k, rep, "online")
     if name == DEFAULT:
-        algo.learner = RegCB(seed=rep)
-    else:
-        params = dict(GRID[name])
-        l2 = params.pop("l2")
-        algo.learner = RegCB(oracle=RidgeOracle(l2=l2, prior="optimistic"), seed=rep, **params)
+        return RegCBAlgorithm.defaults(k, rep)
+    algo = RegCBAlgorithm("optimistic", "ridge", 1e-3, k, rep, "online")
+    params = dict(GRID[name])
+    l2 = params.pop("l2")
+    algo.learner = RegCB(oracle=RidgeOracle(l2=l2, prior="optimistic"), seed=rep, **params)
     return algo
 
 

@@ -12,7 +12,12 @@ Each family has 8 log-spaced parameter values (the paper's protocol). Grids:
 * SquareCB (ours): c in 10^-1 ... 10^2.5 with gamma_t = c sqrt(K t); VW ``--squarecb``:
   ``--gamma_scale`` in 10^-0.5 ... 10^3 (VW's gamma is gamma_scale t^0.5, default 10);
 * VW ``--regcb`` / ``--regcbopt``: mellowness c0 in 1e-1 ... 1e-8;
-* VW ``--bag`` / ``--cover``: 1, 2, 3, 4, 6, 8, 12, 16 policies (roughly log-spaced).
+* VW ``--bag`` / ``--cover``: 1, 2, 3, 4, 6, 8, 12, 16 policies (roughly log-spaced);
+* VW ``--epsilon`` also runs at VW's default 0.05, so that every VW explorer's default
+  setting (:data:`VW_DEFAULTS`) is in its grid;
+* RegCB (defaults): ``RegCB()`` with no arguments, the one setting a new user gets;
+* River's ``bandit.LinUCBDisjoint``: ``alpha`` (its prior precision) in 10^-2 ... 10^1.5,
+  its default 1 among them (UCI streams only).
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ def half_decades(first: int) -> tuple[float, ...]:
 
 
 POLICIES = (1, 2, 3, 4, 6, 8, 12, 16)
+#: each VW explorer's default setting (``--cover`` and ``--bag`` have none: VW needs the number)
+VW_DEFAULTS = {"vw-epsilon": 0.05, "vw-squarecb": 10.0, "vw-regcb": 0.1, "vw-regcbopt": 0.1}
+LINUCB_DEFAULT = 1.0  # River's LinUCBDisjoint(alpha=1)
 
 
 @dataclass(frozen=True)
@@ -45,7 +53,8 @@ class Family:
     label: str
     param: str
     grid: tuple
-    kind: str  # "regcb", "baseline", "vw" or "reference"
+    kind: str  # "regcb", "baseline", "vw", "default", "peer" or "reference"
+    uci_only: bool = False
 
 
 def _families() -> dict[str, Family]:
@@ -65,10 +74,15 @@ def _families() -> dict[str, Family]:
                              "baseline")
     vw = {"regcb": ("mellowness", DECADES), "regcbopt": ("mellowness", DECADES),
           "squarecb": ("gamma_scale", half_decades(-1)),
-          "epsilon": ("epsilon", DECADES), "bag": ("policies", POLICIES),
+          "epsilon": ("epsilon", tuple(sorted(DECADES + (VW_DEFAULTS["vw-epsilon"],),
+                                              reverse=True))),
+          "bag": ("policies", POLICIES),
           "cover": ("policies", POLICIES)}
     for explorer, (param, grid) in vw.items():
         out[f"vw-{explorer}"] = Family(f"VW --{explorer}", param, grid, "vw")
+    out["regcb-defaults"] = Family("RegCB (defaults)", "-", (None,), "default")
+    out["linucb"] = Family("River LinUCBDisjoint", "alpha", half_decades(-4), "peer",
+                           uci_only=True)
     out["supervised"] = Family("Supervised (ridge, full information)", "-", (None,),
                                "reference")
     return out
@@ -87,6 +101,12 @@ DEFAULT_EXCLUDED = ("regcb-elim:gb5", "regcb-opt:gb5", "regcb-elim:vw", "regcb-o
 def build(family: str, param, problem: Problem, seed: int):
     """A fresh algorithm of ``family`` with parameter ``param`` for ``problem``."""
     k, train = problem.n_actions, problem.train
+    if family == "regcb-defaults":
+        return RegCBAlgorithm.defaults(k, seed)
+    if family == "linucb":
+        from regcb_stream.bench.harness.peers import LinUCBAlgorithm
+
+        return LinUCBAlgorithm(float(param), k, seed)
     if family.startswith("regcb-"):
         variant, oracle = family.removeprefix("regcb-").split(":")
         variant = {"elim": "elimination", "opt": "optimistic"}[variant]
@@ -112,7 +132,8 @@ _COST_US = {"regcb-elim:ridge": (5, 0, 4), "regcb-opt:ridge": (5, 0, 4),
             "regcb-opt:vw": (40, 1, 1), "regcb-elim:river": (10, 0.5, 0.5),
             "regcb-opt:river": (10, 0.5, 0.5), "regcb-elim:gb5": (3000, 0, 0),
             "regcb-opt:gb5": (3000, 0, 0), "egreedy": (3, 0, 0.1), "bootstrap": (5, 0, 0.5),
-            "squarecb": (3, 0, 0.1), "supervised": (3, 0, 0.1)}
+            "squarecb": (3, 0, 0.1), "supervised": (3, 0, 0.1),
+            "regcb-defaults": (40, 1, 4), "linucb": (20, 80, 0.5)}
 _VW_COST_US = (30, 2.5, 0.3)  # a + b K + c D, times (0.5 + policies / 4) for bag and cover
 
 

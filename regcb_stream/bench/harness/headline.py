@@ -3,9 +3,11 @@ explorer (each explorer at its best fixed setting), with the reasons where RegCB
 
 from __future__ import annotations
 
+import numpy as np
+
 from regcb_stream.bench.harness import aggregate as ag
 from regcb_stream.bench.harness import claims
-from regcb_stream.bench.harness.algorithms import FAMILIES
+from regcb_stream.bench.harness.algorithms import FAMILIES, LINUCB_DEFAULT, VW_DEFAULTS
 from regcb_stream.bench.harness.problems import STREAMS, UCI_STREAMS
 
 BAR_WINS, BAR_TOLERANCE, BAR_STREAMS = 12, 0.01, 16
@@ -103,9 +105,44 @@ def losses_explained(rows: list[dict]) -> list[str]:
     return lines
 
 
+#: the peers at their own defaults: (column, family, parameter)
+DEFAULT_PEERS = [(f"VW --{f.removeprefix('vw-')}", f, p) for f, p in VW_DEFAULTS.items()] + [
+    ("VW --regcbopt --mellowness 0.001", "vw-regcbopt", 0.001),
+    ("River LinUCBDisjoint()", "linucb", LINUCB_DEFAULT)]
+
+
+def defaults_table(agg: dict) -> list[str]:
+    """Progressive reward of ``RegCB()`` next to the peers at their defaults and the tuned
+    families (best fixed setting per stream), with how often the defaults are at or above."""
+    columns = [("RegCB (defaults)", lambda s: agg.get((s, "regcb-defaults", None)))]
+    columns += [(name, lambda s, f=f, p=p: agg.get((s, f, p))) for name, f, p in DEFAULT_PEERS]
+    columns += [("LinUCBDisjoint, tuned", lambda s: ag.best_fixed(agg, s, "linucb",
+                                                                    "progressive")),
+                ("VW's best explorer, tuned", lambda s: best_of(agg, s, present(agg, "vw"))),
+                ("RegCB, tuned", lambda s: best_of(agg, s, present(agg, "regcb")))]
+    lines = ["| stream | " + " | ".join(name for name, _ in columns) + " |",
+             "|---|" + "---:|" * len(columns)]
+    values = {}
+    for stream in streams_of(agg):
+        if agg.get((stream, "regcb-defaults", None)) is None:
+            continue
+        values[stream] = [getattr(get(stream), "progressive", np.nan) for _, get in columns]
+        lines.append(f"| {stream} | " + " | ".join(
+            "—" if np.isnan(v) else f"{v:.4f}" for v in values[stream]) + " |")
+    table = np.array(list(values.values())).reshape(len(values), len(columns))
+    uci = np.array([s in UCI_STREAMS for s in values], dtype=bool)
+    lines.append("| mean, UCI streams | " + " | ".join(
+        "—" if np.isnan(v) else f"{v:.4f}" for v in table[uci].mean(axis=0)) + " |")
+    lines.append("| defaults at or above, UCI streams | – | " + " | ".join(
+        f"{int((table[uci, 0] >= table[uci, j]).sum())}/{int((~np.isnan(table[uci, j])).sum())}"
+        for j in range(1, len(columns))) + " |")
+    return lines
+
+
 def explorer_table(agg: dict) -> list[str]:
     """Best fixed progressive reward of every family per stream."""
-    families = present(agg, "regcb") + present(agg, "baseline") + present(agg, "vw")
+    families = (present(agg, "default") + present(agg, "regcb") + present(agg, "baseline")
+                + present(agg, "vw") + present(agg, "peer"))
     lines = ["| stream | " + " | ".join(FAMILIES[f].label for f in families) + " |",
              "|---|" + "---:|" * len(families)]
     for stream in streams_of(agg):

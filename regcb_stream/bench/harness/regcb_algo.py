@@ -81,6 +81,13 @@ class RegCBAlgorithm:
         self.actions = list(range(n_actions))
         self._docs: list = []  # ranking: the offered documents of the block being decided
 
+    @classmethod
+    def defaults(cls, n_actions: int, seed: int) -> RegCBAlgorithm:
+        """``RegCB()`` with no arguments but the seed: what a new user gets."""
+        algo = cls("optimistic", "ridge", 1e-3, n_actions, seed)
+        algo.learner = RegCB(seed=seed)
+        return algo
+
     def block_size(self) -> int:
         return self.learner.labels_until_rebuild
 

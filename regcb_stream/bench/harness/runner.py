@@ -52,8 +52,10 @@ def make_tasks(streams, reps, families, params_per_family=None, max_train=None,
         if params_per_family and len(grid) > params_per_family:
             step = (len(grid) - 1) / (params_per_family - 1) if params_per_family > 1 else 0
             grid = tuple(grid[round(i * step)] for i in range(params_per_family))
+        uci_only = algorithms.FAMILIES[family].uci_only
         tasks += [Task(s, r, family, p, max_train, max_hold)
-                  for s in streams for r in reps for p in grid]
+                  for s in streams if not (uci_only and s not in problems.UCI_STREAMS)
+                  for r in reps for p in grid]
     return tasks
 
 
