@@ -89,15 +89,12 @@ class BudgetSelector:
         return self._weights
 
     def leader(self) -> int:
-        """Index of the candidate of largest weight (the smallest budget among ties)."""
+        """Index of the candidate of largest weight (the first among ties)."""
         return self.estimates.index(max(self.estimates))
 
-    def budgets(self, n_labels: int, n_actions: int, span: float) -> np.ndarray:
-        """Each candidate's loss budget after ``n_labels`` labels."""
-        return self.radii(n_labels, n_actions, span) ** 2
-
     def radii(self, n_labels: int, n_actions: int, span: float) -> np.ndarray:
-        """Square roots of the candidates' budgets: the ellipsoid widths' multipliers."""
+        """Square roots of the candidates' loss budgets after ``n_labels`` labels: the
+        multipliers of an ellipsoid's half-width ``sqrt(phi^T A^-1 phi)``."""
         if n_labels == 0:
             return np.zeros(len(self.grid))
         return self._sqrt_grid * (math.sqrt(math.log(n_actions * n_labels)) * span)
