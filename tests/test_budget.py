@@ -178,3 +178,19 @@ def test_the_command_scores_every_label(adf, tmp_path):
         assert "exploration budget = automatic, leading mellowness" in done.stderr
         learner, _ = load_model(model)
         assert learner.budget_selection["n_scored"] == 120
+
+
+def test_a_river_policy_scores_its_own_pulls_through_a_preprocessor():
+    """The scaler learns between pull and update, so the context no longer matches the
+    decided one: the pull's kwargs carry the candidates instead."""
+    from river import preprocessing
+
+    from regcb_stream.integrations.river import RegCBPolicy
+
+    X, _, rewards = LinearProblem.make(n_actions=3, dim=2, seed=14).sample(150, seed=15)
+    policy = RegCBPolicy(preprocessor=preprocessing.StandardScaler(), budget="auto", seed=0)
+    for x, r in zip(X, rewards):
+        context = {"u": float(x[0]), "v": float(x[1])}
+        arm = policy.pull([0, 1, 2], context)
+        policy.update(arm, context, float(r[arm]))
+    assert policy.learner.budget_selection["n_scored"] == 150

@@ -65,9 +65,9 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         features only (`regcb_stream.RiverOracle` drops zeros), so a scaler there learns a
         feature's statistics from its nonzero values alone; scale contexts whose features
         can be 0 with ``preprocessor`` instead.
-    beta
-        The paper's budget on the normalized squared risk; None: `regcb_stream.RegCB`'s
-        default budget.
+    beta, mellowness, budget
+        The exploration budget, as for `regcb_stream.RegCB` (all None: its default;
+        ``budget="auto"``: chosen online).
     schedule
         When RegCB rebuilds its decision state: ``"online"``, ``"sqrt2"`` or ``"doubling"``.
     reward_range
@@ -126,6 +126,8 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         preprocessor: base.Transformer | None = None,
         oracle=None,
         beta: float | None = None,
+        mellowness: float | None = None,
+        budget: str | None = None,
         schedule: str = "online",
         reward_range: tuple[float, float] = (0.0, 1.0),
         seed: int | None = 0,
@@ -135,15 +137,18 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         self.preprocessor = preprocessor
         self.oracle = oracle
         self.beta = beta
+        self.mellowness = mellowness
+        self.budget = budget
         self.schedule = schedule
         self.reward_range = reward_range
         self.seed = seed
         self._learner = RegCB(
-            variant, oracle=_as_oracle(oracle), beta=beta, schedule=schedule,
+            variant, oracle=_as_oracle(oracle), beta=beta, mellowness=mellowness,
+            budget=budget, schedule=schedule,
             reward_range=reward_range, seed=seed,
         )
         self._preprocessor = copy.deepcopy(preprocessor)
-        self._pulled: tuple | None = None  # (arm key, probability) of the last pull
+        self._pulled: tuple | None = None  # (arm key, probability, kwargs) of the last pull
 
     @classmethod
     def _unit_test_params(cls):
@@ -160,8 +165,8 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         return self._pull(arm_ids, context)
 
     def _pull(self, arm_ids, context):
-        arm, prob, _ = self._learner.predict(self._transform(context), list(arm_ids))
-        self._pulled = (_arm_key(arm), prob)
+        arm, prob, info = self._learner.predict(self._transform(context), list(arm_ids))
+        self._pulled = (_arm_key(arm), prob, info)
         return arm
 
     def distribution(self, arm_ids: list, context: dict | None = None) -> list[float]:
@@ -187,11 +192,13 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         only checked, as `regcb_stream.RegCB.learn` does.
         """
         key = _arm_key(arm_id)
+        info = {}  # of the last pull, when this is its update (the automatic budget's)
         if prob is None:
-            prob = self._pulled[1] if self._pulled and self._pulled[0] == key else 1.0
+            pulled = self._pulled is not None and self._pulled[0] == key
+            prob, info = self._pulled[1:] if pulled else (1.0, {})
         if self._preprocessor is not None:
             self._preprocessor.learn_one(_as_dict(context))
-        self._learner.learn(self._transform(context), arm_id, reward, prob)
+        self._learner.learn(self._transform(context), arm_id, reward, prob, **info)
         super().update(key, None, reward)
 
     def _transform(self, context):
