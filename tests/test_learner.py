@@ -185,6 +185,14 @@ def test_sublinear_regret_on_a_realizable_linear_problem(variant):
     assert kept.mean() > 0.99
 
 
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_defaults_regret_stops_growing_on_a_realizable_linear_problem(variant):
+    """The issue's bar for the defaults: R(T) / R(T/2) <= 1.6 (2 would be linear)."""
+    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(20_000, seed=1)
+    regret, _ = _play(RegCB(variant, seed=0), X, means, rewards)
+    assert regret.sum() <= 1.6 * regret[:10_000].sum()
+
+
 def test_constant_beta_keeps_the_width_constant():
     """The paper's experiments fix beta on the normalized risk: the width stops shrinking."""
     X, means, rewards = LinearProblem.make(seed=0).sample(4000, seed=1)
