@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 FORMAT = "regcb-stream model"
-VERSION = 2  # 2: RidgeOracle folds rows lazily, learns a prior
+VERSION = 3  # 2: RidgeOracle folds rows lazily, learns a prior; 3: budget kinds, automatic budget
 
 
 def save_model(path: str | os.PathLike, learner, settings: dict) -> None:
