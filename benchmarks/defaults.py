@@ -43,8 +43,7 @@ from collections import defaultdict
 import numpy as np
 
 from regcb_stream import RegCB, RidgeOracle
-from regcb_stream.bench.harness import problems, protocol
-from regcb_stream.bench.harness.algorithms import LINUCB_DEFAULT
+from regcb_stream.bench.harness import algorithms, problems, protocol
 from regcb_stream.bench.harness.peers import LinUCBAlgorithm
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
@@ -58,8 +57,11 @@ BUDGETS = {**{f"mellowness={c:g}": dict(mellowness=c) for c in (3e-4, 1e-3, 3e-3
 GRID = {f"{variant[:4]} l2={l2:g} {name}": dict(variant=variant, l2=l2, **budget)
         for variant in ("optimistic", "elimination") for l2 in (1.0, 3.0, 10.0)
         for name, budget in BUDGETS.items()}
-VW_DEFAULTS = {"VW --epsilon 0.05": ("epsilon", 0.05), "VW --squarecb": ("squarecb", 10.0),
-               "VW --regcb": ("regcb", 0.1), "VW --regcbopt": ("regcbopt", 0.1),
+#: label -> (explorer, parameter): each VW explorer at its default (the harness's table)
+VW_DEFAULTS = {"VW --epsilon 0.05": ("epsilon", algorithms.VW_DEFAULTS["vw-epsilon"]),
+               "VW --squarecb": ("squarecb", algorithms.VW_DEFAULTS["vw-squarecb"]),
+               "VW --regcb": ("regcb", algorithms.VW_DEFAULTS["vw-regcb"]),
+               "VW --regcbopt": ("regcbopt", algorithms.VW_DEFAULTS["vw-regcbopt"]),
                "VW --regcbopt --mellowness 0.001": ("regcbopt", 0.001)}
 DEFAULT = "RegCB()"
 LINUCB = "River LinUCBDisjoint()"
@@ -71,7 +73,7 @@ PREFIXES = (1000, 4000)  # letter's early rounds
 def _algorithm(name: str, problem, rep: int):
     k = problem.n_actions
     if name == LINUCB:
-        return LinUCBAlgorithm(LINUCB_DEFAULT, k, rep)
+        return LinUCBAlgorithm(algorithms.LINUCB_DEFAULT, k, rep)
     if name in VW_DEFAULTS:
         from regcb_stream.bench.harness.vw_algo import VWAlgorithm
 

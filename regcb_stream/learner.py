@@ -316,13 +316,13 @@ class RegCB:
                 decision = self.decide_many(contexts[start:stop], actions)
             index = _sample(decision.pmf, u[start:stop])
             rewards = np.asarray(reveal(np.arange(start, stop), index), dtype=float)
+            rows = np.arange(stop - start)
+            probs = decision.pmf[rows, index]
             if decision.candidates is not None:
-                rows = np.arange(stop - start)
-                self._score(decision.candidates[rows, :, index], decision.pmf[rows, index],
-                            rewards)
+                self._score(decision.candidates[rows, :, index], probs, rewards)
             if not encoded:
                 self.learn_many(contexts[start:stop], [actions[i] for i in index.tolist()],
-                                rewards, decision.pmf[np.arange(stop - start), index])
+                                rewards, probs)
             else:
                 for reward in rewards.tolist():
                     self._check_reward(reward)
@@ -630,8 +630,9 @@ def _snapshot(context):
 
 
 def _same_context(kept, context) -> bool:
+    """Whether ``context`` equals a snapshot taken by :func:`_snapshot`."""
     if isinstance(kept, dict) or isinstance(context, Mapping):
-        return isinstance(context, Mapping) and isinstance(kept, dict) and kept == context
+        return isinstance(kept, dict) and kept == context
     try:
         return np.array_equal(kept, np.asarray(context, dtype=float))
     except (TypeError, ValueError):
