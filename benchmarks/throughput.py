@@ -4,7 +4,8 @@ Runs on the first 16,000 rounds of the clean ``letter`` stream (K=26, d=16, perm
 0) and times the whole predict/learn loop of each configuration, best of 3 repetitions
 (interleaved, so a competing process slows every configuration alike):
 
-* ours, per-example API (``predict`` then ``learn`` each round), both variants, schedules
+* ours, with RegCB's default budget and oracle: per-example API (``predict`` then ``learn``
+  each round), both variants, schedules
   ``"online"`` and ``"sqrt2"``;
 * ours, vectorized (``predict_many`` then ``learn_many`` per epoch block), both variants,
   schedules ``"sqrt2"`` and ``"doubling"``; each run is checked to play exactly the actions
@@ -44,16 +45,17 @@ from regcb_stream.bench.vw_explorers import run_vw
 from regcb_stream.schedules import rebuild_points
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-#: beta per variant, tuned on letter (preliminary runs, see README)
-BETAS = {"elimination": 1e-5, "optimistic": 1e-4}
+VARIANTS = ("elimination", "optimistic")  # each with RegCB's default budget and oracle
 VW_MELLOWNESS = 1e-3
-PER_EXAMPLE = [(v, s) for v in BETAS for s in ("online", "sqrt2")]
-VECTORIZED = [(v, s) for v in BETAS for s in ("sqrt2", "doubling")]
+PER_EXAMPLE = [(v, s) for v in VARIANTS for s in ("online", "sqrt2")]
+VECTORIZED = [(v, s) for v in VARIANTS for s in ("sqrt2", "doubling")]
 VW = {"regcb": "elimination", "regcbopt": "optimistic"}
 
 
-def run_per_example(X, R, variant: str, beta: float, schedule: str, seed: int = 0) -> dict:
-    """Stream ``(X, R)`` through ``predict`` and ``learn`` one round at a time.
+def run_per_example(X, R, variant: str, beta: float | None, schedule: str, seed: int = 0
+                    ) -> dict:
+    """Stream ``(X, R)`` through ``predict`` and ``learn`` one round at a time (``beta``
+    None: RegCB's default budget).
 
     Returns
     -------
@@ -82,7 +84,7 @@ def epoch_blocks(schedule: str, n: int):
         start = stop
 
 
-def run_vectorized(X, R, variant: str, beta: float, schedule: str, seed: int = 0) -> dict:
+def run_vectorized(X, R, variant: str, beta: float | None, schedule: str, seed: int = 0) -> dict:
     """Stream ``(X, R)`` one epoch block at a time: ``predict_many`` then ``learn_many``.
 
     Returns
@@ -137,13 +139,12 @@ def configurations() -> list[dict]:
 
 
 def _ours(kind: str, fn, variant: str, schedule: str) -> dict:
-    beta = BETAS[variant]
     return {
-        "name": f"ours {kind}, {variant}, `{schedule}` (beta {beta:g})",
+        "name": f"ours {kind}, {variant}, `{schedule}` (default budget)",
         "kind": kind,
         "variant": variant,
         "schedule": schedule,
-        "run": lambda X, R: fn(X, R, variant, beta, schedule),
+        "run": lambda X, R: fn(X, R, variant, None, schedule),
     }
 
 
@@ -176,7 +177,7 @@ def check_vectorized(X: np.ndarray, R: np.ndarray, rows: list[dict]) -> None:
         if row["kind"] != "vectorized":
             continue
         variant, schedule = row["variant"], row["schedule"]
-        reference = run_per_example(X, R, variant, BETAS[variant], schedule)
+        reference = run_per_example(X, R, variant, None, schedule)
         row["same_actions"] = bool(np.array_equal(reference["actions"], row["actions"]))
 
 
