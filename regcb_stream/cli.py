@@ -4,7 +4,7 @@
     producer | regcb-stream --cb_explore 4 --regcbopt -p /dev/stdout --quiet
 
 Flags named like VW's mean what they mean in VW; ``--oracle``, ``--schedule``, ``--beta``,
-``--ridge_l2``, ``--ridge_prior``, ``--blocks`` and ``--lenient`` are this tool's own.
+``--ridge_l2``, ``--ridge_prior`` and ``--lenient`` are this tool's own.
 Without ``--mellowness`` or ``--beta`` the exploration budget is `regcb_stream.RegCB`'s
 default, and the closing summary says which budget was in force.
 Exit status: 0 on success, 1 when the input has a bad example (the message names the
@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import stat
 import sys
+
+from threadpoolctl import threadpool_limits
 
 from regcb_stream.budget import DEFAULT_GRID
 from regcb_stream.driver import Driver, StreamSettings
+from regcb_stream.io.read_ahead import ReadAhead
 from regcb_stream.io.vw_text import VWParseError
 from regcb_stream.learner import DEFAULT_L2, RegCB
 from regcb_stream.oracles.ridge import RidgeOracle
@@ -43,9 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--lenient", action="store_true",
                     help="skip bad examples with a warning instead of stopping")
     io.add_argument("--blocks", action="store_true",
-                    help="read one epoch ahead, decide it in one computation and flush the "
-                         "predictions only when the buffer fills (default for input from a "
-                         "regular file; not for interactive use)")
+                    help=argparse.SUPPRESS)  # input is always read ahead as far as available
     cb = parser.add_argument_group("contextual bandit (as vw)")
     mode = cb.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
@@ -144,12 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     progress = ProgressTable(None if args.quiet else sys.stderr)
     with contextlib.ExitStack() as stack:
-        source = _open(stack, args.data, "r", sys.stdin)
         sink = _open(stack, args.predictions, "w", sys.stdout) if args.predictions else None
         driver = Driver(learner, settings, sink, progress, legacy=args.cb_force_legacy,
                         first_only=args.first_only and args.regcbopt, vw_compat=args.vw_compat)
-        blocks = args.blocks or (source is not sys.stdin and _is_regular_file(source))
-        status = _run(driver, source, _on_error(args, progress), blocks)
+        stack.enter_context(threadpool_limits(1, "blas"))  # one core does more than two
+        status = _run(driver, lambda: _input(stack, args.data), _on_error(args, progress))
     if not args.quiet:
         sys.stderr.write(progress.summary(learner.budget_in_force))
     if status == 0 and args.final_regressor:
@@ -211,9 +209,10 @@ def _on_error(args, progress: ProgressTable):
     return skip if args.lenient else None
 
 
-def _run(driver: Driver, source, on_error, blocks: bool) -> int:
+def _run(driver: Driver, source, on_error) -> int:
     try:
-        driver.run(source, on_error, blocks)
+        lines = source()
+        driver.run(lines, on_error, lines.ready)
     except VWParseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -223,20 +222,17 @@ def _run(driver: Driver, source, on_error, blocks: bool) -> int:
     return 0
 
 
-def _is_regular_file(stream) -> bool:
-    try:
-        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
-    except (OSError, ValueError, AttributeError):
-        return False
+def _input(stack: contextlib.ExitStack, name: str) -> ReadAhead:
+    """The input's lines, read ahead as far as available (like VW, only ``\n`` ends a
+    line, and bytes that are not UTF-8 fail their line, not the whole read)."""
+    if name in ("-", "/dev/stdin"):
+        return ReadAhead(sys.stdin.fileno())
+    return ReadAhead(stack.enter_context(open(name, "rb")).fileno())
 
 
 def _open(stack: contextlib.ExitStack, name: str, mode: str, default):
-    if name in ("-", "/dev/stdin" if mode == "r" else "/dev/stdout"):
-        if mode == "r" and hasattr(default, "reconfigure"):  # like VW: a bare \r does not
-            default.reconfigure(newline="\n", errors="surrogateescape")  # end a line
+    if name in ("-", "/dev/stdout"):
         return default  # reopening /dev/stdout would truncate a redirected stdout
-    if mode == "r":  # bytes that are not UTF-8 fail their line, not the whole read
-        return stack.enter_context(open(name, mode, newline="\n", errors="surrogateescape"))
     return stack.enter_context(open(name, mode))
 
 

@@ -6,10 +6,10 @@ the label if there is one. VW costs are learned as rewards ``-cost`` with the re
 ``(-cb_max_cost, -cb_min_cost)``; costs outside it are learned as they are (VW's
 behaviour) and only the bounds are clipped.
 
-Input is read in blocks: one example at a time (interactive use), or one epoch at a time
-(``blocks``), whose examples are encoded, decided, written and learned by a handful of
-numpy computations (the decision state is frozen within an epoch, so the output is the
-same).
+Input is read in blocks of the examples already available (``ready``): a file is read a
+block at a time, a process that waits for each prediction gets it at once. A block is
+encoded in a few numpy computations and run through ``learner.replay``, which decides each
+example before learning its label, so the output does not depend on how the input was cut.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from regcb_stream.io.vw_predictions import (
 from regcb_stream.io.vw_text import OnError, VWParseError, iter_adf, iter_cb_lines
 from regcb_stream.progress import ProgressTable
 
-MAX_BLOCK = 4096  # examples read ahead at most (unlabelled ones do not end an epoch)
+MAX_BLOCK = 4096  # examples read ahead at most
 
 
 @dataclass(frozen=True)
@@ -80,42 +80,35 @@ class Driver:
         self.first_only = first_only
         self.vw_compat = vw_compat
         self._warned_range = False
-        self._interactive = True
         self._labels = list(range(settings.n_actions or 0))
         columns = learner.encoder.columns
         self._text = TextEncoder(lambda keys: columns("x", keys), settings.interactions)
         self._adf = AdfEncoder(lambda keys: columns("a", keys), settings.interactions,
                                settings.constant)
 
-    def run(self, lines, on_error: OnError | None = None, blocks: bool = False) -> None:
+    def run(self, lines, on_error: OnError | None = None, ready=None) -> None:
         """Process every example of an iterable of text lines (a file).
 
         ``on_error`` is called with each bad example's `VWParseError`, which is then
         skipped; without it the error is raised, once every earlier prediction has been
-        written. With ``blocks``, the examples of one epoch are read ahead and decided in
-        one computation, and predictions are flushed when the buffer fills instead of
-        after every example; reading ahead waits for input, so interactive use needs
-        ``blocks=False``.
+        written. ``ready()`` says whether more input is available without waiting (as
+        `ReadAhead.ready`; default: always): examples are decided in blocks of what is
+        available, and the predictions of each block are flushed.
         """
-        self._interactive = not blocks
+        ready = ready or (lambda: True)
         if self.settings.adf:
             examples = iter_adf(lines, on_error, shared_text=True)
-            for batch in self._batches(examples, blocks):
+            for batch in self._batches(examples, ready):
                 self._adf_batch(batch, on_error)
             return
         records = iter_cb_lines(lines, self.settings.n_actions, on_error)
-        for batch in self._batches(records, blocks):
+        for batch in self._batches(records, ready):
             self._cb_batch(batch, on_error)
 
-    def _batches(self, records, blocks: bool):
-        """Lists of examples to decide together: one epoch's (at most ``MAX_BLOCK``, and
-        ADF examples with as many actions), or one example each without ``blocks``. A bad
-        example ends the list before it."""
-        if not blocks:
-            yield from ([record] for record in records)
-            return
-        batch, labelled, room = [], 0, self.learner.labels_until_rebuild
-        iterator = iter(records)
+    def _batches(self, records, ready):
+        """Lists of the examples available (at most ``MAX_BLOCK``, and ADF examples with
+        as many actions). A bad example ends the list before it."""
+        batch, iterator = [], iter(records)
         while True:
             try:
                 record = next(iterator)
@@ -126,33 +119,28 @@ class Driver:
                 raise error
             if batch and self.settings.adf and len(record.actions) != len(batch[0].actions):
                 yield batch
-                batch, labelled, room = [], 0, self.learner.labels_until_rebuild
+                batch = []
             batch.append(record)
-            labelled += _learnable(record.label)
-            if labelled == room or len(batch) == MAX_BLOCK:
+            if len(batch) == MAX_BLOCK or not ready():
                 yield batch
-                batch, labelled, room = [], 0, self.learner.labels_until_rebuild
+                batch = []
         yield batch
 
     def _cb_batch(self, batch: list, on_error: OnError | None) -> None:
-        """Encode, decide, write and learn single-line examples of one epoch."""
+        """Encode, decide, write and learn a block of single-line examples."""
         if not batch:
             return
         encoded = self._text.encode([record.body for record in batch])
         keep, reports = _checked(batch, encoded.errors, on_error)
         if keep:
             examples, rows = _kept(batch, encoded.rows, keep)
-            decision = self.learner.decide_many(rows, self._labels)
-            pmfs, orders = self._shown(decision.pmf, decision.prediction)
-            self._write(pmfs, orders, [record.tag for record in examples])
             per_example = (1 if self.legacy else len(self._labels))
             counts = (encoded.n_features[keep] + self.settings.constant) * per_example
-            self._learn(examples, rows, pmfs, orders, counts.tolist(), action_offset=1,
-                        candidates=decision.candidates)
+            self._replay(examples, rows, self._labels, counts.tolist(), action_offset=1)
         _report(reports, on_error)
 
     def _adf_batch(self, batch: list, on_error: OnError | None) -> None:
-        """Encode, decide, write and learn ADF examples of one epoch with as many actions
+        """Encode, decide, write and learn a block of ADF examples with as many actions
         each (their shared lines still text)."""
         if not batch:
             return
@@ -164,12 +152,36 @@ class Driver:
             empty = np.zeros((len(examples), 0))
             self._write(empty, empty.astype(np.intp), [ex.tag for ex in examples])
         elif examples:
-            decision = self.learner.decide_many([{}] * len(examples), rows)
-            pmfs, orders = self._shown(decision.pmf, decision.prediction)
-            self._write(pmfs, orders, [example.tag for example in examples])
-            self._learn(examples, rows, pmfs, orders, encoded.n_features[keep].tolist(),
-                        action_offset=0, candidates=decision.candidates)
+            self._replay(examples, [{}] * len(examples), rows,
+                         encoded.n_features[keep].tolist(), action_offset=0)
         _report(reports, on_error)
+
+    def _replay(self, examples: list, contexts, actions, n_features: list[int],
+                action_offset: int) -> None:
+        """Decide and learn a block (single-line: contexts and the action labels; ADF:
+        empty contexts and the rows of each action), write the predictions and update
+        the progress table with VW's IPS loss ``cost * pmf(action) / prob`` of each label."""
+        n = len(examples)
+        played, costs = np.full(n, -1, np.intp), np.zeros(n)
+        probs, weights = np.ones(n), np.ones(n)
+        for i, example in enumerate(examples):
+            label = example.label
+            if _learnable(label):
+                self._check_cost(label.cost, example.line_no)
+                played[i], costs[i], probs[i] = label.action - action_offset, label.cost, label.prob
+                weights[i] = self._weight(example)
+        decision = self.learner.replay(contexts, actions, played, -costs, probs, weights)
+        pmfs, orders = self._shown(decision.pmf, decision.prediction)
+        self._write(pmfs, orders, [example.tag for example in examples])
+        learned = played >= 0
+        chosen = pmfs[np.arange(n), np.where(learned, played, 0)]
+        losses = np.where(learned, costs * chosen / probs, np.nan).tolist()
+        labels = list(zip(played.tolist(), costs.tolist(), probs.tolist()))
+        losses = [loss if ok else None for loss, ok in zip(losses, learned.tolist())]
+        labels = [label if ok else None for label, ok in zip(labels, learned.tolist())]
+        firsts = orders[:, 0].tolist()
+        predictions = [(a, float(p[a])) for a, p in zip(firsts, pmfs)]
+        self.progress.update_block(losses, labels, predictions, n_features)
 
     def _shown(self, pmfs: np.ndarray, predictions: np.ndarray):
         """The distributions as written (``--first_only``, VW's ties) and the print order
@@ -193,38 +205,7 @@ class Driver:
         else:
             text = format_block(pmfs, orders, tags)
         self.predictions.write(text)
-        if self._interactive:  # a process may be waiting for this line
-            self.predictions.flush()
-
-    def _learn(self, examples: list, rows, pmfs: np.ndarray, orders: np.ndarray,
-               n_features: list[int], action_offset: int, candidates=None) -> None:
-        """Learn the labelled examples (single-line: a row each; ADF: a row per action
-        of each) and update the progress table with VW's IPS loss ``cost * pmf(action) /
-        prob`` of each; ``candidates`` (automatic budget): each candidate budget's
-        distributions ``(n, J, K)``."""
-        losses, labels = [None] * len(examples), [None] * len(examples)
-        learn = [i for i, example in enumerate(examples) if _learnable(example.label)]
-        for i in learn:
-            label = examples[i].label
-            self._check_cost(label.cost, examples[i].line_no)
-            action = label.action - action_offset
-            losses[i] = label.cost * float(pmfs[i, action]) / label.prob
-            labels[i] = (action, label.cost, label.prob)
-        if learn:
-            chosen = [labels[i][0] for i in learn]
-            adf = action_offset == 0  # rows are (n, K, L): learn the played action's row
-            self.learner.learn_many(
-                [{}] * len(learn) if adf else rows[learn],
-                EncodedRows(rows.index[learn, chosen], rows.value[learn, chosen]) if adf
-                else chosen,
-                [-labels[i][1] for i in learn],
-                [labels[i][2] for i in learn],
-                [self._weight(examples[i]) for i in learn],
-                None if candidates is None else candidates[learn, :, chosen],
-            )
-        firsts = orders[:, 0].tolist()
-        predictions = [(a, float(p[a])) for a, p in zip(firsts, pmfs)]
-        self.progress.update_block(losses, labels, predictions, n_features)
+        self.predictions.flush()  # a process may be waiting for these lines
 
     def _weight(self, example) -> float:
         """Importance weight of a label: 1, or VW's 1/prob on an ADF example's last line."""

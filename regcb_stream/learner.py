@@ -261,6 +261,101 @@ class RegCB:
             self._score(np.asarray(candidates, float), probs, rewards)
         self._learn_rows(x, models, rewards, weights)
 
+    def replay(self, contexts, actions: Sequence, played, rewards, probs=None, weights=None
+               ) -> Decision:
+        """Progressive validation of a logged stream: for each context in turn, decide,
+        then learn its logged label (``played[i]``: the index into the offered actions of
+        the logged action, -1 for a context without a label).
+
+        The same decisions and state as ``decide`` and ``learn`` called row by row, but
+        each epoch's rows are decided in one computation, and with the ridge oracle, the
+        ``online`` schedule and a fixed budget the whole block runs in one compiled loop.
+
+        Parameters
+        ----------
+        contexts
+            A block of contexts (``[{}] * n`` when the joint class's rows carry all the
+            features).
+        actions
+            The actions offered in every round, or the joint class's encoded rows
+            ``EncodedRows`` of shape ``(n, K, L)``.
+        played, rewards, probs, weights
+            Per row: the logged action's index (-1: no label), its reward, the probability
+            it was played with and its importance weight in the regression (default 1).
+
+        Returns
+        -------
+        Decision
+            Each row's decision, made before its own label was learned.
+
+        Examples
+        --------
+        >>> learner = RegCB(seed=0)
+        >>> which, logged = np.array([0, 1] * 50), np.array([0, 0, 1, 1] * 25)
+        >>> decision = learner.replay(np.eye(2)[which], ["a", "b"], logged, logged == which)
+        >>> decision.pmf[-2:].tolist(), learner.n_labels
+        ([[1.0, 0.0], [0.0, 1.0]], 100)
+        """
+        n = len(contexts)
+        played = np.asarray(played, dtype=np.intp).reshape(n)
+        rewards = np.asarray(rewards, dtype=float).reshape(n)
+        probs = np.ones(n) if probs is None else np.asarray(probs, dtype=float).reshape(n)
+        weights = np.ones(n) if weights is None else np.asarray(weights, float).reshape(n)
+        labelled = np.flatnonzero(played >= 0)
+        for prob in probs[labelled].tolist():
+            _check_prob(prob)
+        for reward in rewards[labelled].tolist():
+            self._check_reward(reward)
+        encoded = isinstance(actions, EncodedRows)  # the joint class's rows, per context
+        if self._compiled_replay():
+            return self._replay_compiled(contexts, actions, played, rewards, weights)
+        decisions, start = [], 0
+        while start < n:
+            rest = labelled[labelled >= start]
+            room = self.labels_until_rebuild
+            stop = n if len(rest) < room else int(rest[room - 1]) + 1
+            block = slice(start, stop)
+            decision = self.decide_many(contexts[block], actions[block] if encoded else actions)
+            rows = rest[rest < stop]
+            if len(rows):
+                chosen = played[rows]
+                self.learn_many(
+                    _take(contexts, rows),
+                    EncodedRows(actions.index[rows, chosen], actions.value[rows, chosen])
+                    if encoded else [actions[i] for i in chosen.tolist()],
+                    rewards[rows], probs[rows], weights[rows],
+                    None if decision.candidates is None
+                    else decision.candidates[rows - start, :, chosen])
+            decisions.append(decision)
+            start = stop
+        return Decision(*(np.concatenate(parts) for parts in zip(
+            *((d.pmf, d.prediction, d.low, d.high) for d in decisions))))
+
+    def _compiled_replay(self) -> bool:
+        """Whether ``replay`` can run in the oracle's compiled online loop."""
+        return (getattr(self._oracle, "compiled", False) and self.schedule == "online"
+                and self._budget_kind in ("beta", "mellowness")
+                and self._epoch > self.warm_start_epochs)
+
+    def _replay_compiled(self, contexts, actions, played, rewards, weights) -> Decision:
+        phi, models = self._features(contexts, actions)
+        k = phi.shape[1]
+        if (played >= k).any():
+            raise ValueError(f"played action index {int(played.max())} is not among the "
+                             f"{k} offered actions")
+        counts = self._n_labels + np.arange(np.count_nonzero(played >= 0) + 1)
+        budgets = [self._budget_after(int(count), k) for count in counts.tolist()]
+        lo, hi = self._range
+        pmf, prediction, low, high = self._oracle.replay_online(
+            phi, models, played, rewards, weights, budgets, self.variant == "optimistic",
+            self._range, TIE_TOLERANCE * (hi - lo))
+        learned = len(counts) - 1
+        self._n_labels += learned
+        self._n_frozen = self._n_labels
+        self._epoch += learned
+        self._next_rebuild = schedules.next_rebuild(self.schedule, self._n_labels)
+        return Decision(pmf, prediction, low, high)
+
     def play(self, contexts, actions: Sequence, reveal, uniforms=None
              ) -> tuple[np.ndarray, Decision]:
         """Simulate bandit feedback on a block of rounds: for each context in turn, decide,
@@ -463,9 +558,16 @@ class RegCB:
         return DEFAULT_MELLOWNESS if self.mellowness is None else self.mellowness
 
     def _budget(self, n_actions: int) -> float:
+        return self._budget_after(self._n_frozen, n_actions)
+
+    def _budget_after(self, n_labels: int, n_actions: int) -> float:
+        """The budget of a decision state built from ``n_labels`` labels (NaN: none, the
+        uniform play of the first epoch)."""
+        if n_labels == 0:
+            return math.nan
         return schedules.loss_budget(
             self._budget_kind,
-            n_labels=self._n_frozen,
+            n_labels=n_labels,
             n_actions=n_actions,
             span=self._range[1] - self._range[0],
             beta=self._beta,
@@ -620,6 +722,13 @@ class RegCB:
                 "allow_out_of_range=True to learn it as it is (VW's behaviour with costs)"
             )
 
+
+
+def _take(contexts, rows: np.ndarray):
+    """The contexts at ``rows`` of a block (an array, ``EncodedRows`` or a sequence)."""
+    if isinstance(contexts, (np.ndarray, EncodedRows)):
+        return contexts[rows]
+    return [contexts[i] for i in rows.tolist()]
 
 
 def _snapshot(context):

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from regcb_stream.bounds import ellipsoid_bounds
-from regcb_stream.oracles.base import SparseRows, learn_row_by_row
+from regcb_stream.oracles.base import SparseRows
+
+try:
+    from regcb_stream import _ridge
+except ImportError:  # not built (a source tree without `pip install`): the numpy reference
+    _ridge = None
+
+ONE_THREAD_FROM = 128  # dimension from which an inverse is limited to one BLAS thread
 
 
 class RidgeOracle:
@@ -20,9 +28,10 @@ class RidgeOracle:
     models that learned since the last one: by Sherman-Morrison rank-one updates when few
     labels are pending (O(D^2) each, so rebuilding after every label is cheap), by a fresh
     inverse when many are (and every ``max(64, D)`` rank-one updates, against rounding
-    drift). Sparse feature rows (``SparseRows``: VW's ADF features) gather only their
-    nonzero block of ``A^-1``, once per distinct set of columns in a block of rows (a
-    stream repeats its action lines, so an epoch of ADF decisions is a few matrix products).
+    drift). Rows are sparse (``SparseRows``; a dense row is the case of every column): a
+    row's moments cost O(nonzeros^2), its learning O(nonzeros^2) and its rank-one update
+    O(D^2), in the compiled kernels of ``regcb_stream/_ridge.c`` (``compiled``); the numpy
+    code beside them is their reference.
 
     Parameters
     ----------
@@ -63,6 +72,7 @@ class RidgeOracle:
 
     reward_range: tuple[float, float] = (0.0, 1.0)  # replaced by the learner's
     sparse_rows = True  # ``predict`` and ``bounds`` also take ``SparseRows``
+    compiled = _ridge is not None  # False: the numpy reference (tests compare the two)
 
     def __init__(self, l2: float = 1.0, prior: float | str = 0.0):
         if not (isinstance(l2, (int, float, np.number)) and 0 < l2 < np.inf):
@@ -73,11 +83,10 @@ class RidgeOracle:
             raise ValueError(f"prior must be a finite number or 'optimistic', got {prior!r}")
         self.l2 = l2
         self.prior = prior
-        self._a = np.zeros((0, 0, 0))  # l2 I + sum w x x^T, but for the unfolded rows
+        self._a = np.zeros((0, 0, 0))  # l2 I + sum w x x^T
         self._b = np.zeros((0, 0))  # sum w (y - prior) x
         self._a_inv = np.zeros((0, 0, 0))  # frozen decision state
         self._theta = np.zeros((0, 0))
-        self._unfolded: dict[int, list] = {}  # model -> (x, w) rows not yet added to _a
         self._pending: dict[int, list | None] = {}  # model -> rank-one updates, None: many
         self._updates = np.zeros(0, dtype=np.int64)  # rank-one updates since a fresh inverse
 
@@ -95,8 +104,6 @@ class RidgeOracle:
         m, d = max(n_models, m0), max(dim, d0)
         if (m, d) == (m0, d0):
             return
-        for model in list(self._unfolded):  # rows are shorter than the new dimension
-            self._fold(model)
         eye = np.eye(d)
         self._a = _pad(self._a, (m, d, d), self.l2 * eye)
         self._a_inv = _pad(self._a_inv, (m, d, d), eye / self.l2)
@@ -111,97 +118,77 @@ class RidgeOracle:
         """The prediction the penalty shrinks toward (``prior`` resolved)."""
         return self.reward_range[1] if self.prior == "optimistic" else float(self.prior)
 
-    def learn(self, x: np.ndarray, model: int, y: float, weight: float = 1.0) -> None:
-        """Add one example to the sufficient statistics of ``model``."""
+    @property
+    def refresh_every(self) -> int:
+        """Rank-one updates of a model's inverse between two fresh inverses."""
+        return max(64, self.dim)
+
+    def learn(self, x, model: int, y: float, weight: float = 1.0) -> None:
+        """Add one example to the sufficient statistics of ``model``: ``x`` a dense row
+        ``(D,)`` or an ``(index, value)`` pair of 1-D arrays."""
+        index, value = _sparse_row(x, self.dim)
         residual = y - self.prior_mean
-        self._b[model] += (weight * residual) * x
-        self._unfolded.setdefault(model, []).append((x, weight))
+        if self.compiled:
+            _ridge.learn(self._a, self._b, model, index, value, len(index), self.dim,
+                         weight, residual)
+        else:
+            self._a[model][np.ix_(index, index)] += weight * np.outer(value, value)
+            np.add.at(self._b[model], index, weight * residual * value)
         pending = self._pending.setdefault(model, [])
         if pending is not None:
-            pending.append((x, weight, residual))
-
-    def learn_many(self, x, models, y, weight) -> None:
-        """Add a block of examples: one matrix product per model (the same statistics as
-        ``learn`` row by row, up to rounding). ``x`` may be ``SparseRows`` of shape ``(n, 1,
-        L)``: one model's rows are then added one small product per column pattern."""
-        if isinstance(x, SparseRows):
-            index, value = x.index[:, 0], x.value[:, 0]
-            if self._learn_patterns(index, value, models, y, weight):
-                return
-            x = np.zeros((len(index), self.dim))
-            np.add.at(x, (np.arange(len(index))[:, None], index), value)
-        if len(x) < 8:
-            return learn_row_by_row(self, x, models, y, weight)
-        models, weight = np.asarray(models), np.asarray(weight, dtype=float)
-        wx = weight[:, None] * x
-        residual = np.asarray(y, dtype=float) - self.prior_mean
-        for model in np.unique(models).tolist():
-            pick = np.flatnonzero(models == model)
-            self._fold(model)
-            self._a[model] += wx[pick].T @ x[pick]
-            self._b[model] += residual[pick] @ wx[pick]
-            pending = self._pending.setdefault(model, [])
-            if pending is not None and 4 * (len(pending) + len(pick)) <= self.dim:
-                self._unfolded[model] = []  # already in _a
-                pending.extend(zip(x[pick], weight[pick].tolist(), residual[pick].tolist()))
+            if 4 * (len(pending) + 1) <= self.dim:
+                pending.append((index, value, weight, residual))
             else:  # the rebuild will invert afresh
                 self._pending[model] = None
 
-    def _learn_patterns(self, index, value, models, y, weight) -> bool:
-        """Add sparse rows of one model to its Gram matrix per column pattern, when they
-        share few patterns and are too many for rank-one updates; False otherwise."""
-        models = np.asarray(models)
-        model = int(models[0])
-        pending = self._pending.get(model, [])
-        if (pending is not None and 4 * (len(pending) + len(index)) <= self.dim) or not (
-                models == model).all():
-            return False
-        patterns = _patterns(index)
-        if patterns is None:
-            return False
-        self._fold(model)
-        weight = np.asarray(weight, dtype=float)
-        residual = np.asarray(y, dtype=float) - self.prior_mean
-        for first, members in patterns:
-            cols, rows = index[first], value[members]
-            weighted = weight[members, None] * rows
-            np.add.at(self._a[model], (cols[:, None], cols[None, :]), weighted.T @ rows)
-            np.add.at(self._b[model], cols, residual[members] @ weighted)
-        self._pending[model] = None  # the rebuild will invert afresh
-        return True
+    def learn_many(self, x, models, y, weight) -> None:
+        """``learn`` row by row: ``x`` dense ``(n, D)`` or ``SparseRows`` ``(n, 1, L)``."""
+        if isinstance(x, SparseRows):
+            rows = zip(x.index[:, 0], x.value[:, 0])
+        else:
+            rows = iter(x)
+        for row, model, target, w in zip(rows, np.asarray(models).tolist(),
+                                          np.asarray(y, float).tolist(),
+                                          np.asarray(weight, float).tolist()):
+            self.learn(row, model, target, w)
 
     def rebuild(self) -> None:
         """Solve the ridge problems of the models that learned since the last rebuild:
         by Sherman-Morrison rank-one updates of the inverse and of the solution when few
         labels are pending, by a fresh inverse when many are (and every ``max(64, D)``
         rank-one updates, against rounding drift)."""
-        d = self.dim
         for model, pending in sorted(self._pending.items()):
-            a_inv, theta = self._a_inv[model], self._theta[model]
-            if pending is None or 4 * len(pending) > d or self._updates[model] >= max(64, d):
-                self._fold(model)
-                a_inv[...] = np.linalg.inv(self._a[model])
-                theta[...] = a_inv @ self._b[model]
-                self._updates[model] = 0
+            if pending is None or self._updates[model] >= self.refresh_every:
+                self._invert(model)
                 continue
-            for x, weight, residual in pending:
-                spread = a_inv @ x
-                gain = weight / (1.0 + weight * float(x @ spread))
-                theta += (gain * (residual - float(x @ theta))) * spread
-                a_inv -= np.multiply.outer(spread, gain * spread)
+            for index, value, weight, residual in pending:
+                self._rank_one(model, index, value, weight, residual)
             self._updates[model] += len(pending)
         self._pending.clear()
 
-    def _fold(self, model: int) -> None:
-        """Add the rows learned one at a time since the last fold to ``model``'s Gram
-        matrix, in one matrix product."""
-        rows = self._unfolded.pop(model, None)
-        if rows:
-            x = np.array([row for row, _ in rows])
-            w = np.array([weight for _, weight in rows])
-            self._a[model] += (x.T * w) @ x
+    def _invert(self, model: int) -> None:
+        """A fresh inverse and solution of one model (on one thread: BLAS threads make a
+        large inverse several times slower on a small machine, and cost ~1 ms to limit)."""
+        if self.dim >= ONE_THREAD_FROM:
+            with threadpool_limits(1, "blas"):
+                self._a_inv[model] = np.linalg.inv(self._a[model])
+        else:
+            self._a_inv[model] = np.linalg.inv(self._a[model])
+        self._theta[model] = self._a_inv[model] @ self._b[model]
+        self._updates[model] = 0
 
-    def predict(self, phi: np.ndarray, models: np.ndarray) -> np.ndarray:
+    def _rank_one(self, model: int, index, value, weight: float, residual: float) -> None:
+        """Sherman-Morrison update of one model's inverse and solution by one row."""
+        if self.compiled:
+            return _ridge.rank_one(self._a_inv, self._theta, model, index, value, len(index),
+                                   self.dim, weight, residual)
+        a_inv, theta = self._a_inv[model], self._theta[model]
+        spread = value @ a_inv[index]
+        gain = weight / (1.0 + weight * float(value @ spread[index]))
+        theta += (gain * (residual - float(value @ theta[index]))) * spread
+        a_inv -= np.multiply.outer(spread, gain * spread)
+
+    def predict(self, phi, models) -> np.ndarray:
         """Frozen ridge predictions, shape ``(n, K)``."""
         return self.moments(phi, models)[0]
 
@@ -211,103 +198,91 @@ class RidgeOracle:
         return (prediction, *ellipsoid_bounds(prediction, variance, budget))
 
     def moments(self, phi, models):
-        """Prediction and ``phi^T A^-1 phi`` per (context, action) of the frozen fit."""
-        if isinstance(phi, SparseRows):
-            return self._sparse_moments(phi, models)
-        if isinstance(models, np.ndarray) and models.size > 1 and (models == models[0]).all():
-            rows = phi.reshape(-1, phi.shape[-1])
-            pred, var = self._dense_row_moments(rows, int(models[0]))
-            return pred.reshape(phi.shape[:2]), var.reshape(phi.shape[:2])
-        theta, a_inv = self._theta[models], self._a_inv[models]
-        if phi.strides[1] == 0:  # product class: the same context row for every action
-            x = phi[:, 0, :]
-            return x @ theta.T + self.prior_mean, np.maximum(_quadratic_forms(x, a_inv), 0.0)
-        per_model = np.swapaxes(phi, 0, 1)  # (K, n, D)
-        pred = np.matmul(per_model, theta[:, :, None])[..., 0]
-        var = np.einsum("knd,knd->kn", np.matmul(per_model, a_inv), per_model)
-        return pred.T + self.prior_mean, np.maximum(var.T, 0.0)
-
-    def _sparse_moments(self, phi: SparseRows, models):
-        """``moments`` of padded sparse rows ``(n, K, L)``, one model's columns at a time."""
-        n, k, width = phi.index.shape
-        models = np.arange(self.n_models)[models] if isinstance(models, slice) else models
-        pred, var = np.empty((n, k)), np.empty((n, k))
-        for model in np.unique(models).tolist():
-            cols = np.flatnonzero(models == model)
-            whole = len(cols) == k  # one model (the joint class): no copies
-            index = (phi.index if whole else phi.index[:, cols]).reshape(-1, width)
-            value = (phi.value if whole else phi.value[:, cols]).reshape(-1, width)
-            p, v = self._row_moments(index, value, model)
-            pred[:, cols], var[:, cols] = p.reshape(n, -1), v.reshape(n, -1)
-        return pred, var
-
-    def _dense_row_moments(self, rows: np.ndarray, model: int):
-        """Moments of dense feature rows ``(N, D)`` under one model (as sparse rows when
-        most of their entries are zero)."""
-        nonzero = rows != 0
-        width = int(nonzero.sum(axis=1).max())
-        if 4 * width < rows.shape[1]:
-            index = np.argsort(~nonzero, axis=1, kind="stable")[:, :width]
-            return self._row_moments(index, np.take_along_axis(rows, index, axis=1), model)
-        pred = rows @ self._theta[model] + self.prior_mean
-        return pred, np.maximum(np.einsum("nd,nd->n", rows @ self._a_inv[model], rows), 0.0)
-
-    def _row_moments(self, index: np.ndarray, value: np.ndarray, model: int):
-        """Moments of padded sparse rows ``(N, L)`` under one model: the block of ``A^-1``
-        at a row's columns is gathered once per distinct column pattern (or row by row,
-        in chunks, when the rows share few patterns)."""
-        a_inv = self._a_inv[model]
-        pred = np.einsum("nl,nl->n", self._theta[model][index], value) + self.prior_mean
-        var = np.empty(len(index))
-        patterns = _patterns(index)
-        if patterns is not None:
-            for first, members in patterns:
-                block = a_inv[np.ix_(index[first], index[first])]
-                rows = value[members]
-                var[members] = np.einsum("nl,nl->n", rows @ block, rows)
-        else:
-            step = max(1, 2_000_000 // index.shape[1] ** 2)
-            for start in range(0, len(index), step):
-                idx, rows = index[start : start + step], value[start : start + step]
-                block = a_inv[idx[:, :, None], idx[:, None, :]]
-                var[start : start + step] = np.einsum("nl,nlm,nm->n", rows, block, rows)
+        """Prediction and ``phi^T A^-1 phi`` per (context, action) of the frozen fit:
+        ``phi`` dense ``(n, K, D)`` or ``SparseRows``, ``models`` ids ``(K,)`` or a slice."""
+        index, value = _rows(phi)
+        models = self._model_ids(models)
+        n, k = index.shape[0], len(models)
+        if self.compiled:
+            pred, var = np.empty((n, k)), np.empty((n, k))
+            _ridge.moments(self._a_inv, self._theta, models, index, value, n, index.shape[1],
+                           k, index.shape[2], self.dim, self.prior_mean, pred, var)
+            return pred, var
+        dense = np.zeros((n, index.shape[1], self.dim))
+        np.add.at(dense, (np.arange(n)[:, None, None], np.arange(index.shape[1])[:, None],
+                          index), value)
+        dense = np.broadcast_to(dense, (n, k, self.dim))
+        pred = np.einsum("nkd,kd->nk", dense, self._theta[models]) + self.prior_mean
+        var = np.einsum("nkd,kde,nke->nk", dense, self._a_inv[models], dense)
         return pred, np.maximum(var, 0.0)
 
+    def _model_ids(self, models) -> np.ndarray:
+        """Model ids as a contiguous int64 array (from an array or a slice)."""
+        if isinstance(models, slice):
+            return np.arange(self.n_models, dtype=np.int64)[models]
+        return np.ascontiguousarray(models, dtype=np.int64)
 
-def _patterns(index: np.ndarray) -> list[tuple[int, np.ndarray]] | None:
-    """Rows of ``index`` grouped by identical content, as (first row, member rows), or
-    None when there are more than ``len(index) / 8`` groups (gathering per row is then
-    cheaper). Rows are grouped by a random-projection fingerprint, then checked."""
-    if len(index) < 16:
-        return None
-    weights = np.random.default_rng(0).integers(1, 2**62, index.shape[1], dtype=np.int64)
-    with np.errstate(over="ignore"):
-        keys = np.asarray(index, np.int64) @ weights
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    if 8 * len(first) > len(index) or not (index == index[first[inverse]]).all():
-        return None
-    order = np.argsort(inverse, kind="stable")
-    ends = np.cumsum(np.bincount(inverse))
-    return list(zip(first.tolist(), np.split(order, ends[:-1])))
+    def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
+                      reward_range: tuple[float, float], tolerance: float):
+        """Decide and learn a block of logged examples in order, rebuilding after every
+        label (the ``online`` schedule), in the compiled loop.
+
+        ``played[i]``: the column learned after example ``i``'s decision (-1: none),
+        ``budgets[j]``: the budget after ``j`` more labels (NaN: uniform play). Returns the
+        distributions, predictions and clipped bounds, ``(n, K)`` each."""
+        index, value = _rows(phi)
+        models = self._model_ids(models)
+        (n, r, width), k = index.shape, len(models)
+        self.rebuild()  # nothing may be pending when the loop starts
+        out = [np.empty((n, k)) for _ in range(4)]
+        played = np.ascontiguousarray(played, dtype=np.int64)
+        rewards, weights = (np.ascontiguousarray(a, dtype=float) for a in (rewards, weights))
+        budgets = np.ascontiguousarray(budgets, dtype=float)
+        start = 0
+        while start < n:
+            start, learned, stale = _ridge.run_online(
+                self._a, self._b, self._a_inv, self._theta, self._updates, models, index,
+                value, played, rewards, weights, budgets, *out, start, n, r, k, width,
+                self.dim, optimistic, self.refresh_every, self.prior_mean, *reward_range,
+                tolerance)
+            budgets = budgets[learned:]
+            if stale >= 0:
+                self._invert(stale)
+        pmf, prediction, low, high = out
+        return pmf, prediction, low, high
 
 
-def _quadratic_forms(x: np.ndarray, matrices: np.ndarray) -> np.ndarray:
-    """``x[i] @ matrices[k] @ x[i]`` for every row i and matrix k, shape ``(n, K)``: for a
-    few rows a batched product, else one matrix product of the rows' outer products with
-    the flattened matrices (much faster than a batched matmul for many rows), in chunks
-    that keep the outer products under ~32 MB."""
-    n, d = x.shape
-    if n == 1:
-        return ((matrices @ x[0]) @ x[0])[None]
-    if n <= 4:
-        return np.einsum("knd,nd->nk", x @ matrices, x)
-    flat = matrices.reshape(len(matrices), d * d).T
-    out = np.empty((n, len(matrices)))
-    step = max(1, 4_000_000 // (d * d))
-    for start in range(0, n, step):
-        rows = x[start : start + step]
-        out[start : start + step] = (rows[:, :, None] * rows[:, None, :]).reshape(-1, d * d) @ flat
-    return out
+def _rows(phi) -> tuple[np.ndarray, np.ndarray]:
+    """Contiguous ``(index, value)`` of shape ``(n, R, L)`` for the kernels: ``R = 1`` when
+    every action shares the row (the product class's broadcast view), else ``R = K``."""
+    if isinstance(phi, SparseRows):
+        index, value = phi.index, phi.value
+    else:
+        index = np.broadcast_to(np.arange(phi.shape[2]), phi.shape)
+        value = phi
+    if value.shape[1] > 1 and value.strides[1] == 0 and index.strides[1] == 0:
+        index, value = index[:, :1], value[:, :1]
+    return (np.ascontiguousarray(index, dtype=np.int64),
+            np.ascontiguousarray(value, dtype=float))
+
+
+def _sparse_row(x, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(index, value)`` of a row given dense or as a pair."""
+    if isinstance(x, tuple):
+        index, value = x
+        return (np.ascontiguousarray(index, dtype=np.int64),
+                np.ascontiguousarray(value, dtype=float))
+    return _columns(dim), np.ascontiguousarray(x, dtype=float)
+
+
+_COLUMNS: dict[int, np.ndarray] = {}
+
+
+def _columns(dim: int) -> np.ndarray:
+    """``arange(dim)`` (cached: the index of a dense row)."""
+    if dim not in _COLUMNS:
+        _COLUMNS[dim] = np.arange(dim, dtype=np.int64)
+    return _COLUMNS[dim]
 
 
 def _pad(array: np.ndarray, shape: tuple[int, ...], fill) -> np.ndarray:

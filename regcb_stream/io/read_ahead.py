@@ -1,0 +1,64 @@
+"""Input lines read ahead as far as data is available, never waiting for more.
+
+A stream is decided a block of examples at a time, but the interactive protocol (write an
+example, read its prediction, then write the next) must keep working: `ReadAhead` reads
+whatever the descriptor has (up to a chunk), and `ready` tells the caller whether another
+line can be had without waiting. A file is always ready; a pipe from a process that waits
+for a prediction is not, so that example is decided at once.
+
+>>> read, write = os.pipe()
+>>> _ = os.write(write, b"1:0.5:0.2 | a\\n2 | b\\n3 | c")
+>>> lines = ReadAhead(read)
+>>> it = iter(lines)
+>>> next(it), lines.ready()
+('1:0.5:0.2 | a\\n', True)
+>>> next(it), lines.ready()  # the rest of line 3 has not been written yet
+('2 | b\\n', False)
+>>> os.close(write)
+>>> list(it)
+['3 | c']
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import select
+from collections.abc import Iterator
+
+CHUNK = 1 << 16
+
+
+class ReadAhead:
+    """The lines of a file descriptor (with their ``\\n``, as text-mode iteration gives
+    them; bytes that are not UTF-8 become surrogate escapes and fail their own line)."""
+
+    def __init__(self, fd: int, chunk: int = CHUNK):
+        self._fd = fd
+        self._chunk = chunk
+        self._lines: collections.deque[str] = collections.deque()
+        self._tail = b""
+
+    def __iter__(self) -> Iterator[str]:
+        lines = self._lines
+        while lines or self._fill():
+            yield lines.popleft()
+
+    def ready(self) -> bool:
+        """Whether a line is buffered or the descriptor has data (or its end) to read."""
+        return bool(self._lines) or bool(select.select([self._fd], [], [], 0)[0])
+
+    def _fill(self) -> bool:
+        """Read until a line is complete (or the input ends); False at the end."""
+        while not self._lines:
+            data = os.read(self._fd, self._chunk)
+            if not data:
+                if not self._tail:
+                    return False
+                self._lines.append(self._tail.decode("utf-8", "surrogateescape"))
+                self._tail = b""
+                return True
+            *complete, self._tail = (self._tail + data).split(b"\n")
+            self._lines.extend(line.decode("utf-8", "surrogateescape") + "\n"
+                               for line in complete)
+        return True
