@@ -9,11 +9,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml setup.py regcb_stream/_ridge.c | $(BIN)/python
+$(VENV)/.installed: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/io/_scan.c | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml setup.py regcb_stream/_ridge.c | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/io/_scan.c | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@ $(VENV)/.installed
 
@@ -31,7 +31,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/oracles.py --update
 	$(BIN)/python benchmarks/ridge_prior.py
 	$(BIN)/python benchmarks/throughput.py
-	$(BIN)/python benchmarks/cli_throughput.py
+	$(BIN)/python benchmarks/command_speed.py
 	$(BIN)/python benchmarks/soak.py
 	$(BIN)/python benchmarks/oracle_trees.py
 	$(BIN)/python benchmarks/defaults.py

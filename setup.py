@@ -1,6 +1,9 @@
-"""The compiled kernels of the ridge oracle (everything else is in pyproject.toml)."""
+"""The compiled kernels: ridge oracle, VW text tokenizer (everything else is in pyproject.toml)."""
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("regcb_stream._ridge", ["regcb_stream/_ridge.c"],
-                             extra_compile_args=["-O3", "-std=c99"])])
+ARGS = ["-O3", "-std=c99"]
+setup(ext_modules=[
+    Extension("regcb_stream._ridge", ["regcb_stream/_ridge.c"], extra_compile_args=ARGS),
+    Extension("regcb_stream.io._scan", ["regcb_stream/io/_scan.c"], extra_compile_args=ARGS),
+])

@@ -8,7 +8,8 @@
  * Layout: M models over D features; a, a_inv (M, D, D), b, theta (M, D), updates (M,)
  * int64.  Rows are padded sparse rows: index (int64) and value (float64) of shape
  * (n, R, L), R = 1 (a context shared by every action: the product class) or R = K (a row
- * per action: the joint class); padding has value 0 and is skipped.
+ * per action: the joint class); padding has value 0 and is skipped.  An empty index
+ * buffer means dense rows (L = D), whose sums run over contiguous memory.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,33 +17,68 @@
 #include <stdint.h>
 #include <string.h>
 
-/* prediction (without the prior) and x^T A^-1 x of one sparse row */
+/* Sums in four interleaved accumulators: a fixed order (the same result on every
+ * machine, no -ffast-math) that keeps four additions in flight instead of one. */
+static double dot(const double *a, const double *b, Py_ssize_t n) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    Py_ssize_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += a[i] * b[i];
+        s1 += a[i + 1] * b[i + 1];
+        s2 += a[i + 2] * b[i + 2];
+        s3 += a[i + 3] * b[i + 3];
+    }
+    for (; i < n; i++) s0 += a[i] * b[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* sum of a[index[i]] * b[i] */
+static double gather_dot(const double *a, const int64_t *index, const double *b,
+                         Py_ssize_t n) {
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    Py_ssize_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += a[index[i]] * b[i];
+        s1 += a[index[i + 1]] * b[i + 1];
+        s2 += a[index[i + 2]] * b[i + 2];
+        s3 += a[index[i + 3]] * b[i + 3];
+    }
+    for (; i < n; i++) s0 += a[index[i]] * b[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+/* prediction (without the prior) and x^T A^-1 x of one row: sparse (index, value) of
+ * length L, or dense (index NULL, L = D); by symmetry, each pair of columns once */
 static void row_moments(const double *a_inv, const double *theta, Py_ssize_t D,
                         const int64_t *index, const double *value, Py_ssize_t L,
                         double *pred, double *var) {
-    double p = 0.0, v = 0.0;
+    double v = 0.0;
     for (Py_ssize_t l = 0; l < L; l++) {
         double x = value[l];
         if (x == 0.0) continue;
-        const double *row = a_inv + index[l] * D;
-        double s = 0.0;
-        for (Py_ssize_t m = 0; m < L; m++) s += row[index[m]] * value[m];
-        v += x * s;
-        p += theta[index[l]] * x;
+        Py_ssize_t col = index ? index[l] : l;
+        const double *row = a_inv + col * D;
+        double rest = index ? gather_dot(row, index + l + 1, value + l + 1, L - l - 1)
+                            : dot(row + l + 1, value + l + 1, L - l - 1);
+        v += x * (row[col] * x + 2.0 * rest);
     }
-    *pred = p;
+    *pred = index ? gather_dot(theta, index, value, L) : dot(theta, value, L);
     *var = v > 0.0 ? v : 0.0;
 }
 
-/* a += w x x^T and b += w r x for one sparse row */
+/* a += w x x^T and b += w r x for one row (sparse, or dense with index NULL) */
 static void gram_add(double *a, double *b, Py_ssize_t D, const int64_t *index,
                      const double *value, Py_ssize_t L, double weight, double residual) {
     for (Py_ssize_t l = 0; l < L; l++) {
         double wx = weight * value[l];
         if (wx == 0.0) continue;
-        double *row = a + index[l] * D;
-        for (Py_ssize_t m = 0; m < L; m++) row[index[m]] += wx * value[m];
-        b[index[l]] += wx * residual;
+        Py_ssize_t col = index ? index[l] : l;
+        double *row = a + col * D;
+        if (index)
+            for (Py_ssize_t m = 0; m < L; m++) row[index[m]] += wx * value[m];
+        else
+            for (Py_ssize_t m = 0; m < L; m++) row[m] += wx * value[m];
+        b[col] += wx * residual;
     }
 }
 
@@ -55,14 +91,11 @@ static void rank_one(double *a_inv, double *theta, Py_ssize_t D, const int64_t *
     for (Py_ssize_t l = 0; l < L; l++) {  /* A^-1 x = sum of rows (A^-1 is symmetric) */
         double x = value[l];
         if (x == 0.0) continue;
-        const double *row = a_inv + index[l] * D;
+        const double *row = a_inv + (index ? index[l] : l) * D;
         for (Py_ssize_t i = 0; i < D; i++) spread[i] += x * row[i];
     }
-    double quad = 0.0, fit = 0.0;
-    for (Py_ssize_t l = 0; l < L; l++) {
-        quad += value[l] * spread[index[l]];
-        fit += value[l] * theta[index[l]];
-    }
+    double quad = index ? gather_dot(spread, index, value, L) : dot(spread, value, L);
+    double fit = index ? gather_dot(theta, index, value, L) : dot(theta, value, L);
     double gain = weight / (1.0 + weight * quad);
     double step = gain * (residual - fit);
     for (Py_ssize_t i = 0; i < D; i++) theta[i] += step * spread[i];
@@ -99,6 +132,17 @@ static int expect(Py_buffer *buffer, Py_ssize_t items, Py_ssize_t itemsize, cons
     return 1;
 }
 
+/* rows: index and value of n rows of length L, or an empty index and dense rows (L = D) */
+static int rows_ok(Py_buffer *index, Py_buffer *value, Py_ssize_t n, Py_ssize_t L,
+                   Py_ssize_t D) {
+    if (index->len == 0 && L != D) {
+        PyErr_Format(PyExc_ValueError, "dense rows have length %zd, expected %zd", L, D);
+        return 0;
+    }
+    return (index->len == 0 || expect(index, n * L, 8, "index")) &&
+           expect(value, n * L, 8, "value");
+}
+
 #define RELEASE(...)                                                            \
     do {                                                                        \
         Py_buffer *all_[] = {__VA_ARGS__};                                      \
@@ -120,8 +164,8 @@ static PyObject *py_moments(PyObject *self, PyObject *args) {
         return NULL;
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double));
     int ok = expect(&a_inv, M * D * D, 8, "a_inv") && expect(&models, K, 8, "models") &&
-             expect(&index, n * R * L, 8, "index") && expect(&value, n * R * L, 8, "value") &&
-             expect(&pred, n * K, 8, "pred") && expect(&var, n * K, 8, "var");
+             rows_ok(&index, &value, n * R, L, D) && expect(&pred, n * K, 8, "pred") &&
+             expect(&var, n * K, 8, "var");
     const int64_t *model = models.buf;
     for (Py_ssize_t k = 0; ok && k < K; k++)
         if (model[k] < 0 || model[k] >= M) {
@@ -131,12 +175,12 @@ static PyObject *py_moments(PyObject *self, PyObject *args) {
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
         const double *ai = a_inv.buf, *th = theta.buf, *val = value.buf;
-        const int64_t *idx = index.buf;
+        const int64_t *idx = index.len ? index.buf : NULL;
         double *p = pred.buf, *v = var.buf;
         for (Py_ssize_t i = 0; i < n; i++)
             for (Py_ssize_t k = 0; k < K; k++) {
                 Py_ssize_t row = (i * R + (R == 1 ? 0 : k)) * L;
-                row_moments(ai + model[k] * D * D, th + model[k] * D, D, idx + row,
+                row_moments(ai + model[k] * D * D, th + model[k] * D, D, idx ? idx + row : NULL,
                             val + row, L, p + i * K + k, v + i * K + k);
                 p[i * K + k] += prior;
             }
@@ -156,8 +200,7 @@ static PyObject *row_update(PyObject *args, int sherman_morrison) {
                           &weight, &residual))
         return NULL;
     Py_ssize_t M = vec.len / (D * (Py_ssize_t)sizeof(double));
-    int ok = expect(&mat, M * D * D, 8, "matrices") && expect(&index, L, 8, "index") &&
-             expect(&value, L, 8, "value");
+    int ok = expect(&mat, M * D * D, 8, "matrices") && rows_ok(&index, &value, 1, L, D);
     if (ok && (model < 0 || model >= M)) {
         PyErr_Format(PyExc_ValueError, "model %zd out of range", model);
         ok = 0;
@@ -168,10 +211,11 @@ static PyObject *row_update(PyObject *args, int sherman_morrison) {
         ok = 0;
     }
     double *m = (double *)mat.buf + model * D * D, *v = (double *)vec.buf + model * D;
+    const int64_t *idx = index.len ? index.buf : NULL;
     if (ok && sherman_morrison)
-        rank_one(m, v, D, index.buf, value.buf, L, weight, residual, spread);
+        rank_one(m, v, D, idx, value.buf, L, weight, residual, spread);
     else if (ok)
-        gram_add(m, v, D, index.buf, value.buf, L, weight, residual);
+        gram_add(m, v, D, idx, value.buf, L, weight, residual);
     PyMem_Free(spread);
     RELEASE(&mat, &vec, &index, &value);
     if (!ok) return NULL;
@@ -216,8 +260,8 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double));
     int ok = expect(&a, M * D * D, 8, "a") && expect(&b, M * D, 8, "b") &&
              expect(&a_inv, M * D * D, 8, "a_inv") && expect(&updates, M, 8, "updates") &&
-             expect(&models, K, 8, "models") && expect(&index, n * R * L, 8, "index") &&
-             expect(&value, n * R * L, 8, "value") && expect(&played, n, 8, "played") &&
+             expect(&models, K, 8, "models") && rows_ok(&index, &value, n * R, L, D) &&
+             expect(&played, n, 8, "played") &&
              expect(&reward, n, 8, "reward") && expect(&weight, n, 8, "weight") &&
              expect(&pmf, n * K, 8, "pmf") && expect(&pred, n * K, 8, "pred") &&
              expect(&low, n * K, 8, "low") && expect(&high, n * K, 8, "high");
@@ -250,7 +294,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         double *A = a.buf, *B = b.buf, *AI = a_inv.buf, *TH = theta.buf;
         int64_t *up = updates.buf;
-        const int64_t *idx = index.buf;
+        const int64_t *idx = index.len ? index.buf : NULL;
         const double *val = value.buf, *rw = reward.buf, *wt = weight.buf, *bud = budget.buf;
         for (; i < n; i++) {
             double *p = (double *)pred.buf + i * K, *lw = (double *)low.buf + i * K,
@@ -259,7 +303,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
             for (Py_ssize_t k = 0; k < K; k++) {
                 Py_ssize_t row = (i * R + (R == 1 ? 0 : k)) * L;
                 double v;
-                row_moments(AI + model[k] * D * D, TH + model[k] * D, D, idx + row,
+                row_moments(AI + model[k] * D * D, TH + model[k] * D, D, idx ? idx + row : NULL,
                             val + row, L, p + k, &v);
                 p[k] += prior;
                 double radius = sqrt((beta > 0.0 ? beta : 0.0) * v);
@@ -275,15 +319,15 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
             if (act[i] < 0) continue;
             Py_ssize_t m = model[act[i]], row = (i * R + (R == 1 ? 0 : act[i])) * L;
             double residual = rw[i] - prior;
-            gram_add(A + m * D * D, B + m * D, D, idx + row, val + row, L, wt[i], residual);
+            const int64_t *cols = idx ? idx + row : NULL;
+            gram_add(A + m * D * D, B + m * D, D, cols, val + row, L, wt[i], residual);
             learned++;
             if (up[m] >= refresh) {  /* the caller inverts afresh */
                 stale = m;
                 i++;
                 break;
             }
-            rank_one(AI + m * D * D, TH + m * D, D, idx + row, val + row, L, wt[i], residual,
-                     spread);
+            rank_one(AI + m * D * D, TH + m * D, D, cols, val + row, L, wt[i], residual, spread);
             up[m]++;
         }
         Py_END_ALLOW_THREADS

@@ -31,7 +31,7 @@ from regcb_stream.io.vw_predictions import (
 from regcb_stream.io.vw_text import OnError, VWParseError, iter_adf, iter_cb_lines
 from regcb_stream.progress import ProgressTable
 
-MAX_BLOCK = 4096  # examples read ahead at most
+MAX_BLOCK = 512  # examples read ahead at most (larger blocks cost memory, not time)
 
 
 @dataclass(frozen=True)

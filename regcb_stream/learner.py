@@ -344,7 +344,7 @@ class RegCB:
             raise ValueError(f"played action index {int(played.max())} is not among the "
                              f"{k} offered actions")
         counts = self._n_labels + np.arange(np.count_nonzero(played >= 0) + 1)
-        budgets = [self._budget_after(int(count), k) for count in counts.tolist()]
+        budgets = self._budget_after(counts, k)
         lo, hi = self._range
         pmf, prediction, low, high = self._oracle.replay_online(
             phi, models, played, rewards, weights, budgets, self.variant == "optimistic",
@@ -560,12 +560,10 @@ class RegCB:
     def _budget(self, n_actions: int) -> float:
         return self._budget_after(self._n_frozen, n_actions)
 
-    def _budget_after(self, n_labels: int, n_actions: int) -> float:
+    def _budget_after(self, n_labels, n_actions: int):
         """The budget of a decision state built from ``n_labels`` labels (NaN: none, the
-        uniform play of the first epoch)."""
-        if n_labels == 0:
-            return math.nan
-        return schedules.loss_budget(
+        uniform play of the first epoch); an array of counts gives an array of budgets."""
+        budget = schedules.loss_budget(
             self._budget_kind,
             n_labels=n_labels,
             n_actions=n_actions,
@@ -577,6 +575,9 @@ class RegCB:
             dim=self._encoder.dim,
             horizon=self.horizon,
         )
+        if isinstance(n_labels, np.ndarray):
+            return np.where(n_labels > 0, budget, np.nan)
+        return budget if n_labels else math.nan
 
     def _rebuild(self) -> None:
         self._oracle.rebuild()

@@ -20,6 +20,8 @@ import itertools
 import math
 from collections.abc import Iterator
 
+import numpy as np
+
 SCHEDULES = ("doubling", "sqrt2", "online")
 BUDGETS = ("beta", "mellowness", "theory")
 
@@ -79,7 +81,8 @@ def loss_budget(
     delta: float = 0.05,
 ) -> float:
     """Loss budget on the scale of summed squared loss: the version space holds every
-    regressor whose summed loss exceeds the minimum by at most this much.
+    regressor whose summed loss exceeds the minimum by at most this much (``beta`` and
+    ``mellowness`` also take an array of label counts, for a budget per count).
 
     ``beta``: the paper's constant beta on the normalized risk, times the ``n_labels``
     rounds the risk is averaged over, times span^2 so that beta means the same for any
@@ -95,6 +98,10 @@ def loss_budget(
     """
     if kind == "beta":
         return beta * n_labels * span**2
+    if kind == "mellowness" and isinstance(n_labels, np.ndarray):  # a budget per count
+        with np.errstate(divide="ignore"):
+            log = np.log(n_actions * n_labels.astype(float))
+        return np.where(n_labels > 0, mellowness * log * span**2, 0.0)
     if kind == "mellowness":
         return mellowness * math.log(n_actions * n_labels) * span**2 if n_labels else 0.0
     if kind == "theory":

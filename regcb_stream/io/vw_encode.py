@@ -2,14 +2,13 @@
 
 The reference parser (`vw_features.parse_namespaces`, then `flatten`) builds a tuple and a
 dict key per feature: ~25 us for a line of 16 features, more than the learner spends on it.
-Streams repeat their feature names line after line with new values, so `TextEncoder`
-tokenizes a whole block with one ``split`` and numpy string functions, matches each line's
-sequence of names against *templates* (name sequences resolved to columns once), and parses
-every value in one numpy call. A line it does not handle this way (namespace scales,
-anonymous features, tabs or non-ASCII text, a value numpy and VW would read differently, a
-feature repeated in the line, too many distinct templates in one block) goes through the
-reference parser, so the result is always the reference's (the tests compare the two on
-fuzzed input); zero-valued features only differ in that a template registers their column.
+Streams repeat their feature names line after line with new values, so the compiled
+tokenizer (``_scan.c``) groups a block's lines by their sequence of names and parses every
+value; each group's names are resolved to columns once (a *template*). A line it does not
+handle this way (namespace scales, anonymous features, tabs or non-ASCII text, a value that
+is not a plain decimal number, a feature repeated in the line) goes through the reference
+parser, so the result is always the reference's (the tests compare the two on fuzzed
+input); zero-valued features only differ in that a template registers their column.
 `AdfEncoder.encode_block` does the same for the shared lines of a block of ADF examples.
 
 >>> keys = {}
@@ -33,18 +32,17 @@ import numpy as np
 from regcb_stream.features import EncodedRows
 from regcb_stream.io.vw_features import (
     DEFAULT_NS,
-    FLOAT32_MAX,
-    FLOAT32_MIN,
     FieldError,
     flatten,
     flatten_adf,
     parse_namespaces,
 )
 
-STRING = np.dtypes.StringDType()
-_COLON = np.array(":", dtype=STRING)
-MAX_TEMPLATES = 16  # distinct name sequences tried per token count and block
-MIN_BLOCK = 8  # smaller blocks take the reference path: numpy's calls cost more
+try:
+    from regcb_stream.io import _scan
+except ImportError:  # not built (a source tree without `pip install`): the reference parser
+    _scan = None
+
 Columns = Callable[[list[str]], list[int]]
 
 
@@ -78,57 +76,27 @@ class TextEncoder:
 
     def encode(self, bodies: list[str]) -> EncodedBlock:
         """Encode the feature text of a block of lines."""
-        n = len(bodies)
         if self.interactions:
-            return self._finish(n, [], np.ones(n, bool), bodies)
-        if n >= MIN_BLOCK:
-            groups, slow = _tokenize(bodies, self._template)
-            return self._finish(n, groups, slow, bodies)
-        lines = [self._line(body) for body in bodies]  # a few (interactive use): one by one
-        if n == 1 and lines[0] is not None:
-            columns, values = lines[0]
-            value = np.array([values])
-            return EncodedBlock(EncodedRows(columns[None].copy(), value),
-                                np.array([len(values) - values.count(0.0)]), {})
-        groups = [([i], line[0], np.array([line[1]])) for i, line in enumerate(lines)
-                  if line is not None]
-        return self._finish(n, groups, np.array([line is None for line in lines]), bodies)
+            return self._finish(len(bodies), [], np.ones(len(bodies), bool), bodies)
+        groups, slow = _scan_groups(bodies)
+        parts = []
+        for lines, names, values in groups:
+            template = self._template(names)
+            if template is None:
+                slow[lines] = True
+            else:
+                parts.append((lines, template, values))
+        return self._finish(len(bodies), parts, slow, bodies)
 
-    def _line(self, body: str) -> tuple[np.ndarray, list[float]] | None:
-        """Columns and values of one line by its template, or None where the reference
-        parser must decide (the same cases `_tokenize` leaves to it)."""
-        if not (body.isascii() and body.isprintable()):
-            return None
-        names, values = [], []
-        for token in ("|" + body.replace("|", " |")).split(" "):
-            name, colon, text = token.partition(":")
-            names.append(name)
-            if colon:
-                if not name or name[0] == "|" or "_" in text:
-                    return None  # anonymous feature, namespace scale, or VW would refuse
-                try:
-                    value = float(text)
-                except ValueError:
-                    return None
-                if value - value != 0.0 or (value and not FLOAT32_MIN <= abs(value)
-                                            <= FLOAT32_MAX):
-                    return None
-                values.append(value)
-            elif name and name[0] != "|":
-                values.append(1.0)
-        template = self._template(tuple(names))
-        return None if template is None else (template[1], values)
-
-    def _template(self, names: tuple[str, ...]) -> tuple | None:
-        """Positions of a line's feature tokens and their columns, or None when a feature
-        repeats (the reference path sums it)."""
+    def _template(self, names: tuple[str, ...]) -> np.ndarray | None:
+        """The columns of a line's features, from its tokens' names, or None when a
+        feature repeats (the reference path sums it)."""
         def make():
-            positions, namespaces = _layout(names)
             keys = [name if namespace == DEFAULT_NS else f"{namespace}^{name}"
-                    for namespace, feats in namespaces for name in feats]
+                    for namespace, feats in _layout(names) for name in feats]
             if len(set(keys)) < len(keys):
                 return None
-            return positions, np.array(self._columns(keys), np.intp)
+            return np.array(self._columns(keys), np.intp)
         return _memo(self._templates, names, make)
 
     def _finish(self, n: int, groups: list, slow: np.ndarray, bodies=None) -> EncodedBlock:
@@ -148,82 +116,40 @@ class TextEncoder:
         return EncodedBlock(rows, (rows.value != 0).sum(axis=1), errors)
 
 
-def _tokenize(bodies: list[str], template) -> tuple[list, np.ndarray]:
-    """Tokenize a block of feature texts with one ``split``, parse every value in one numpy
-    call, and group the lines by their sequence of names.
-
-    ``template(names)`` maps a line's name tokens (``"|ns"`` for a namespace, a feature
-    name, ``""`` between two spaces) to ``(positions of its feature tokens, payload)``, or
-    None. Returns the groups ``(lines, payload, values at the positions)`` and a mask of
-    the lines left to the reference parser: namespace scales, anonymous features, tabs or
-    non-ASCII text, a value numpy and VW would read differently, no template, or too many
-    distinct name sequences in the block.
-    """
+def _scan_groups(bodies: list[str]) -> tuple[list, np.ndarray]:
+    """Group a block's feature texts by their sequence of names, in the compiled tokenizer:
+    ``(lines, names of the first line's tokens, values (lines, features))`` per group, and
+    a mask of the lines left to the reference parser."""
     n = len(bodies)
-    lines = ["|" + body.replace("|", " |") for body in bodies]
-    counts = np.fromiter((line.count(" ") + 1 for line in lines), np.intp, n)
-    text = " ".join(lines)
-    tokens = np.array(text.split(" "), dtype=STRING)
-    names, separator, numbers = np.strings.partition(tokens, _COLON)
-    line_of = np.repeat(np.arange(n), counts)
-    slow = np.zeros(n, bool)
-    if not (text.isascii() and text.isprintable()):
-        slow[[i for i, body in enumerate(bodies)
-              if not (body.isascii() and body.isprintable())]] = True
-    valued = separator == ":"
-    # a scaled namespace (``|ns:2``) or an anonymous feature (``:3``)
-    slow[line_of[valued & (np.strings.startswith(tokens, "|") | (names == ""))]] = True
-    values = np.ones(len(tokens))
-    valued &= ~slow[line_of]
-    parsed, bad = _numbers(numbers[valued], "_" in text)
-    values[valued] = parsed
-    slow[line_of[valued][bad]] = True
+    text = "\n".join(bodies)
+    if _scan is None or not text.isascii() or text.count("\n") != n - 1:
+        return [], np.ones(n, bool)
+    group, firsts, count, values, slow = _scan.scan(text, n)
+    group, count = np.frombuffer(group, np.int64), np.frombuffer(count, np.int64)
+    values, slow = np.frombuffer(values, float), np.frombuffer(slow, bool).copy()
+    starts = np.cumsum(count) - count
+    order = np.argsort(group, kind="stable")[np.count_nonzero(slow):]
+    bounds = np.cumsum(np.bincount(group[~slow], minlength=len(firsts)))
     groups = []
-    if (counts == counts[0]).all():  # one token count: the rows are a reshape away
-        shape = (n, int(counts[0]))
-        groups = _match(np.arange(n), names.reshape(shape), values.reshape(shape), slow,
-                        template)
-    else:
-        starts = np.cumsum(counts) - counts
-        for count in np.unique(counts).tolist():
-            rows = np.flatnonzero(counts == count)
-            at = starts[rows, None] + np.arange(count)
-            groups += _match(rows, names[at], values[at], slow, template)
+    for first, lines in zip(firsts, np.split(order, bounds[:-1])):
+        names = tuple(name for name, _, _ in (token.partition(":") for token in (
+            "|" + bodies[first].replace("|", " |")).split(" ")))
+        width = int(count[first])
+        groups.append((lines, names, values[starts[lines, None] + np.arange(width)]))
     return groups, slow
 
 
-def _match(rows, names, values, slow, template) -> list:
-    """Group lines of one token count by their names; unmatched lines become slow."""
-    groups, left = [], np.flatnonzero(~slow[rows])
-    for _ in range(MAX_TEMPLATES):
-        if not left.size:
-            break
-        first = names[left[0]]
-        same = left[(names[left] == first).all(axis=1)]
-        left = np.setdiff1d(left, same, assume_unique=True)
-        found = template(tuple(first.tolist()))
-        if found is None:
-            slow[rows[same]] = True
-        else:
-            positions, payload = found
-            groups.append((rows[same], payload, values[same][:, positions]))
-    slow[rows[left]] = True
-    return groups
-
-
-def _layout(names: tuple[str, ...]) -> tuple[np.ndarray, tuple]:
-    """Positions of a tokenized line's features, and its namespaces as ``(name, feature
-    names)`` (as `vw_features.parse_namespaces` names them, empty ones omitted)."""
-    positions, namespaces, feats = [], [], []
-    for position, name in enumerate(names):
+def _layout(names: tuple[str, ...]) -> tuple:
+    """The namespaces of a tokenized line as ``(name, feature names)`` (as
+    `vw_features.parse_namespaces` names them, empty ones omitted)."""
+    namespaces, feats = [], []
+    for name in names:
         if name.startswith("|"):
             feats = []
             namespaces.append((name[1:] or DEFAULT_NS, feats))
         elif name:
             feats.append(name)
-            positions.append(position)
-    return (np.array(positions, np.intp),
-            tuple((namespace, tuple(feats)) for namespace, feats in namespaces if feats))
+    return tuple((namespace, tuple(feats)) for namespace, feats in namespaces if feats)
 
 
 def _memo(cache: dict, key, make):
@@ -234,28 +160,6 @@ def _memo(cache: dict, key, make):
         cache.clear()
     value = cache[key] = make()
     return value
-
-
-def _numbers(texts: np.ndarray, underscores: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Values of number tokens and a mask of those VW's rules refuse (not finite, outside
-    float32's range, ``1_0``, or anything numpy does not read as a number)."""
-    try:
-        values = texts.astype(np.float64)
-    except ValueError:  # some token is not a number: find which, one by one
-        values = np.array([_float(t) for t in texts.tolist()])
-    bad = ~np.isfinite(values)
-    magnitude = np.abs(np.where(bad, 0.0, values))
-    bad |= (magnitude != 0) & ((magnitude < FLOAT32_MIN) | (magnitude > FLOAT32_MAX))
-    if underscores:
-        bad |= np.strings.find(texts, "_") >= 0
-    return np.where(bad, 0.0, values), bad
-
-
-def _float(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        return float("nan")
 
 
 class AdfEncoder:
@@ -312,10 +216,10 @@ class AdfEncoder:
         """
         n, k = len(actions), len(actions[0])
         bodies = ["" if body is None else body for body in shared]
-        groups, slow = (_tokenize(bodies, _layout) if n >= MIN_BLOCK
-                        else ([], np.ones(n, bool)))
+        groups, slow = _scan_groups(bodies)
         parts, errors, counts = [], {}, {}
         for lines, names, values in groups:
+            names = _layout(names)
             by_actions: dict[tuple, list[int]] = {}
             for position, line in enumerate(lines.tolist()):
                 by_actions.setdefault(actions[line], []).append(position)

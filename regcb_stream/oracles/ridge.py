@@ -129,11 +129,14 @@ class RidgeOracle:
         index, value = _sparse_row(x, self.dim)
         residual = y - self.prior_mean
         if self.compiled:
-            _ridge.learn(self._a, self._b, model, index, value, len(index), self.dim,
+            _ridge.learn(self._a, self._b, model, index, value, len(value), self.dim,
                          weight, residual)
-        else:
+        elif index.size:
             self._a[model][np.ix_(index, index)] += weight * np.outer(value, value)
             np.add.at(self._b[model], index, weight * residual * value)
+        else:
+            self._a[model] += weight * np.outer(value, value)
+            self._b[model] += weight * residual * value
         pending = self._pending.setdefault(model, [])
         if pending is not None:
             if 4 * (len(pending) + 1) <= self.dim:
@@ -180,12 +183,12 @@ class RidgeOracle:
     def _rank_one(self, model: int, index, value, weight: float, residual: float) -> None:
         """Sherman-Morrison update of one model's inverse and solution by one row."""
         if self.compiled:
-            return _ridge.rank_one(self._a_inv, self._theta, model, index, value, len(index),
+            return _ridge.rank_one(self._a_inv, self._theta, model, index, value, len(value),
                                    self.dim, weight, residual)
         a_inv, theta = self._a_inv[model], self._theta[model]
-        spread = value @ a_inv[index]
-        gain = weight / (1.0 + weight * float(value @ spread[index]))
-        theta += (gain * (residual - float(value @ theta[index]))) * spread
+        spread = value @ _at(a_inv, index)
+        gain = weight / (1.0 + weight * float(value @ _at(spread, index)))
+        theta += (gain * (residual - float(value @ _at(theta, index)))) * spread
         a_inv -= np.multiply.outer(spread, gain * spread)
 
     def predict(self, phi, models) -> np.ndarray:
@@ -202,15 +205,16 @@ class RidgeOracle:
         ``phi`` dense ``(n, K, D)`` or ``SparseRows``, ``models`` ids ``(K,)`` or a slice."""
         index, value = _rows(phi)
         models = self._model_ids(models)
-        n, k = index.shape[0], len(models)
+        (n, r, width), k = value.shape, len(models)
         if self.compiled:
             pred, var = np.empty((n, k)), np.empty((n, k))
-            _ridge.moments(self._a_inv, self._theta, models, index, value, n, index.shape[1],
-                           k, index.shape[2], self.dim, self.prior_mean, pred, var)
+            _ridge.moments(self._a_inv, self._theta, models, index, value, n, r, k, width,
+                           self.dim, self.prior_mean, pred, var)
             return pred, var
-        dense = np.zeros((n, index.shape[1], self.dim))
-        np.add.at(dense, (np.arange(n)[:, None, None], np.arange(index.shape[1])[:, None],
-                          index), value)
+        dense = value
+        if index.size:
+            dense = np.zeros((n, r, self.dim))
+            np.add.at(dense, (np.arange(n)[:, None, None], np.arange(r)[:, None], index), value)
         dense = np.broadcast_to(dense, (n, k, self.dim))
         pred = np.einsum("nkd,kd->nk", dense, self._theta[models]) + self.prior_mean
         var = np.einsum("nkd,kde,nke->nk", dense, self._a_inv[models], dense)
@@ -232,7 +236,7 @@ class RidgeOracle:
         distributions, predictions and clipped bounds, ``(n, K)`` each."""
         index, value = _rows(phi)
         models = self._model_ids(models)
-        (n, r, width), k = index.shape, len(models)
+        (n, r, width), k = value.shape, len(models)
         self.rebuild()  # nothing may be pending when the loop starts
         out = [np.empty((n, k)) for _ in range(4)]
         played = np.ascontiguousarray(played, dtype=np.int64)
@@ -253,36 +257,34 @@ class RidgeOracle:
 
 
 def _rows(phi) -> tuple[np.ndarray, np.ndarray]:
-    """Contiguous ``(index, value)`` of shape ``(n, R, L)`` for the kernels: ``R = 1`` when
-    every action shares the row (the product class's broadcast view), else ``R = K``."""
+    """Contiguous ``(index, value)`` for the kernels: ``value`` of shape ``(n, R, L)``, with
+    ``R = 1`` when every action shares the row (the product class's broadcast view), else
+    ``R = K``; ``index`` of the same shape, or empty for dense rows (every column, in
+    order)."""
     if isinstance(phi, SparseRows):
         index, value = phi.index, phi.value
-    else:
-        index = np.broadcast_to(np.arange(phi.shape[2]), phi.shape)
-        value = phi
-    if value.shape[1] > 1 and value.strides[1] == 0 and index.strides[1] == 0:
-        index, value = index[:, :1], value[:, :1]
-    return (np.ascontiguousarray(index, dtype=np.int64),
-            np.ascontiguousarray(value, dtype=float))
+        if index.shape[1] > 1 and index.strides[1] == 0 and value.strides[1] == 0:
+            index, value = index[:, :1], value[:, :1]
+        return np.ascontiguousarray(index, np.int64), np.ascontiguousarray(value, float)
+    value = phi[:, :1] if phi.shape[1] > 1 and phi.strides[1] == 0 else phi
+    return _DENSE, np.ascontiguousarray(value, float)
+
+
+def _at(vector: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``vector`` at a row's columns (all of them for a dense row)."""
+    return vector[index] if index.size else vector
+
+
+_DENSE = np.zeros(0, dtype=np.int64)  # the index of dense rows
 
 
 def _sparse_row(x, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(index, value)`` of a row given dense or as a pair."""
+    """``(index, value)`` of a row given as a pair, or dense (an empty index)."""
     if isinstance(x, tuple):
         index, value = x
         return (np.ascontiguousarray(index, dtype=np.int64),
                 np.ascontiguousarray(value, dtype=float))
-    return _columns(dim), np.ascontiguousarray(x, dtype=float)
-
-
-_COLUMNS: dict[int, np.ndarray] = {}
-
-
-def _columns(dim: int) -> np.ndarray:
-    """``arange(dim)`` (cached: the index of a dense row)."""
-    if dim not in _COLUMNS:
-        _COLUMNS[dim] = np.arange(dim, dtype=np.int64)
-    return _COLUMNS[dim]
+    return _DENSE, np.ascontiguousarray(x, dtype=float)
 
 
 def _pad(array: np.ndarray, shape: tuple[int, ...], fill) -> np.ndarray:

@@ -1,0 +1,249 @@
+/* Compiled tokenizer of VW feature text: the fast path of vw_encode.TextEncoder.
+ *
+ * scan(text, n) reads n feature texts (the text after a line's first '|') joined by '\n'
+ * and returns, for each line, its group (lines with the same sequence of namespace and
+ * feature names share one), whether it must go to the reference parser instead ("slow"),
+ * and the values of its feature tokens, in order.  The Python side resolves each group's
+ * names to columns once (from the group's first line) and leaves the slow lines to the
+ * reference parser, so the result is always the reference's.
+ *
+ * A token is a run of characters between spaces; '|' starts a namespace token, and so does
+ * the start of the text (which follows the line's first '|').  A feature
+ * token is "name" (value 1) or "name:value".  A line is slow when it has a character
+ * outside printable ASCII, a namespace scale ("|ns:2"), an anonymous feature (":3"), or a
+ * value that is not a plain decimal number ([+-]digits[.digits][e[+-]digits]), that has
+ * magnitude outside float32's normal range, or that is not finite.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the end of a token starting at p (a space, '|', '\n' or the end ends it; a token that
+ * starts with '|' may not end at its own '|') */
+static const char *token_end(const char *p, const char *end) {
+    const char *q = p + (p < end && *p == '|');
+    while (q < end && *q != ' ' && *q != '|' && *q != '\n') q++;
+    return q;
+}
+
+/* the end of a line's first token: its first namespace, whose '|' was the line's first */
+static const char *first_namespace(const char *p, const char *end) {
+    while (p < end && *p != ' ' && *p != '|' && *p != '\n') p++;
+    return p;
+}
+
+static const double POWERS[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The value of a plain decimal number, [+-]? (digits [. digits?] | . digits) ([eE] [+-]?
+ * digits)?, correctly rounded (as Python's float()); 0 if the text is not one.  Up to 15
+ * significant digits and a power of ten within 10^+-22, m * 10^e or m / 10^-e is exact
+ * before its one rounding (Clinger's fast path); other numbers go through strtod. */
+static int parse_number(const char *p, const char *end, double *value) {
+    const char *start = p;
+    int negative = p < end && *p == '-';
+    if (p < end && (*p == '+' || *p == '-')) p++;
+    uint64_t mantissa = 0;
+    int digits = 0, significant = 0, exponent = 0;
+    for (; p < end && *p >= '0' && *p <= '9'; p++, digits++)
+        if (mantissa || *p != '0') {
+            if (significant < 19) mantissa = mantissa * 10 + (*p - '0');
+            else exponent++;
+            significant++;
+        }
+    if (p < end && *p == '.') {
+        for (p++; p < end && *p >= '0' && *p <= '9'; p++, digits++)
+            if (mantissa || *p != '0') {
+                if (significant < 19) mantissa = mantissa * 10 + (*p - '0'), exponent--;
+                significant++;
+            } else
+                exponent--;
+    }
+    if (!digits) return 0;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        int sign = 1, power = 0, exponent_digits = 0;
+        if (p < end && (*p == '+' || *p == '-')) sign = *p++ == '-' ? -1 : 1;
+        for (; p < end && *p >= '0' && *p <= '9'; p++, exponent_digits++)
+            if (power < 100000) power = power * 10 + (*p - '0');
+        if (!exponent_digits) return 0;
+        exponent += sign * power;
+    }
+    if (p != end) return 0;
+    if (significant <= 15 && exponent >= -22 && exponent <= 22) {
+        double m = (double)mantissa;
+        *value = exponent < 0 ? m / POWERS[-exponent] : m * POWERS[exponent];
+        if (negative) *value = -*value;
+        return 1;
+    }
+    char number[64];
+    if (end - start >= (Py_ssize_t)sizeof number) return 0;
+    memcpy(number, start, end - start);
+    number[end - start] = '\0';
+    *value = strtod(number, NULL);
+    return 1;
+}
+
+/* Scan one line: its hash of names, its number of feature tokens, and its values (written
+ * to values if not NULL).  Returns 0 for a slow line. */
+static int scan_line(const char *p, const char *end, uint64_t *hash, Py_ssize_t *count,
+                     double *values) {
+    uint64_t h = 1469598103934665603ULL;
+    Py_ssize_t n = 0;
+    for (const char *c = p; c < end; c++)
+        if (*c < 0x20 || *c > 0x7e) return 0;
+    const char *stop = first_namespace(p, end);
+    if (memchr(p, ':', stop - p)) return 0;  /* namespace scale */
+    h = (h ^ '|') * 1099511628211ULL;
+    for (const char *c = p; c < stop; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    h = (h ^ 0x100) * 1099511628211ULL;
+    p = stop;
+    while (p < end) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        const char *stop = token_end(p, end);
+        const char *colon = memchr(p, ':', stop - p);
+        const char *name_end = colon ? colon : stop;
+        if (*p == '|') {
+            if (colon) return 0;  /* namespace scale */
+        } else {
+            if (colon == p) return 0;  /* anonymous feature */
+            double value = 1.0;
+            if (colon) {
+                if (!parse_number(colon + 1, stop, &value)) return 0;
+                double size = fabs(value);
+                if (!isfinite(value) || (value != 0.0 && (size < FLT_MIN || size > FLT_MAX)))
+                    return 0;
+            }
+            if (values) values[n] = value;
+            n++;
+        }
+        for (const char *c = p; c < name_end; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+        h = (h ^ 0x100) * 1099511628211ULL;  /* the end of a name */
+        p = stop;
+    }
+    *hash = h;
+    *count = n;
+    return 1;
+}
+
+/* whether two lines have the same sequence of names */
+static int same_names(const char *a, const char *a_end, const char *b, const char *b_end) {
+    const char *as = first_namespace(a, a_end), *bs = first_namespace(b, b_end);
+    if (as - a != bs - b || memcmp(a, b, as - a) != 0) return 0;
+    a = as;
+    b = bs;
+    for (;;) {
+        while (a < a_end && *a == ' ') a++;
+        while (b < b_end && *b == ' ') b++;
+        if (a == a_end || b == b_end) return a == a_end && b == b_end;
+        const char *as = token_end(a, a_end), *bs = token_end(b, b_end);
+        const char *ac = memchr(a, ':', as - a), *bc = memchr(b, ':', bs - b);
+        Py_ssize_t al = (ac ? ac : as) - a, bl = (bc ? bc : bs) - b;
+        if (al != bl || memcmp(a, b, al) != 0) return 0;
+        a = as;
+        b = bs;
+    }
+}
+
+PyDoc_STRVAR(scan_doc,
+"scan(text, n) -> (group, first, count, values, slow)\n"
+"group (n,) int64: each line's group (-1: slow); first: the first line of each group;\n"
+"count (n,) int64: feature tokens per line; values: their values, line after line;\n"
+"slow (n,) bool.  text: n feature texts joined by '\\n' (ASCII).");
+
+static PyObject *py_scan(PyObject *self, PyObject *args) {
+    const char *text;
+    Py_ssize_t length, n;
+    if (!PyArg_ParseTuple(args, "s#n", &text, &length, &n)) return NULL;
+    int64_t *group = PyMem_Malloc((n + 1) * sizeof(int64_t));
+    int64_t *count = PyMem_Malloc((n + 1) * sizeof(int64_t));
+    char *slow = PyMem_Malloc(n + 1);
+    const char **starts = PyMem_Malloc((n + 1) * sizeof(char *));
+    const char **ends = PyMem_Malloc((n + 1) * sizeof(char *));
+    uint64_t *hashes = PyMem_Malloc((n + 1) * sizeof(uint64_t));
+    Py_ssize_t *firsts = PyMem_Malloc((n + 1) * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    double *values = NULL;
+    if (!group || !count || !slow || !starts || !ends || !hashes || !firsts) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* each line's values and hash of names, then its group: that of an earlier line
+     * with the same names, or a new one */
+    values = PyMem_Malloc((length / 2 + n + 1) * sizeof(double));  /* >= the tokens */
+    if (!values) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const char *p = text, *end = text + length;
+    Py_ssize_t n_groups = 0, total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *stop = memchr(p, '\n', end - p);
+        stop = stop ? stop : end;
+        starts[i] = p;
+        ends[i] = stop;
+        p = stop < end ? stop + 1 : end;
+        Py_ssize_t c = 0;
+        group[i] = -1;
+        slow[i] = !scan_line(starts[i], stop, &hashes[i], &c, values + total);
+        count[i] = slow[i] ? 0 : c;
+        if (slow[i]) continue;
+        total += c;
+        for (Py_ssize_t g = n_groups - 1; g >= 0 && n_groups - g <= 64; g--) {
+            Py_ssize_t f = firsts[g];
+            if (hashes[f] == hashes[i] && count[f] == c &&
+                same_names(starts[f], ends[f], starts[i], stop)) {
+                group[i] = g;
+                break;
+            }
+        }
+        if (group[i] < 0) {
+            group[i] = n_groups;
+            firsts[n_groups++] = i;
+        }
+    }
+    PyObject *g = PyBytes_FromStringAndSize((char *)group, n * sizeof(int64_t));
+    PyObject *f = PyList_New(n_groups);
+    PyObject *c = PyBytes_FromStringAndSize((char *)count, n * sizeof(int64_t));
+    PyObject *v = PyBytes_FromStringAndSize((char *)values, total * sizeof(double));
+    PyObject *s = PyBytes_FromStringAndSize(slow, n);
+    if (g && f && c && v && s) {
+        for (Py_ssize_t k = 0; k < n_groups; k++)
+            PyList_SET_ITEM(f, k, PyLong_FromSsize_t(firsts[k]));
+        result = PyTuple_Pack(5, g, f, c, v, s);
+    }
+    Py_XDECREF(g);
+    Py_XDECREF(f);
+    Py_XDECREF(c);
+    Py_XDECREF(v);
+    Py_XDECREF(s);
+done:
+    PyMem_Free(group);
+    PyMem_Free(count);
+    PyMem_Free(slow);
+    PyMem_Free(starts);
+    PyMem_Free(ends);
+    PyMem_Free(hashes);
+    PyMem_Free(firsts);
+    PyMem_Free(values);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", py_scan, METH_VARARGS, scan_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_scan", "Compiled tokenizer of VW feature text.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }
