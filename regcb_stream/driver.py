@@ -20,7 +20,6 @@ from typing import TextIO
 
 import numpy as np
 
-from regcb_stream.features import EncodedRows
 from regcb_stream.io.vw_encode import AdfEncoder, TextEncoder
 from regcb_stream.io.vw_predictions import (
     format_block,
@@ -28,7 +27,7 @@ from regcb_stream.io.vw_predictions import (
     format_legacy_block,
     format_pmf,
 )
-from regcb_stream.io.vw_text import OnError, VWParseError, iter_adf, iter_cb_lines
+from regcb_stream.io.vw_text import OnError, VWParseError, clean_line, iter_adf, read_cb_block
 from regcb_stream.progress import ProgressTable
 
 MAX_BLOCK = 512  # examples read ahead at most (larger blocks cost memory, not time)
@@ -101,13 +100,14 @@ class Driver:
             for batch in self._batches(examples, ready):
                 self._adf_batch(batch, on_error)
             return
-        records = iter_cb_lines(lines, self.settings.n_actions, on_error)
-        for batch in self._batches(records, ready):
+        numbered = ((no, text) for no, raw in enumerate(lines, 1) if (text := clean_line(raw)))
+        for batch in self._batches(numbered, ready):
             self._cb_batch(batch, on_error)
 
     def _batches(self, records, ready):
         """Lists of the examples available (at most ``MAX_BLOCK``, and ADF examples with
-        as many actions). A bad example ends the list before it."""
+        as many actions; single-line examples as their line number and text). A bad
+        example ends the list before it."""
         batch, iterator = [], iter(records)
         while True:
             try:
@@ -126,17 +126,21 @@ class Driver:
                 batch = []
         yield batch
 
-    def _cb_batch(self, batch: list, on_error: OnError | None) -> None:
-        """Encode, decide, write and learn a block of single-line examples."""
+    def _cb_batch(self, batch: list[tuple[int, str]], on_error: OnError | None) -> None:
+        """Read, encode, decide, write and learn a block of single-line examples."""
         if not batch:
             return
-        encoded = self._text.encode([record.body for record in batch])
-        keep, reports = _checked(batch, encoded.errors, on_error)
+        block = read_cb_block([text for _, text in batch], self.settings.n_actions)
+        encoded = self._text.encode(block.bodies)
+        keep, reports = _checked(batch, {**encoded.errors, **block.errors}, on_error)
         if keep:
-            examples, rows = _kept(batch, encoded.rows, keep)
+            rows = encoded.rows if len(keep) == len(batch) else encoded.rows[keep]
             per_example = (1 if self.legacy else len(self._labels))
             counts = (encoded.n_features[keep] + self.settings.constant) * per_example
-            self._replay(examples, rows, self._labels, counts.tolist(), action_offset=1)
+            labels = (block.action[keep] - 1, block.cost[keep], block.prob[keep],
+                      np.ones(len(keep)))
+            self._replay([block.tags[i] for i in keep], [batch[i][0] for i in keep], rows,
+                         self._labels, labels, counts.tolist())
         _report(reports, on_error)
 
     def _adf_batch(self, batch: list, on_error: OnError | None) -> None:
@@ -146,39 +150,42 @@ class Driver:
             return
         encoded = self._adf.encode_block([ex.shared for ex in batch],
                                          [ex.actions for ex in batch])
-        keep, reports = _checked(batch, encoded.errors, on_error)
-        examples, rows = _kept(batch, encoded.rows, keep)
+        keep, reports = _checked([(ex.line_no, ex.text) for ex in batch], encoded.errors,
+                                 on_error)
+        examples = [batch[i] for i in keep]
+        tags = [ex.tag for ex in examples]
         if examples and not examples[0].actions:  # lone shared lines: VW writes nothing
             empty = np.zeros((len(examples), 0))
-            self._write(empty, empty.astype(np.intp), [ex.tag for ex in examples])
+            self._write(empty, empty.astype(np.intp), tags)
         elif examples:
-            self._replay(examples, [{}] * len(examples), rows,
-                         encoded.n_features[keep].tolist(), action_offset=0)
+            rows = encoded.rows if len(keep) == len(batch) else encoded.rows[keep]
+            labels = np.array([(ex.label.action, ex.label.cost, ex.label.prob,
+                                self._weight(ex)) if _learnable(ex.label) else
+                               (-1, 0.0, 1.0, 1.0) for ex in examples]).T
+            self._replay(tags, [ex.line_no for ex in examples], [{}] * len(examples),
+                         rows, (labels[0].astype(np.intp), *labels[1:]),
+                         encoded.n_features[keep].tolist())
         _report(reports, on_error)
 
-    def _replay(self, examples: list, contexts, actions, n_features: list[int],
-                action_offset: int) -> None:
+    def _replay(self, tags: list, line_nos: list[int], contexts, actions, labels,
+                n_features: list[int]) -> None:
         """Decide and learn a block (single-line: contexts and the action labels; ADF:
         empty contexts and the rows of each action), write the predictions and update
-        the progress table with VW's IPS loss ``cost * pmf(action) / prob`` of each label."""
-        n = len(examples)
-        played, costs = np.full(n, -1, np.intp), np.zeros(n)
-        probs, weights = np.ones(n), np.ones(n)
-        for i, example in enumerate(examples):
-            label = example.label
-            if _learnable(label):
-                self._check_cost(label.cost, example.line_no)
-                played[i], costs[i], probs[i] = label.action - action_offset, label.cost, label.prob
-                weights[i] = self._weight(example)
+        the progress table with VW's IPS loss ``cost * pmf(action) / prob`` of each label.
+        ``labels``: the played actions' indices (-1: nothing to learn), costs, probabilities
+        and importance weights."""
+        played, costs, probs, weights = labels
+        learned = played >= 0
+        self._check_costs(costs, learned, line_nos)
         decision = self.learner.replay(contexts, actions, played, -costs, probs, weights)
         pmfs, orders = self._shown(decision.pmf, decision.prediction)
-        self._write(pmfs, orders, [example.tag for example in examples])
-        learned = played >= 0
+        self._write(pmfs, orders, tags)
+        n = len(played)
         chosen = pmfs[np.arange(n), np.where(learned, played, 0)]
-        losses = np.where(learned, costs * chosen / probs, np.nan).tolist()
-        labels = list(zip(played.tolist(), costs.tolist(), probs.tolist()))
-        losses = [loss if ok else None for loss, ok in zip(losses, learned.tolist())]
-        labels = [label if ok else None for label, ok in zip(labels, learned.tolist())]
+        losses = [loss if ok else None for loss, ok in zip(
+            (costs * chosen / probs).tolist(), learned.tolist())]
+        labels = [label if ok else None for label, ok in zip(
+            zip(played.tolist(), costs.tolist(), probs.tolist()), learned.tolist())]
         firsts = orders[:, 0].tolist()
         predictions = [(a, float(p[a])) for a, p in zip(firsts, pmfs)]
         self.progress.update_block(losses, labels, predictions, n_features)
@@ -212,33 +219,29 @@ class Driver:
         last = self.settings.adf and example.label.action == len(example.actions) - 1
         return 1.0 / example.label.prob if self.vw_compat and last else 1.0
 
-    def _check_cost(self, cost: float, line_no: int) -> None:
+    def _check_costs(self, costs: np.ndarray, learned: np.ndarray, line_nos: list[int]):
+        """Warn, once per run, about a learned cost outside the cost range."""
         low, high = self.settings.cost_range
-        if not low <= cost <= high and not self._warned_range:
+        outside = np.flatnonzero(learned & ((costs < low) | (costs > high)))
+        if outside.size and not self._warned_range:
             self._warned_range = True
+            first = int(outside[0])
             print(
-                f"warning: line {line_no}: cost {cost:g} is outside [cb_min_cost, cb_max_cost]"
-                f" = [{low:g}, {high:g}]; learning it as it is (as VW does), bounds stay "
-                "clipped to the range",
+                f"warning: line {line_nos[first]}: cost {costs[first]:g} is outside "
+                f"[cb_min_cost, cb_max_cost] = [{low:g}, {high:g}]; learning it as it is (as "
+                "VW does), bounds stay clipped to the range",
                 file=sys.stderr,
             )
 
 
-def _checked(batch: list, errors: dict, on_error: OnError | None):
+def _checked(located: list[tuple], errors: dict, on_error: OnError | None):
     """The examples of a block to decide (every good one when bad ones are skipped, else
     those before the first bad one, where the run stops) and the errors to report after
-    their predictions are written."""
-    reports = [VWParseError(batch[i].line_no, batch[i].text, error.rule, error.detail)
+    their predictions are written; ``located``: each example's line number and text."""
+    reports = [VWParseError(*located[i][:2], error.rule, error.detail)
                for i, error in sorted(errors.items())]
-    last = min(errors) if errors and on_error is None else len(batch)
+    last = min(errors) if errors and on_error is None else len(located)
     return [i for i in range(last) if i not in errors], reports
-
-
-def _kept(batch: list, rows: EncodedRows, keep: list[int]) -> tuple[list, EncodedRows]:
-    """The examples and rows at ``keep`` (the whole block, uncopied, when it is all)."""
-    if len(keep) == len(batch):
-        return batch, rows
-    return [batch[i] for i in keep], rows[keep]
 
 
 def _report(reports: list[VWParseError], on_error: OnError | None) -> None:

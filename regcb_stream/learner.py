@@ -302,10 +302,13 @@ class RegCB:
         probs = np.ones(n) if probs is None else np.asarray(probs, dtype=float).reshape(n)
         weights = np.ones(n) if weights is None else np.asarray(weights, float).reshape(n)
         labelled = np.flatnonzero(played >= 0)
-        for prob in probs[labelled].tolist():
-            _check_prob(prob)
-        for reward in rewards[labelled].tolist():
-            self._check_reward(reward)
+        lo, hi = self._range
+        bad = ~((probs[labelled] > 0) & (probs[labelled] <= 1) & np.isfinite(rewards[labelled])
+                & (self.allow_out_of_range | ((rewards[labelled] >= lo) &
+                                              (rewards[labelled] <= hi))))
+        for i in labelled[bad][:1].tolist():  # the error of the first bad label
+            _check_prob(float(probs[i]))
+            self._check_reward(float(rewards[i]))
         encoded = isinstance(actions, EncodedRows)  # the joint class's rows, per context
         if self._compiled_replay():
             return self._replay_compiled(contexts, actions, played, rewards, weights)

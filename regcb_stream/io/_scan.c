@@ -237,8 +237,92 @@ done:
     return result;
 }
 
+/* A single-line example's label, when it is plain: "[spaces][A[:C[:P]] spaces]|...",
+ * A in 1..K, C and P plain decimal numbers VW's floats hold, 0 < P <= 1, the whole line
+ * printable ASCII.  Returns the kind (1: A:C:P, 2: A:C, a test label, 3: no label) and
+ * the offset of the first '|', or 0 for a line the Python parser must read. */
+static int plain_label(const char *p, const char *end, Py_ssize_t n_actions, int64_t *action,
+                       double *cost, double *prob, Py_ssize_t *bar) {
+    const char *start = p;
+    for (const char *c = p; c < end; c++)
+        if (*c < 0x20 || *c > 0x7e) return 0;
+    while (p < end && *p == ' ') p++;
+    if (p < end && *p == '|') {
+        *bar = p - start;
+        return 3;
+    }
+    const char *stop = p;
+    while (stop < end && *stop != ' ' && *stop != '|') stop++;
+    const char *after = stop;
+    while (after < end && *after == ' ') after++;
+    if (after == stop || after == end || *after != '|') return 0;  /* a tag, or no '|' */
+    const char *colon = memchr(p, ':', stop - p);
+    const char *a_end = colon ? colon : stop;
+    int64_t a = 0;
+    if (a_end == p || a_end - p > 9) return 0;
+    for (const char *c = p; c < a_end; c++) {
+        if (*c < '0' || *c > '9') return 0;
+        a = a * 10 + (*c - '0');
+    }
+    if (a < 1 || a > n_actions) return 0;
+    *action = a;
+    *bar = after - start;
+    if (!colon) return 3;
+    const char *second = memchr(colon + 1, ':', stop - colon - 1);
+    const char *c_end = second ? second : stop;
+    if (!parse_number(colon + 1, c_end, cost) || !isfinite(*cost) ||
+        (*cost != 0.0 && (fabs(*cost) < FLT_MIN || fabs(*cost) > FLT_MAX)))
+        return 0;
+    if (!second) return 2;
+    if (memchr(second + 1, ':', stop - second - 1) || !parse_number(second + 1, stop, prob) ||
+        !(*prob > 0.0 && *prob <= 1.0) || *prob < FLT_MIN)
+        return 0;
+    return 1;
+}
+
+PyDoc_STRVAR(labels_doc,
+"labels(text, n, n_actions) -> (kind, action, cost, prob, bar)\n"
+"Per line of text (n lines joined by '\\n'): the kind of its label (int8: 1 action:cost:prob,\n"
+"2 action:cost, 3 none, 0 for the Python parser), action (int64), cost, prob (float64)\n"
+"and the offset of its first '|' (int64).");
+
+static PyObject *py_labels(PyObject *self, PyObject *args) {
+    const char *text;
+    Py_ssize_t length, n, n_actions;
+    if (!PyArg_ParseTuple(args, "s#nn", &text, &length, &n, &n_actions)) return NULL;
+    PyObject *kind = PyBytes_FromStringAndSize(NULL, n);
+    PyObject *action = PyBytes_FromStringAndSize(NULL, n * sizeof(int64_t));
+    PyObject *cost = PyBytes_FromStringAndSize(NULL, n * sizeof(double));
+    PyObject *prob = PyBytes_FromStringAndSize(NULL, n * sizeof(double));
+    PyObject *bar = PyBytes_FromStringAndSize(NULL, n * sizeof(int64_t));
+    PyObject *result = NULL;
+    if (kind && action && cost && prob && bar) {
+        char *k = PyBytes_AS_STRING(kind);
+        int64_t *a = (int64_t *)PyBytes_AS_STRING(action), *b = (int64_t *)PyBytes_AS_STRING(bar);
+        double *c = (double *)PyBytes_AS_STRING(cost), *q = (double *)PyBytes_AS_STRING(prob);
+        const char *p = text, *end = text + length;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const char *stop = memchr(p, '\n', end - p);
+            stop = stop ? stop : end;
+            Py_ssize_t offset = 0;
+            a[i] = 0, c[i] = 0.0, q[i] = 0.0;
+            k[i] = (char)plain_label(p, stop, n_actions, &a[i], &c[i], &q[i], &offset);
+            b[i] = offset;
+            p = stop < end ? stop + 1 : end;
+        }
+        result = PyTuple_Pack(5, kind, action, cost, prob, bar);
+    }
+    Py_XDECREF(kind);
+    Py_XDECREF(action);
+    Py_XDECREF(cost);
+    Py_XDECREF(prob);
+    Py_XDECREF(bar);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS, scan_doc},
+    {"labels", py_labels, METH_VARARGS, labels_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,7 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
+import numpy as np
+
 from regcb_stream.io.vw_features import Features, FieldError, number, parse_namespaces
+
+try:
+    from regcb_stream.io import _scan
+except ImportError:  # not built (a source tree without `pip install`): line by line
+    _scan = None
 
 
 class Label(NamedTuple):
@@ -165,7 +172,8 @@ def _parse_label(words: list[str], n_actions: int | None) -> Label | None:
     return Label(int(act) if n_actions else 0, cost, prob)
 
 
-def _clean(raw: str) -> str:
+def clean_line(raw: str) -> str:
+    """A line without its newline, a trailing carriage return and a BOM (as VW reads it)."""
     raw = raw[:-1] if raw[-1:] == "\n" else raw
     raw = raw[:-1] if raw[-1:] == "\r" else raw
     return raw[1:] if raw[:1] == "\ufeff" else raw
@@ -226,7 +234,7 @@ def iter_cb_lines(lines: Iterable[str], n_actions: int,
         raise ValueError(f"n_actions must be >= 1, got {n_actions}")
     heads: dict[str, Line | FieldError] = {}  # a stream repeats its labels: parse each once
     for no, raw in enumerate(lines, 1):
-        text = _clean(raw)
+        text = clean_line(raw)
         if not text:
             continue
         bar = text.find("|")
@@ -250,6 +258,56 @@ def iter_cb_lines(lines: Iterable[str], n_actions: int,
             _fail(VWParseError(no, text, head.rule, head.detail), on_error)
             continue
         yield CBLine(head.label, head.tag, text[bar + 1:], no, text)
+
+
+class CBBlock(NamedTuple):
+    """The labels, tags and feature texts of a block of single-line examples, as
+    `read_cb_block` gives them: ``action`` (1-based; 0: no label or a test label, which is
+    not learned), ``cost`` and ``prob`` arrays, and the lines whose label is malformed
+    (position -> `FieldError`; their entries are empty)."""
+    action: np.ndarray
+    cost: np.ndarray
+    prob: np.ndarray
+    tags: list
+    bodies: list[str]
+    errors: dict[int, FieldError]
+
+
+def read_cb_block(texts: list[str], n_actions: int) -> CBBlock:
+    """`iter_cb_lines` for a block of non-empty lines (without their newline): plain labels
+    (``action:cost:prob`` or none, no tag) are read by the compiled scanner, the other
+    lines one by one as `iter_cb_lines` reads them.
+
+    >>> block = read_cb_block(["2:1:0.5 |a x:1", "|a y", "3:0:0.5 't |a z", "9:0:1 |a"], 3)
+    >>> block.action.tolist(), block.prob.tolist(), block.tags, block.bodies
+    ([2, 0, 3, 0], [0.5, 1.0, 0.5, 1.0], [None, None, 't', None], ['a x:1', 'a y', 'a z', ''])
+    >>> block.errors[3].detail
+    'action 9 is outside 1..3'
+    """
+    n = len(texts)
+    action, cost, prob = np.zeros(n, np.int64), np.zeros(n), np.ones(n)
+    tags, bodies, errors = [None] * n, [""] * n, {}
+    text = "\n".join(texts)
+    slow = range(n)
+    if _scan is not None and text.isascii() and text.count("\n") == n - 1:
+        kind, plain, costs, probs, bars = _scan.labels(text, n, n_actions)
+        kind = np.frombuffer(kind, np.int8)
+        learnable = kind == 1
+        action[learnable] = np.frombuffer(plain, np.int64)[learnable]
+        cost[learnable] = np.frombuffer(costs, float)[learnable]
+        prob[learnable] = np.frombuffer(probs, float)[learnable]
+        bodies = [line[bar + 1:] for line, bar in zip(texts, np.frombuffer(bars, np.int64).tolist())]
+        slow = np.flatnonzero(kind == 0).tolist()
+    for i in slow:
+        try:
+            head, bodies[i] = split_line(texts[i], n_actions)
+        except FieldError as error:
+            errors[i], bodies[i] = error, ""
+            continue
+        tags[i] = head.tag
+        if head.label is not None and head.label.prob is not None:
+            action[i], cost[i], prob[i] = head.label
+    return CBBlock(action, cost, prob, tags, bodies, errors)
 
 
 class _Reader:
@@ -358,7 +416,7 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
         if feats is not None and (acts or st.shared is not None) and len(acts) < max_lines:
             acts.append(feats)  # fast path: a repeated plain action line inside an example
             continue
-        text = _clean(raw)
+        text = clean_line(raw)
         if not text:
             if acts or st.shared is not None:
                 yield st.pop()
