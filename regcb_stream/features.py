@@ -72,6 +72,14 @@ class FeatureEncoder:
 
     def context(self, context) -> np.ndarray:
         """Encode one context as a vector of the current dimension."""
+        if type(context) is np.ndarray and context.size == self._dense_dim and (
+                context.ndim == 1 and context.dtype == np.float64 and not self._n_named):
+            if not math.isfinite(context.sum()):  # rare: find the culprit
+                _check_finite(context)
+            out = np.empty(self.dim)  # the fast case: a float vector of the known length
+            out[0] = self.intercept
+            out[1:] = context
+            return out
         if isinstance(context, Mapping):
             return self._rows([self.context_items(context)])[0]
         values = self._dense_context(context)
@@ -136,6 +144,8 @@ class FeatureEncoder:
             out[:, 0] = self.intercept
             out[:, 1 : 1 + contexts.shape[1]] = contexts
             return out
+        if len(contexts) == 1:
+            return self.context(contexts[0])[None]
         if all(isinstance(c, Mapping) for c in contexts):
             return self._rows([self.context_items(c) for c in contexts])
         rows = [self.context(c) for c in contexts]

@@ -203,7 +203,8 @@ class RegCB:
     def predict(self, context, actions: Sequence) -> tuple[object, float, dict]:
         """Sample an action; return it, its probability and kwargs for ``learn``."""
         decision = self.decide(context, actions)
-        index = int(_sample(decision.pmf[None], self._rng.random(1))[0])
+        cdf = decision.pmf.cumsum()  # _sample's draw, for one row
+        index = min(int(cdf.searchsorted(self._rng.random() * cdf[-1], "right")), len(cdf) - 1)
         info = {} if decision.candidates is None else {
             "candidates": tuple(decision.candidates[:, index].tolist())}
         return actions[index], float(decision.pmf[index]), info
@@ -514,6 +515,12 @@ class RegCB:
                             candidates)
         if self._selector is not None:
             return self._decide_auto(phi, models)
+        if getattr(self._oracle, "compiled", False):
+            lo, hi = self._range
+            pmf, prediction, low, high = self._oracle.decisions(
+                phi, models, self._budget(k), self.variant == "optimistic", self._range,
+                TIE_TOLERANCE * (hi - lo))
+            return Decision(pmf, prediction, low, high)
         prediction, low, high = self._oracle.bounds(phi, models, self._budget(k))
         low, high = clip_bounds(low, high, self._range)
         tolerance = TIE_TOLERANCE * (self._range[1] - self._range[0])
@@ -592,10 +599,10 @@ class RegCB:
         """``(phi, models)`` of shape ``(n, K, D)`` and ``(K,)`` for the oracle (``phi`` as
         ``SparseRows`` for oracles with ``sparse_input``, and for the joint class's
         rows, which are sparse, to oracles with ``sparse_rows``)."""
-        if self._sparse_input or (getattr(self._oracle, "sparse_rows", False)
-                                  and self._is_joint(actions)):
+        joint = self._is_joint(actions)
+        if self._sparse_input or (joint and getattr(self._oracle, "sparse_rows", False)):
             return self._sparse_features(contexts, actions)
-        if self._is_joint(actions):
+        if joint:
             if isinstance(actions, EncodedRows):  # (context, action) rows, (K, L) or (n, K, L)
                 phi = self._encoder.encoded(actions).reshape(len(contexts), -1, self._encoder.dim)
             else:

@@ -226,6 +226,16 @@ class RidgeOracle:
             return np.arange(self.n_models, dtype=np.int64)[models]
         return np.ascontiguousarray(models, dtype=np.int64)
 
+    def decisions(self, phi, models, budget: float, optimistic: bool,
+                  reward_range: tuple[float, float], tolerance: float):
+        """The decision rule's distributions (elimination, or ``optimistic``), predictions
+        and clipped bounds of a block of rows under the frozen fit, ``(n, K)`` each, in
+        the compiled loop (``budget`` NaN: uniform play)."""
+        n = len(phi.value if isinstance(phi, SparseRows) else phi)
+        unused = np.zeros(n)  # no labels: rewards and weights are not read
+        return self._run(phi, models, np.full(n, -1, np.int64), unused, unused,
+                         np.array([budget]), optimistic, reward_range, tolerance)
+
     def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
                       reward_range: tuple[float, float], tolerance: float):
         """Decide and learn a block of logged examples in order, rebuilding after every
@@ -234,14 +244,19 @@ class RidgeOracle:
         ``played[i]``: the column learned after example ``i``'s decision (-1: none),
         ``budgets[j]``: the budget after ``j`` more labels (NaN: uniform play). Returns the
         distributions, predictions and clipped bounds, ``(n, K)`` each."""
+        self.rebuild()  # nothing may be pending when the loop starts
+        return self._run(phi, models, np.ascontiguousarray(played, dtype=np.int64),
+                         np.ascontiguousarray(rewards, dtype=float),
+                         np.ascontiguousarray(weights, dtype=float),
+                         np.ascontiguousarray(budgets, dtype=float), optimistic,
+                         reward_range, tolerance)
+
+    def _run(self, phi, models, played, rewards, weights, budgets, optimistic, reward_range,
+             tolerance):
         index, value = _rows(phi)
         models = self._model_ids(models)
         (n, r, width), k = value.shape, len(models)
-        self.rebuild()  # nothing may be pending when the loop starts
         out = [np.empty((n, k)) for _ in range(4)]
-        played = np.ascontiguousarray(played, dtype=np.int64)
-        rewards, weights = (np.ascontiguousarray(a, dtype=float) for a in (rewards, weights))
-        budgets = np.ascontiguousarray(budgets, dtype=float)
         start = 0
         while start < n:
             start, learned, stale = _ridge.run_online(
@@ -252,8 +267,7 @@ class RidgeOracle:
             budgets = budgets[learned:]
             if stale >= 0:
                 self._invert(stale)
-        pmf, prediction, low, high = out
-        return pmf, prediction, low, high
+        return tuple(out)
 
 
 def _rows(phi) -> tuple[np.ndarray, np.ndarray]:
