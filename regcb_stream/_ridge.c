@@ -106,6 +106,214 @@ static void rank_one(double *a_inv, double *theta, Py_ssize_t D, const int64_t *
     }
 }
 
+/* The joint model's inverse in blocks (`_Blocks` in ridge.py): the columns are shared
+ * ones S and groups, and every row touches S and at most one group (VW's -q crosses of a
+ * shared line with action lines: each action's own features and crosses form a group).
+ * With C_j the group's Gram block, E_j its block against S, F_j = C_j^-1 E_j and the Schur
+ * complement Sigma = A_SS - sum_j E_j^T F_j, a row z = (z_S, z_G) on group j has
+ *   x^T A^-1 x = z_G^T C_j^-1 z_G + w^T Sigma^-1 w,   w = z_S - F_j^T z_G,
+ *   prediction = w . theta_S + z_G . h_j,             h_j = C_j^-1 b_G,
+ * and a label updates Sigma^-1 = (A^-1)_SS and theta_S by the S part of the rank-one
+ * update of A^-1, and C_j^-1, F_j, h_j of its own group only: O(s^2 + b^2 + s b), not
+ * O(D^2). */
+typedef struct {
+    Py_ssize_t s, J, bmax;
+    const int64_t *kind, *pos, *g_start, *g_cols, *s_cols, *c_off;
+    double *c_inv, *f, *h, *s_inv, *theta_s;
+} Blocks;
+
+#define N_BLOCK_ARRAYS 11
+
+/* A row's shared part z_S (dense, length s) and group part (positions gp, values gv, ng
+ * of them) on group *group (-1: none); 0 if a column is unassigned or two groups meet. */
+static int split_row(const Blocks *B, const int64_t *index, const double *value,
+                     Py_ssize_t L, double *zs, int64_t *gp, double *gv, Py_ssize_t *ng,
+                     int64_t *group) {
+    memset(zs, 0, B->s * sizeof(double));
+    *group = -1;
+    *ng = 0;
+    for (Py_ssize_t l = 0; l < L; l++) {
+        double x = value[l];
+        if (x == 0.0) continue;
+        Py_ssize_t col = index ? index[l] : l;
+        int64_t k = B->kind[col];
+        if (k == -1) {
+            zs[B->pos[col]] += x;
+            continue;
+        }
+        if (k < 0 || (*group >= 0 && *group != k)) return 0;
+        *group = k;
+        gp[*ng] = B->pos[col];
+        gv[(*ng)++] = x;
+    }
+    return 1;
+}
+
+/* x^T M x of a symmetric n x n matrix, each pair once */
+static double quadratic(const double *m, const double *x, Py_ssize_t n) {
+    double v = 0.0;
+    for (Py_ssize_t l = 0; l < n; l++)
+        if (x[l] != 0.0)
+            v += x[l] * (m[l * n + l] * x[l] + 2.0 * dot(m + l * n + l + 1, x + l + 1, n - l - 1));
+    return v;
+}
+
+typedef struct {
+    double *zs, *w, *q, *e, *v, *gv;
+    int64_t *gp;
+} Scratch;
+
+static int scratch_alloc(Scratch *t, const Blocks *B, Py_ssize_t L) {
+    t->zs = PyMem_Malloc((4 * B->s + B->bmax + L + 1) * sizeof(double));
+    t->gp = PyMem_Malloc((L + 1) * sizeof(int64_t));
+    if (!t->zs || !t->gp) {
+        PyMem_Free(t->zs);
+        PyMem_Free(t->gp);
+        PyErr_NoMemory();
+        return 0;
+    }
+    t->w = t->zs + B->s, t->q = t->w + B->s, t->e = t->q + B->s, t->v = t->e + B->s;
+    t->gv = t->v + B->bmax;
+    return 1;
+}
+
+static void scratch_free(Scratch *t) {
+    PyMem_Free(t->zs);
+    PyMem_Free(t->gp);
+}
+
+/* w = z_S - F_j^T z_G, for the split row in t */
+static void shared_residual(const Blocks *B, int64_t j, Py_ssize_t ng, Scratch *t) {
+    Py_ssize_t s = B->s;
+    memcpy(t->w, t->zs, s * sizeof(double));
+    if (j < 0) return;
+    const double *f = B->f + B->g_start[j] * s;
+    for (Py_ssize_t e = 0; e < ng; e++) {
+        const double *row = f + t->gp[e] * s;
+        double x = t->gv[e];
+        for (Py_ssize_t i = 0; i < s; i++) t->w[i] -= x * row[i];
+    }
+}
+
+/* prediction (without the prior) and x^T A^-1 x of one row; 0 if it does not fit */
+static int block_moments(const Blocks *B, const int64_t *index, const double *value,
+                         Py_ssize_t L, Scratch *t, double *pred, double *var) {
+    int64_t j;
+    Py_ssize_t ng;
+    if (!split_row(B, index, value, L, t->zs, t->gp, t->gv, &ng, &j)) return 0;
+    shared_residual(B, j, ng, t);
+    double v = quadratic(B->s_inv, t->w, B->s), p = dot(t->w, B->theta_s, B->s);
+    if (j >= 0) {
+        Py_ssize_t b = B->g_start[j + 1] - B->g_start[j];
+        const double *c = B->c_inv + B->c_off[j], *h = B->h + B->g_start[j];
+        for (Py_ssize_t e = 0; e < ng; e++) {
+            double s = 0.0;
+            for (Py_ssize_t f = 0; f < ng; f++) s += c[t->gp[e] * b + t->gp[f]] * t->gv[f];
+            v += t->gv[e] * s;
+            p += t->gv[e] * h[t->gp[e]];
+        }
+    }
+    *pred = p;
+    *var = v > 0.0 ? v : 0.0;
+    return 1;
+}
+
+/* The blocks' update by one row already added to a and b (weight, residual); 0 if the
+ * row does not fit */
+static int block_learn(const Blocks *B, const double *a, const double *bvec, Py_ssize_t D,
+                       const int64_t *index, const double *value, Py_ssize_t L,
+                       double weight, double residual, Scratch *t) {
+    Py_ssize_t s = B->s, ng;
+    int64_t j;
+    if (!split_row(B, index, value, L, t->zs, t->gp, t->gv, &ng, &j)) return 0;
+    shared_residual(B, j, ng, t);
+    for (Py_ssize_t i = 0; i < s; i++) t->q[i] = dot(B->s_inv + i * s, t->w, s);
+    double quad_g = 0.0, fit = dot(t->w, B->theta_s, s);
+    Py_ssize_t b = 0, g0 = 0;
+    double *c = NULL, *h = NULL;
+    if (j >= 0) {
+        g0 = B->g_start[j], b = B->g_start[j + 1] - g0;
+        c = B->c_inv + B->c_off[j], h = B->h + g0;
+        for (Py_ssize_t p = 0; p < b; p++) {
+            double x = 0.0;
+            for (Py_ssize_t e = 0; e < ng; e++) x += c[p * b + t->gp[e]] * t->gv[e];
+            t->v[p] = x;
+        }
+        for (Py_ssize_t e = 0; e < ng; e++) {
+            quad_g += t->gv[e] * t->v[t->gp[e]];
+            fit += t->gv[e] * h[t->gp[e]];
+        }
+    }
+    double var = quad_g + dot(t->w, t->q, s);
+    double gain = weight / (1.0 + weight * var), step = gain * (residual - fit);
+    for (Py_ssize_t i = 0; i < s; i++) {
+        double g = gain * t->q[i];
+        double *row = B->s_inv + i * s;
+        for (Py_ssize_t k = 0; k < s; k++) row[k] -= t->q[k] * g;
+        B->theta_s[i] += step * t->q[i];
+    }
+    if (j < 0) return 1;
+    /* the group: C^-1, F = C^-1 E, h = C^-1 b_G, from their values before the row */
+    double shrink = weight / (1.0 + weight * quad_g), vb = -weight * residual * quad_g;
+    for (Py_ssize_t i = 0; i < s; i++) t->e[i] = -weight * quad_g * t->zs[i];
+    for (Py_ssize_t p = 0; p < b; p++) {
+        Py_ssize_t col = B->g_cols[g0 + p];
+        const double *arow = a + col * D;
+        for (Py_ssize_t i = 0; i < s; i++) t->e[i] += t->v[p] * arow[B->s_cols[i]];
+        vb += t->v[p] * bvec[col];
+    }
+    double keep = 1.0 - shrink * quad_g;
+    double *f = B->f + g0 * s;
+    for (Py_ssize_t p = 0; p < b; p++) {
+        double vp = t->v[p], moved = vp * keep;
+        for (Py_ssize_t k = 0; k < b; k++) c[p * b + k] -= shrink * vp * t->v[k];
+        double *frow = f + p * s;
+        for (Py_ssize_t i = 0; i < s; i++)
+            frow[i] += -shrink * vp * t->e[i] + weight * moved * t->zs[i];
+        h[p] += -shrink * vp * vb + weight * residual * moved;
+    }
+    return 1;
+}
+
+static int get_blocks(PyObject *tuple, Py_ssize_t D, Blocks *B, Py_buffer *bufs) {
+    memset(bufs, 0, N_BLOCK_ARRAYS * sizeof(Py_buffer));
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != N_BLOCK_ARRAYS) {
+        PyErr_SetString(PyExc_TypeError, "blocks must be a tuple of 11 arrays");
+        return 0;
+    }
+    for (int i = 0; i < N_BLOCK_ARRAYS; i++) {
+        int flags = i >= 6 ? PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS : PyBUF_C_CONTIGUOUS;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(tuple, i), &bufs[i], flags) < 0) {
+            for (int k = 0; k < i; k++) PyBuffer_Release(&bufs[k]);
+            return 0;
+        }
+    }
+    B->kind = bufs[0].buf, B->pos = bufs[1].buf, B->g_start = bufs[2].buf;
+    B->g_cols = bufs[3].buf, B->s_cols = bufs[4].buf, B->c_off = bufs[5].buf;
+    B->c_inv = bufs[6].buf, B->f = bufs[7].buf, B->h = bufs[8].buf;
+    B->s_inv = bufs[9].buf, B->theta_s = bufs[10].buf;
+    B->s = bufs[4].len / 8, B->J = bufs[2].len / 8 - 1, B->bmax = 0;
+    int ok = bufs[0].len == D * 8 && bufs[1].len == D * 8 && B->J >= 0 &&
+             bufs[5].len == (B->J + 1) * 8 && bufs[9].len == B->s * B->s * 8 &&
+             bufs[10].len == B->s * 8;
+    for (Py_ssize_t j = 0; ok && j < B->J; j++) {
+        Py_ssize_t b = B->g_start[j + 1] - B->g_start[j];
+        B->bmax = b > B->bmax ? b : B->bmax;
+    }
+    ok = ok && B->g_start[B->J] * 8 == bufs[3].len && B->g_start[B->J] * 8 == bufs[8].len &&
+         B->g_start[B->J] * B->s * 8 == bufs[7].len && B->c_off[B->J] * 8 == bufs[6].len;
+    if (!ok) {
+        for (int k = 0; k < N_BLOCK_ARRAYS; k++) PyBuffer_Release(&bufs[k]);
+        PyErr_SetString(PyExc_ValueError, "inconsistent block arrays");
+    }
+    return ok;
+}
+
+static void release_blocks(Py_buffer *bufs) {
+    for (int k = 0; k < N_BLOCK_ARRAYS; k++)
+        if (bufs[k].obj) PyBuffer_Release(&bufs[k]);
+}
+
 /* The decision rule on clipped bounds: elimination (uniform over the actions whose high
  * reaches the best low) or optimistic (uniform over the largest highs), ties within tol */
 static void decide(const double *low, const double *high, Py_ssize_t K, int optimistic,
@@ -151,17 +359,27 @@ static int rows_ok(Py_buffer *index, Py_buffer *value, Py_ssize_t n, Py_ssize_t 
     } while (0)
 
 PyDoc_STRVAR(moments_doc,
-"moments(a_inv, theta, models, index, value, n, R, K, L, D, prior, pred, var)\n"
-"Prediction and x^T A^-1 x of every (row, action) into pred and var (n, K).");
+"moments(a_inv, theta, models, index, value, n, R, K, L, D, prior, pred, var[, blocks])\n"
+"Prediction and x^T A^-1 x of every (row, action) into pred and var (n, K); with the\n"
+"joint model's blocks, False if a row does not fit them.");
 
 static PyObject *py_moments(PyObject *self, PyObject *args) {
     Py_buffer a_inv = {0}, theta = {0}, models = {0}, index = {0}, value = {0}, pred = {0},
               var = {0};
     Py_ssize_t n, R, K, L, D;
     double prior;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*nnnnndw*w*", &a_inv, &theta, &models, &index,
-                          &value, &n, &R, &K, &L, &D, &prior, &pred, &var))
+    PyObject *blocks = Py_None;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*nnnnndw*w*|O", &a_inv, &theta, &models, &index,
+                          &value, &n, &R, &K, &L, &D, &prior, &pred, &var, &blocks))
         return NULL;
+    Blocks B;
+    Py_buffer block_bufs[N_BLOCK_ARRAYS];
+    Scratch t = {0};
+    int blocked = blocks != Py_None;
+    if (blocked && !get_blocks(blocks, D, &B, block_bufs)) {
+        RELEASE(&a_inv, &theta, &models, &index, &value, &pred, &var);
+        return NULL;
+    }
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double));
     int ok = expect(&a_inv, M * D * D, 8, "a_inv") && expect(&models, K, 8, "models") &&
              rows_ok(&index, &value, n * R, L, D) && expect(&pred, n * K, 8, "pred") &&
@@ -172,6 +390,8 @@ static PyObject *py_moments(PyObject *self, PyObject *args) {
             PyErr_Format(PyExc_ValueError, "model %lld out of range", (long long)model[k]);
             ok = 0;
         }
+    if (ok && blocked && (M != 1 || !scratch_alloc(&t, &B, L))) ok = 0;
+    int fits = 1;
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
         const double *ai = a_inv.buf, *th = theta.buf, *val = value.buf;
@@ -180,15 +400,24 @@ static PyObject *py_moments(PyObject *self, PyObject *args) {
         for (Py_ssize_t i = 0; i < n; i++)
             for (Py_ssize_t k = 0; k < K; k++) {
                 Py_ssize_t row = (i * R + (R == 1 ? 0 : k)) * L;
-                row_moments(ai + model[k] * D * D, th + model[k] * D, D, idx ? idx + row : NULL,
-                            val + row, L, p + i * K + k, v + i * K + k);
+                const int64_t *cols = idx ? idx + row : NULL;
+                if (blocked)
+                    fits &= block_moments(&B, cols, val + row, L, &t, p + i * K + k,
+                                          v + i * K + k);
+                else
+                    row_moments(ai + model[k] * D * D, th + model[k] * D, D, cols, val + row,
+                                L, p + i * K + k, v + i * K + k);
                 p[i * K + k] += prior;
             }
         Py_END_ALLOW_THREADS
     }
+    if (blocked) {
+        scratch_free(&t);
+        release_blocks(block_bufs);
+    }
     RELEASE(&a_inv, &theta, &models, &index, &value, &pred, &var);
     if (!ok) return NULL;
-    Py_RETURN_NONE;
+    return PyBool_FromLong(fits);
 }
 
 /* learn and rank_one: (matrices, vectors, model, index, value, L, D, weight, residual) */
@@ -234,6 +463,41 @@ PyDoc_STRVAR(rank_one_doc,
 
 static PyObject *py_rank_one(PyObject *self, PyObject *args) { return row_update(args, 1); }
 
+PyDoc_STRVAR(block_update_doc,
+"block_update(a, b, blocks, index, value, L, D, weight, residual)\n"
+"The joint model's blocks updated by one row already added to a and b.");
+
+static PyObject *py_block_update(PyObject *self, PyObject *args) {
+    Py_buffer a = {0}, b = {0}, index = {0}, value = {0};
+    PyObject *blocks;
+    Py_ssize_t L, D;
+    double weight, residual;
+    if (!PyArg_ParseTuple(args, "y*y*Oy*y*nndd", &a, &b, &blocks, &index, &value, &L, &D,
+                          &weight, &residual))
+        return NULL;
+    Blocks blk;
+    Py_buffer block_bufs[N_BLOCK_ARRAYS];
+    Scratch t = {0};
+    int ok = expect(&a, D * D, 8, "a") && expect(&b, D, 8, "b") &&
+             rows_ok(&index, &value, 1, L, D) && get_blocks(blocks, D, &blk, block_bufs);
+    if (ok && !scratch_alloc(&t, &blk, L)) {
+        release_blocks(block_bufs);
+        ok = 0;
+    }
+    if (ok) {
+        if (!block_learn(&blk, a.buf, b.buf, D, index.len ? index.buf : NULL, value.buf, L,
+                         weight, residual, &t)) {
+            PyErr_SetString(PyExc_ValueError, "the row does not fit the blocks");
+            ok = 0;
+        }
+        scratch_free(&t);
+        release_blocks(block_bufs);
+    }
+    RELEASE(&a, &b, &index, &value);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(run_online_doc,
 "run_online(a, b, a_inv, theta, updates, models, index, value, played, reward, weight,\n"
 "           budget, pmf, pred, low, high, start, n, R, K, L, D, optimistic, refresh,\n"
@@ -242,8 +506,9 @@ PyDoc_STRVAR(run_online_doc,
 "(uniform play while that budget is NaN: no label yet), the rule's distribution, then\n"
 "the label of played[i] >= 0 learned and the decision state rebuilt (online schedule).\n"
 "Stops after an example whose model has had `refresh` rank-one updates since its last\n"
-"fresh inverse, its row added to the Gram matrix only; returns (examples done, labels\n"
-"learned, that model or -1).");
+"fresh inverse, its row added to the Gram matrix only, or (with the joint model's\n"
+"blocks) before an example with a row outside them; returns (examples done, labels\n"
+"learned, that model, or -2 for a row outside the blocks, or -1).");
 
 static PyObject *py_run_online(PyObject *self, PyObject *args) {
     Py_buffer a = {0}, b = {0}, a_inv = {0}, theta = {0}, updates = {0}, models = {0},
@@ -252,11 +517,22 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     Py_ssize_t start, n, R, K, L, D, refresh;
     int optimistic;
     double prior, lo, hi, tol;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnpndddd", &a, &b,
+    PyObject *blocks = Py_None;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnpndddd|O", &a, &b,
                           &a_inv, &theta, &updates, &models, &index, &value, &played,
                           &reward, &weight, &budget, &pmf, &pred, &low, &high, &start, &n,
-                          &R, &K, &L, &D, &optimistic, &refresh, &prior, &lo, &hi, &tol))
+                          &R, &K, &L, &D, &optimistic, &refresh, &prior, &lo, &hi, &tol,
+                          &blocks))
         return NULL;
+    Blocks blk;
+    Py_buffer block_bufs[N_BLOCK_ARRAYS];
+    Scratch t = {0};
+    int blocked = blocks != Py_None, fits = 1;
+    if (blocked && !get_blocks(blocks, D, &blk, block_bufs)) {
+        RELEASE(&a, &b, &a_inv, &theta, &updates, &models, &index, &value, &played, &reward,
+                &weight, &budget, &pmf, &pred, &low, &high);
+        return NULL;
+    }
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double));
     int ok = expect(&a, M * D * D, 8, "a") && expect(&b, M * D, 8, "b") &&
              expect(&a_inv, M * D * D, 8, "a_inv") && expect(&updates, M, 8, "updates") &&
@@ -284,6 +560,10 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "budget is shorter than the labels + 1");
         ok = 0;
     }
+    if (ok && blocked && (M != 1 || !scratch_alloc(&t, &blk, L))) {
+        if (M != 1) PyErr_SetString(PyExc_ValueError, "blocks are for one model");
+        ok = 0;
+    }
     double *spread = ok ? PyMem_Malloc(D * sizeof(double)) : NULL;
     if (ok && !spread) {
         PyErr_NoMemory();
@@ -303,14 +583,22 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
             for (Py_ssize_t k = 0; k < K; k++) {
                 Py_ssize_t row = (i * R + (R == 1 ? 0 : k)) * L;
                 double v;
-                row_moments(AI + model[k] * D * D, TH + model[k] * D, D, idx ? idx + row : NULL,
-                            val + row, L, p + k, &v);
+                if (blocked)
+                    fits &= block_moments(&blk, idx ? idx + row : NULL, val + row, L, &t, p + k,
+                                          &v);
+                else
+                    row_moments(AI + model[k] * D * D, TH + model[k] * D, D,
+                                idx ? idx + row : NULL, val + row, L, p + k, &v);
                 p[k] += prior;
                 double radius = sqrt((beta > 0.0 ? beta : 0.0) * v);
                 double l0 = p[k] - radius, h0 = p[k] + radius;
                 lw[k] = fmin(fmax(l0, lo), hi);
                 hg[k] = fmin(fmax(h0, lo), hi);
                 if (isnan(beta)) lw[k] = lo, hg[k] = hi;
+            }
+            if (!fits) {  /* a row outside the blocks: the caller refits them */
+                stale = -2;
+                break;
             }
             if (isnan(beta))
                 for (Py_ssize_t k = 0; k < K; k++) pm[k] = 1.0 / (double)K;
@@ -327,10 +615,18 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
                 i++;
                 break;
             }
-            rank_one(AI + m * D * D, TH + m * D, D, cols, val + row, L, wt[i], residual, spread);
+            if (blocked)
+                fits &= block_learn(&blk, A, B, D, cols, val + row, L, wt[i], residual, &t);
+            else
+                rank_one(AI + m * D * D, TH + m * D, D, cols, val + row, L, wt[i], residual,
+                         spread);
             up[m]++;
         }
         Py_END_ALLOW_THREADS
+    }
+    if (blocked) {
+        scratch_free(&t);
+        release_blocks(block_bufs);
     }
     PyMem_Free(spread);
     RELEASE(&a, &b, &a_inv, &theta, &updates, &models, &index, &value, &played, &reward,
@@ -344,6 +640,7 @@ static PyMethodDef methods[] = {
     {"learn", py_learn, METH_VARARGS, learn_doc},
     {"rank_one", py_rank_one, METH_VARARGS, rank_one_doc},
     {"run_online", py_run_online, METH_VARARGS, run_online_doc},
+    {"block_update", py_block_update, METH_VARARGS, block_update_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -24,7 +24,8 @@ import tempfile
 from pathlib import Path
 
 FORMAT = "regcb-stream model"
-VERSION = 3  # 2: RidgeOracle folds rows lazily, learns a prior; 3: budget kinds, automatic budget
+VERSION = 4  # 2: RidgeOracle folds rows lazily, learns a prior; 3: budget kinds, automatic budget;
+# 4: the compiled ridge state (rows learned at once, the joint model in blocks)
 
 
 def save_model(path: str | os.PathLike, learner, settings: dict) -> None:

@@ -89,6 +89,8 @@ class RidgeOracle:
         self._theta = np.zeros((0, 0))
         self._pending: dict[int, list | None] = {}  # model -> rank-one updates, None: many
         self._updates = np.zeros(0, dtype=np.int64)  # rank-one updates since a fresh inverse
+        self._blocks: _Blocks | None = None  # one model over arrowhead rows: its blocks
+        self._tried_blocks = False
 
     @property
     def n_models(self) -> int:
@@ -110,6 +112,12 @@ class RidgeOracle:
         self._b = _pad(self._b, (m, d), 0.0)
         self._theta = _pad(self._theta, (m, d), 0.0)
         self._updates = np.r_[self._updates, np.zeros(m - m0, dtype=np.int64)]
+        if self._blocks is not None and m == 1:  # pending rows stay valid (sparse)
+            self._blocks.grow(d)
+            return
+        if self._blocks is not None:  # a second model: no more blocks
+            self._blocks = None
+            self._invert(0)
         for model in self._pending:
             self._pending[model] = None
 
@@ -128,18 +136,21 @@ class RidgeOracle:
         ``(D,)`` or an ``(index, value)`` pair of 1-D arrays."""
         index, value = _sparse_row(x, self.dim)
         residual = y - self.prior_mean
+        columns = index if index.size else np.arange(self.dim)
+        if self._blocks is not None and not self._blocks.fits(columns, value):
+            self._fit_blocks(columns[None, None], value[None, None])
         if self.compiled:
             _ridge.learn(self._a, self._b, model, index, value, len(value), self.dim,
                          weight, residual)
-        elif index.size:
-            self._a[model][np.ix_(index, index)] += weight * np.outer(value, value)
+        elif index.size:  # add.at: padding repeats column 0
+            np.add.at(self._a[model], (index[:, None], index), weight * np.outer(value, value))
             np.add.at(self._b[model], index, weight * residual * value)
         else:
             self._a[model] += weight * np.outer(value, value)
             self._b[model] += weight * residual * value
         pending = self._pending.setdefault(model, [])
-        if pending is not None:
-            if 4 * (len(pending) + 1) <= self.dim:
+        if pending is not None:  # (the blocks need them to restore the frozen statistics)
+            if 4 * (len(pending) + 1) <= self.dim or self._blocks is not None:
                 pending.append((index, value, weight, residual))
             else:  # the rebuild will invert afresh
                 self._pending[model] = None
@@ -161,7 +172,8 @@ class RidgeOracle:
         labels are pending, by a fresh inverse when many are (and every ``max(64, D)``
         rank-one updates, against rounding drift)."""
         for model, pending in sorted(self._pending.items()):
-            if pending is None or self._updates[model] >= self.refresh_every:
+            if pending is None or self._updates[model] >= self.refresh_every or (
+                    self._blocks is not None and len(pending) > 1):
                 self._invert(model)
                 continue
             for index, value, weight, residual in pending:
@@ -171,8 +183,12 @@ class RidgeOracle:
 
     def _invert(self, model: int) -> None:
         """A fresh inverse and solution of one model (on one thread: BLAS threads make a
-        large inverse several times slower on a small machine, and cost ~1 ms to limit)."""
-        if self.dim >= ONE_THREAD_FROM:
+        large inverse several times slower on a small machine, and cost ~1 ms to limit),
+        or of its blocks."""
+        if self._blocks is not None:
+            self._blocks.build(self._a[0], self._b[0])
+            self._updates[model] = 0
+        elif self.dim >= ONE_THREAD_FROM:
             with threadpool_limits(1, "blas"):
                 self._a_inv[model] = np.linalg.inv(self._a[model])
         else:
@@ -182,6 +198,9 @@ class RidgeOracle:
 
     def _rank_one(self, model: int, index, value, weight: float, residual: float) -> None:
         """Sherman-Morrison update of one model's inverse and solution by one row."""
+        if self._blocks is not None:  # the row is in the Gram matrix already
+            return _ridge.block_update(self._a[0], self._b[0], self._blocks.arrays, index,
+                                       value, len(value), self.dim, weight, residual)
         if self.compiled:
             return _ridge.rank_one(self._a_inv, self._theta, model, index, value, len(value),
                                    self.dim, weight, residual)
@@ -208,8 +227,11 @@ class RidgeOracle:
         (n, r, width), k = value.shape, len(models)
         if self.compiled:
             pred, var = np.empty((n, k)), np.empty((n, k))
-            _ridge.moments(self._a_inv, self._theta, models, index, value, n, r, k, width,
-                           self.dim, self.prior_mean, pred, var)
+            self._block_arrays(index, value)
+            while not _ridge.moments(self._a_inv, self._theta, models, index, value, n, r, k,
+                                     width, self.dim, self.prior_mean, pred, var,
+                                     self._blocks and self._blocks.arrays):
+                self._fit_blocks(index, value)
             return pred, var
         dense = value
         if index.size:
@@ -219,6 +241,38 @@ class RidgeOracle:
         pred = np.einsum("nkd,kd->nk", dense, self._theta[models]) + self.prior_mean
         var = np.einsum("nkd,kde,nke->nk", dense, self._a_inv[models], dense)
         return pred, np.maximum(var, 0.0)
+
+    def _block_arrays(self, index: np.ndarray, value: np.ndarray) -> None:
+        """Keep one model's inverse in blocks when its rows ``(n, K, L)`` have the
+        arrowhead structure (see ``_Blocks``): the first joint rows decide it. The kernels
+        say when a later row does not fit (``_fit_blocks``)."""
+        if (self._blocks is None and self.compiled and self.n_models == 1 and index.size
+                and not self._pending and self.dim > 16 and not self._tried_blocks):
+            self._tried_blocks = True
+            self._blocks = _Blocks(self.dim)
+            self._fit_blocks(index, value)
+
+    def _fit_blocks(self, index: np.ndarray, value: np.ndarray) -> None:
+        """Take in the columns of joint rows; rebuild the blocks of the frozen fit, or fall
+        back to the dense inverse for good if they no longer pay."""
+        self._blocks.take(index, value)
+        a, b = self._a[0], self._b[0]
+        pending = self._pending.get(0) or []
+        if pending:  # the statistics of the frozen fit: without the labels of this epoch
+            a, b = a.copy(), b.copy()
+            for cols, vals, weight, residual in pending:
+                cols = cols if cols.size else np.arange(len(vals))
+                np.add.at(a, (cols[:, None], cols), -weight * np.outer(vals, vals))
+                np.add.at(b, cols, -weight * residual * vals)
+        if self._blocks.worth_it() and self._blocks.holds(a, b):
+            self._blocks.build(a, b)
+        else:
+            self._blocks = None
+            self._a_inv[0] = np.linalg.inv(a)
+            self._theta[0] = self._a_inv[0] @ b
+            if pending:
+                self._pending[0] = None
+        self._updates[0] = 0
 
     def _model_ids(self, models) -> np.ndarray:
         """Model ids as a contiguous int64 array (from an array or a slice)."""
@@ -257,17 +311,122 @@ class RidgeOracle:
         models = self._model_ids(models)
         (n, r, width), k = value.shape, len(models)
         out = [np.empty((n, k)) for _ in range(4)]
+        self._block_arrays(index, value)
         start = 0
         while start < n:
+            blocks = self._blocks and self._blocks.arrays  # new ones after each refresh
             start, learned, stale = _ridge.run_online(
                 self._a, self._b, self._a_inv, self._theta, self._updates, models, index,
                 value, played, rewards, weights, budgets, *out, start, n, r, k, width,
                 self.dim, optimistic, self.refresh_every, self.prior_mean, *reward_range,
-                tolerance)
+                tolerance, blocks)
             budgets = budgets[learned:]
             if stale >= 0:
                 self._invert(stale)
+            elif stale == -2:  # a row outside the blocks
+                self._fit_blocks(index[start:], value[start:])
         return tuple(out)
+
+
+class _Blocks:
+    """The joint model's columns split into shared ones and groups, such that every row
+    touches the shared columns and at most one group, and its inverse kept in blocks
+    (``_ridge.c`` has the algebra): VW's ``-q`` crosses of a shared line with action lines
+    give this structure (each action's features and crosses are a group), and a label then
+    costs O(s^2 + b^2 + s b) for s shared columns and groups of b, instead of O(D^2).
+
+    A column becomes shared once it appears in two rows of one example; the other columns
+    of a row are put in one group (merging groups when a row joins them)."""
+
+    def __init__(self, dim: int):
+        self.kind = np.full(dim, -2, np.int64)  # -2 unseen, -1 shared, >= 0 its group
+        self.arrays: tuple = ()
+
+    def grow(self, dim: int) -> _Blocks:
+        self.kind = np.r_[self.kind, np.full(dim - len(self.kind), -2, np.int64)]
+        return self
+
+    def take(self, index: np.ndarray, value: np.ndarray) -> bool:
+        """Take in the columns of rows ``(n, K, L)``; whether the partition changed."""
+        kind, changed = self.kind, False
+        present = value != 0
+        cols = index[present]
+        examples = np.broadcast_to(np.arange(len(index))[:, None, None], index.shape)[present]
+        keys, counts = np.unique(examples * len(kind) + cols, return_counts=True)
+        shared = np.unique(keys[counts > 1] % len(kind))
+        shared = shared[kind[shared] != -1]
+        if shared.size:
+            kind[shared], changed = -1, True
+        groups = np.where(present, kind[index], -1)
+        own = groups != -1
+        low = np.where(own, groups, np.iinfo(np.int64).max).min(axis=2)
+        high = np.where(own, groups, -3).max(axis=2)
+        misfits = own.any(axis=2) & ((low != high) | (low < 0))
+        if not misfits.any():
+            return changed
+        labels = kind.tolist()
+        fresh = max(labels) + 1
+        for row in np.unique(np.where(present, index, -1)[misfits], axis=0).tolist():
+            columns = [c for c in row if c >= 0 and labels[c] != -1]
+            ids = {labels[c] for c in columns} - {-2}
+            if len(ids) == 1 and -2 not in {labels[c] for c in columns}:
+                continue  # fitted by an earlier row
+            target = min(ids) if ids else fresh
+            fresh += not ids
+            if len(ids) > 1:  # the row joins groups
+                labels = [target if label in ids else label for label in labels]
+            for c in columns:
+                labels[c] = target
+        kind[:] = labels
+        return True
+
+    def fits(self, index: np.ndarray, value: np.ndarray) -> bool:
+        """Whether one row touches the shared columns and at most one group."""
+        kinds = set(self.kind[index[value != 0]].tolist()) - {-1}
+        return len(kinds) == 0 or (len(kinds) == 1 and kinds.pop() >= 0)
+
+    def worth_it(self) -> bool:
+        """Whether the blocks are much smaller than the dense inverse."""
+        s = int((self.kind == -1).sum())
+        sizes = np.bincount(self.kind[self.kind >= 0])
+        return int((sizes**2).sum()) + s * s + s * int(sizes.sum()) <= len(self.kind) ** 2 / 4
+
+    def holds(self, a: np.ndarray, b: np.ndarray) -> bool:
+        """Whether the data learned so far has the structure: no Gram entry between two
+        groups, and no data on an unassigned column (rows learned before the blocks)."""
+        kind = self.kind
+        unseen = kind == -2
+        grouped = kind >= 0
+        cross = grouped[:, None] & grouped & (kind[:, None] != kind)
+        off = a[unseen] - np.eye(len(kind))[unseen] * a[unseen]
+        return not (a[cross].any() or off.any() or b[unseen].any())
+
+    def build(self, a: np.ndarray, b: np.ndarray) -> None:
+        """The blocks afresh from the Gram matrix ``a`` and ``b`` of the model."""
+        kind = self.kind
+        shared = np.flatnonzero(kind == -1)
+        _, kind[kind >= 0] = np.unique(kind[kind >= 0], return_inverse=True)  # 0..J-1
+        grouped = np.flatnonzero(kind >= 0)
+        order = grouped[np.argsort(kind[grouped], kind="stable")]
+        sizes = np.bincount(kind[order], minlength=int(kind.max(initial=-1)) + 1)
+        start = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+        pos = np.zeros(len(kind), np.int64)
+        pos[shared] = np.arange(len(shared))
+        pos[order] = np.arange(len(order)) - start[kind[order]]
+        c_off = np.r_[0, np.cumsum(sizes**2)].astype(np.int64)
+        c_inv, f, h = np.empty(c_off[-1]), np.empty((len(order), len(shared))), np.empty(len(order))
+        sigma, rhs = a[np.ix_(shared, shared)].copy(), b[shared].copy()
+        for j, (lo, hi) in enumerate(zip(start[:-1].tolist(), start[1:].tolist())):
+            cols = order[lo:hi]
+            inverse = np.linalg.inv(a[np.ix_(cols, cols)])
+            across = a[np.ix_(cols, shared)]
+            c_inv[c_off[j]:c_off[j + 1]] = inverse.ravel()
+            f[lo:hi], h[lo:hi] = inverse @ across, inverse @ b[cols]
+            sigma -= across.T @ f[lo:hi]
+            rhs -= across.T @ h[lo:hi]
+        s_inv = np.linalg.inv(sigma)
+        self.arrays = (kind.copy(), pos, start, order.astype(np.int64), shared.astype(np.int64),
+                       c_off, c_inv, f.ravel(), h, s_inv, s_inv @ rhs)
 
 
 def _rows(phi) -> tuple[np.ndarray, np.ndarray]:
