@@ -31,6 +31,7 @@ from regcb_stream.io.vw_text import OnError, VWParseError, clean_line, iter_adf,
 from regcb_stream.progress import ProgressTable
 
 MAX_BLOCK = 512  # examples read ahead at most (larger blocks cost memory, not time)
+MAX_ROWS = 2048  # ADF action lines read ahead at most
 
 
 @dataclass(frozen=True)
@@ -105,10 +106,10 @@ class Driver:
             self._cb_batch(batch, on_error)
 
     def _batches(self, records, ready):
-        """Lists of the examples available (at most ``MAX_BLOCK``, and ADF examples with
-        as many actions; single-line examples as their line number and text). A bad
-        example ends the list before it."""
-        batch, iterator = [], iter(records)
+        """Lists of the examples available (at most ``MAX_BLOCK``, or ``MAX_ROWS`` action
+        lines; ADF examples with as many actions; single-line examples as their line
+        number and text). A bad example ends the list before it."""
+        batch, rows, iterator = [], 0, iter(records)
         while True:
             try:
                 record = next(iterator)
@@ -119,11 +120,12 @@ class Driver:
                 raise error
             if batch and self.settings.adf and len(record.actions) != len(batch[0].actions):
                 yield batch
-                batch = []
+                batch, rows = [], 0
             batch.append(record)
-            if len(batch) == MAX_BLOCK or not ready():
+            rows += len(record.actions) if self.settings.adf else 1
+            if len(batch) == MAX_BLOCK or rows >= MAX_ROWS or not ready():
                 yield batch
-                batch = []
+                batch, rows = [], 0
         yield batch
 
     def _cb_batch(self, batch: list[tuple[int, str]], on_error: OnError | None) -> None:

@@ -11,9 +11,9 @@ for a prediction is not, so that example is decided at once.
 >>> lines = ReadAhead(read)
 >>> it = iter(lines)
 >>> next(it), lines.ready()
-('1:0.5:0.2 | a\\n', True)
+('1:0.5:0.2 | a', True)
 >>> next(it), lines.ready()  # the rest of line 3 has not been written yet
-('2 | b\\n', False)
+('2 | b', False)
 >>> os.close(write)
 >>> list(it)
 ['3 | c']
@@ -30,8 +30,8 @@ CHUNK = 1 << 16
 
 
 class ReadAhead:
-    """The lines of a file descriptor (with their ``\\n``, as text-mode iteration gives
-    them; bytes that are not UTF-8 become surrogate escapes and fail their own line)."""
+    """The lines of a file descriptor, without their ``\\n`` (bytes that are not UTF-8
+    become surrogate escapes and fail their own line)."""
 
     def __init__(self, fd: int, chunk: int = CHUNK):
         self._fd = fd
@@ -58,7 +58,9 @@ class ReadAhead:
                 self._lines.append(self._tail.decode("utf-8", "surrogateescape"))
                 self._tail = b""
                 return True
-            *complete, self._tail = (self._tail + data).split(b"\n")
-            self._lines.extend(line.decode("utf-8", "surrogateescape") + "\n"
-                               for line in complete)
+            data = self._tail + data
+            cut = data.rfind(b"\n") + 1  # complete lines, decoded at once
+            self._tail = data[cut:]
+            if cut:
+                self._lines.extend(data[:cut - 1].decode("utf-8", "surrogateescape").split("\n"))
         return True
