@@ -1,0 +1,61 @@
+"""Why the command and the ridge oracle limit BLAS to one thread: a fresh inverse of the
+joint ADF model's size (D = 459, letter with ``-q sa``) with OpenBLAS's default threads
+against one thread, interleaved, median of ``--reps``; on an idle machine, and with one
+other busy process (a small machine is rarely idle: a pipeline's other end, a test run).
+
+From the repository root::
+
+    .venv/bin/python benchmarks/blas_threads.py [--dim 459] [--reps 20]
+
+Prints a markdown line (``docs/command_speed.md`` quotes it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
+
+
+def measure(a: np.ndarray, reps: int) -> tuple[float, float]:
+    """Median milliseconds of an inverse with the default threads and with one."""
+    times: dict[str, list[float]] = {"default": [], "one": []}
+    for _ in range(reps):
+        for name in times:
+            with threadpool_limits(1 if name == "one" else None, "blas"):
+                start = time.perf_counter()
+                np.linalg.inv(a)
+                times[name].append(time.perf_counter() - start)
+    return tuple(statistics.median(times[name]) * 1e3 for name in ("default", "one"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--dim", type=int, default=459)
+    parser.add_argument("--reps", type=int, default=20)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2 * args.dim, args.dim))
+    a = x.T @ x + np.eye(args.dim)
+    threads = max(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas")
+    idle = measure(a, args.reps)
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        loaded = measure(a, args.reps)
+    finally:
+        busy.kill()
+        busy.wait()
+    print(f"- {args.dim}×{args.dim} inverse on {os.cpu_count()} cores (median of {args.reps}; "
+          f"`benchmarks/blas_threads.py --dim {args.dim} --reps {args.reps}`): idle, "
+          f"{idle[0]:.1f} ms with OpenBLAS's {threads} threads and {idle[1]:.1f} ms on one; "
+          f"beside one busy process, {loaded[0]:.1f} ms and {loaded[1]:.1f} ms.")
+
+
+if __name__ == "__main__":
+    main()
