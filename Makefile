@@ -11,10 +11,12 @@ $(BIN)/python:
 
 $(VENV)/.installed: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/io/_scan.c | $(BIN)/python
 	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m compileall -q regcb_stream  # as a regular install does: faster start-up
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/io/_scan.c | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m compileall -q regcb_stream
 	touch $@ $(VENV)/.installed
 
 demo: $(VENV)/.installed

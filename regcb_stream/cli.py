@@ -212,7 +212,7 @@ def _on_error(args, progress: ProgressTable):
 def _run(driver: Driver, source, on_error) -> int:
     try:
         lines = source()
-        driver.run(lines, on_error, lines.ready)
+        driver.run(lines, on_error)
     except VWParseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

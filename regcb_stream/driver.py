@@ -6,7 +6,7 @@ the label if there is one. VW costs are learned as rewards ``-cost`` with the re
 ``(-cb_max_cost, -cb_min_cost)``; costs outside it are learned as they are (VW's
 behaviour) and only the bounds are clipped.
 
-Input is read in blocks of the examples already available (``ready``): a file is read a
+Input is read in blocks of the examples already available (`ReadAhead`): a file is read a
 block at a time, a process that waits for each prediction gets it at once. A block is
 encoded in a few numpy computations and run through ``learner.replay``, which decides each
 example before learning its label, so the output does not depend on how the input was cut.
@@ -14,6 +14,8 @@ example before learning its label, so the output does not depend on how the inpu
 
 from __future__ import annotations
 
+import functools
+import itertools
 import sys
 from dataclasses import dataclass
 from typing import TextIO
@@ -86,29 +88,32 @@ class Driver:
         self._adf = AdfEncoder(lambda keys: columns("a", keys), settings.interactions,
                                settings.constant)
 
-    def run(self, lines, on_error: OnError | None = None, ready=None) -> None:
+    def run(self, lines, on_error: OnError | None = None) -> None:
         """Process every example of an iterable of text lines (a file).
 
         ``on_error`` is called with each bad example's `VWParseError`, which is then
         skipped; without it the error is raised, once every earlier prediction has been
-        written. ``ready()`` says whether more input is available without waiting (as
-        `ReadAhead.ready`; default: always): examples are decided in blocks of what is
-        available, and the predictions of each block are flushed.
+        written. Examples are decided in blocks of what is available: with a `ReadAhead`,
+        what it has read without waiting; with any other iterable, ``MAX_BLOCK`` lines or
+        examples at a time. The predictions of each block are flushed.
         """
-        ready = ready or (lambda: True)
         if self.settings.adf:
             examples = iter_adf(lines, on_error, shared_text=True)
+            ready = getattr(lines, "ready", lambda: True)
             for batch in self._batches(examples, ready):
                 self._adf_batch(batch, on_error)
             return
-        numbered = ((no, text) for no, raw in enumerate(lines, 1) if (text := clean_line(raw)))
-        for batch in self._batches(numbered, ready):
-            self._cb_batch(batch, on_error)
+        take = getattr(lines, "take", None) or functools.partial(_take, iter(lines))
+        count = 0
+        while chunk := take(MAX_BLOCK):
+            numbered = [(no, text) for no, raw in enumerate(chunk, count + 1)
+                        if (text := clean_line(raw))]
+            count += len(chunk)
+            self._cb_batch(numbered, on_error)
 
     def _batches(self, records, ready):
-        """Lists of the examples available (at most ``MAX_BLOCK``, or ``MAX_ROWS`` action
-        lines; ADF examples with as many actions; single-line examples as their line
-        number and text). A bad example ends the list before it."""
+        """Lists of the ADF examples available (at most ``MAX_BLOCK``, or ``MAX_ROWS``
+        action lines, with as many actions each). A bad example ends the list before it."""
         batch, rows, iterator = [], 0, iter(records)
         while True:
             try:
@@ -118,11 +123,11 @@ class Driver:
             except Exception as error:
                 yield batch  # predictions before a bad example are written
                 raise error
-            if batch and self.settings.adf and len(record.actions) != len(batch[0].actions):
+            if batch and len(record.actions) != len(batch[0].actions):
                 yield batch
                 batch, rows = [], 0
             batch.append(record)
-            rows += len(record.actions) if self.settings.adf else 1
+            rows += len(record.actions)
             if len(batch) == MAX_BLOCK or rows >= MAX_ROWS or not ready():
                 yield batch
                 batch, rows = [], 0
@@ -234,6 +239,11 @@ class Driver:
                 "VW does), bounds stay clipped to the range",
                 file=sys.stderr,
             )
+
+
+def _take(lines, limit: int) -> list[str]:
+    """The next ``limit`` lines of an iterator (``[]`` at its end)."""
+    return list(itertools.islice(lines, limit))
 
 
 def _checked(located: list[tuple], errors: dict, on_error: OnError | None):

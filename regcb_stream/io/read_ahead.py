@@ -15,13 +15,12 @@ for a prediction is not, so that example is decided at once.
 >>> next(it), lines.ready()  # the rest of line 3 has not been written yet
 ('2 | b', False)
 >>> os.close(write)
->>> list(it)
-['3 | c']
+>>> lines.take(10), lines.take(10)
+(['3 | c'], [])
 """
 
 from __future__ import annotations
 
-import collections
 import os
 import select
 from collections.abc import Iterator
@@ -36,20 +35,34 @@ class ReadAhead:
     def __init__(self, fd: int, chunk: int = CHUNK):
         self._fd = fd
         self._chunk = chunk
-        self._lines: collections.deque[str] = collections.deque()
+        self._lines: list[str] = []
+        self._next = 0  # the first line of _lines not yet given out
         self._tail = b""
 
     def __iter__(self) -> Iterator[str]:
-        lines = self._lines
-        while lines or self._fill():
-            yield lines.popleft()
+        while self._next < len(self._lines) or self._fill():
+            self._next += 1
+            yield self._lines[self._next - 1]
+
+    def take(self, limit: int) -> list[str]:
+        """Up to ``limit`` lines: at least one (waiting for it), then as many as are
+        available without waiting; ``[]`` at the end of the input."""
+        out: list[str] = []
+        while len(out) < limit:
+            if self._next == len(self._lines) and (out and not self.ready() or not self._fill()):
+                break
+            stop = min(len(self._lines), self._next + limit - len(out))
+            out += self._lines[self._next:stop]
+            self._next = stop
+        return out
 
     def ready(self) -> bool:
         """Whether a line is buffered or the descriptor has data (or its end) to read."""
-        return bool(self._lines) or bool(select.select([self._fd], [], [], 0)[0])
+        return self._next < len(self._lines) or bool(select.select([self._fd], [], [], 0)[0])
 
     def _fill(self) -> bool:
         """Read until a line is complete (or the input ends); False at the end."""
+        self._lines, self._next = [], 0
         while not self._lines:
             data = os.read(self._fd, self._chunk)
             if not data:
@@ -62,5 +75,5 @@ class ReadAhead:
             cut = data.rfind(b"\n") + 1  # complete lines, decoded at once
             self._tail = data[cut:]
             if cut:
-                self._lines.extend(data[:cut - 1].decode("utf-8", "surrogateescape").split("\n"))
+                self._lines = data[:cut - 1].decode("utf-8", "surrogateescape").split("\n")
         return True
