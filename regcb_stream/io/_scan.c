@@ -1,7 +1,7 @@
 /* Compiled tokenizer of VW feature text: the fast path of vw_encode.TextEncoder.
  *
- * scan(text, n) reads n feature texts (the text after a line's first '|') joined by '\n'
- * and returns, for each line, its group (lines with the same sequence of namespace and
+ * scan(lines) reads a list of feature texts (the text after a line's first '|') and
+ * returns, for each line, its group (lines with the same sequence of namespace and
  * feature names share one), whether it must go to the reference parser instead ("slow"),
  * and the values of its feature tokens, in order.  The Python side resolves each group's
  * names to columns once (from the group's first line) and leaves the slow lines to the
@@ -22,18 +22,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the end of a token starting at p (a space, '|', '\n' or the end ends it; a token that
- * starts with '|' may not end at its own '|') */
+/* The end of a token starting at p: the first space, '|', or character outside printable
+ * ASCII after it (a token that starts with '|' may not end at its own '|'). */
 static const char *token_end(const char *p, const char *end) {
     const char *q = p + (p < end && *p == '|');
-    while (q < end && *q != ' ' && *q != '|' && *q != '\n') q++;
+    while (q < end && *q > ' ' && *q <= '~' && *q != '|') q++;
     return q;
 }
 
 /* the end of a line's first token: its first namespace, whose '|' was the line's first */
 static const char *first_namespace(const char *p, const char *end) {
-    while (p < end && *p != ' ' && *p != '|' && *p != '\n') p++;
+    while (p < end && *p > ' ' && *p <= '~' && *p != '|') p++;
     return p;
+}
+
+/* whether a token ended at a separator (not at a character outside printable ASCII) */
+static int separated(const char *stop, const char *end) {
+    return stop == end || *stop == ' ' || *stop == '|';
+}
+
+/* the length of a token's name (up to its ':') */
+static Py_ssize_t name_length(const char *p, const char *stop) {
+    const char *colon = memchr(p, ':', stop - p);
+    return (colon ? colon : stop) - p;
 }
 
 static const double POWERS[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
@@ -89,28 +100,51 @@ static int parse_number(const char *p, const char *end, double *value) {
     return 1;
 }
 
-/* Scan one line: its hash of names, its number of feature tokens, and its values (written
- * to values if not NULL).  Returns 0 for a slow line. */
-static int scan_line(const char *p, const char *end, uint64_t *hash, Py_ssize_t *count,
-                     double *values) {
+/* A hash of a line's sequence of names. */
+static uint64_t names_hash(const char *p, const char *end) {
     uint64_t h = 1469598103934665603ULL;
-    Py_ssize_t n = 0;
-    for (const char *c = p; c < end; c++)
-        if (*c < 0x20 || *c > 0x7e) return 0;
     const char *stop = first_namespace(p, end);
-    if (memchr(p, ':', stop - p)) return 0;  /* namespace scale */
-    h = (h ^ '|') * 1099511628211ULL;
-    for (const char *c = p; c < stop; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-    h = (h ^ 0x100) * 1099511628211ULL;
+    for (int first = 1; p < end || first; first = 0) {
+        if (!first) {
+            if (*p == ' ') {
+                p++;
+                continue;
+            }
+            stop = token_end(p, end);
+        }
+        Py_ssize_t length = name_length(p, stop);
+        for (Py_ssize_t i = 0; i < length; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+        h = (h ^ 0x100) * 1099511628211ULL;  /* the end of a name */
+        p = stop;
+    }
+    return h;
+}
+
+/* Scan one line: its number of feature tokens and their values (written to values), and
+ * whether its names are those of the line model..model_end (NULL: no model).  Returns 0
+ * for a slow line. */
+static int scan_line(const char *p, const char *end, const char *model, const char *model_end,
+                     int *same, Py_ssize_t *count, double *values) {
+    Py_ssize_t n = 0;
+    const char *stop = first_namespace(p, end);
+    if (!separated(stop, end) || memchr(p, ':', stop - p)) return 0;  /* namespace scale */
+    const char *m = model;
+    *same = 0;
+    if (model) {
+        const char *m_stop = first_namespace(model, model_end);
+        *same = m_stop - model == stop - p && memcmp(model, p, stop - p) == 0;
+        m = m_stop;
+    }
     p = stop;
     while (p < end) {
         if (*p == ' ') {
             p++;
             continue;
         }
-        const char *stop = token_end(p, end);
-        const char *colon = memchr(p, ':', stop - p);
-        const char *name_end = colon ? colon : stop;
+        stop = token_end(p, end);
+        if (!separated(stop, end)) return 0;
+        Py_ssize_t length = name_length(p, stop);
+        const char *colon = p + length < stop ? p + length : NULL;
         if (*p == '|') {
             if (colon) return 0;  /* namespace scale */
         } else {
@@ -122,14 +156,21 @@ static int scan_line(const char *p, const char *end, uint64_t *hash, Py_ssize_t 
                 if (!isfinite(value) || (value != 0.0 && (size < FLT_MIN || size > FLT_MAX)))
                     return 0;
             }
-            if (values) values[n] = value;
-            n++;
+            values[n++] = value;
         }
-        for (const char *c = p; c < name_end; c++) h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-        h = (h ^ 0x100) * 1099511628211ULL;  /* the end of a name */
+        if (*same) {  /* the model's next name */
+            while (m < model_end && *m == ' ') m++;
+            const char *m_stop = token_end(m, model_end);
+            *same = m < model_end && name_length(m, m_stop) == length &&
+                    memcmp(m, p, length) == 0;
+            m = m_stop;
+        }
         p = stop;
     }
-    *hash = h;
+    if (*same) {
+        while (m < model_end && *m == ' ') m++;
+        *same = m == model_end;
+    }
     *count = n;
     return 1;
 }
@@ -144,25 +185,42 @@ static int same_names(const char *a, const char *a_end, const char *b, const cha
         while (a < a_end && *a == ' ') a++;
         while (b < b_end && *b == ' ') b++;
         if (a == a_end || b == b_end) return a == a_end && b == b_end;
-        const char *as = token_end(a, a_end), *bs = token_end(b, b_end);
-        const char *ac = memchr(a, ':', as - a), *bc = memchr(b, ':', bs - b);
-        Py_ssize_t al = (ac ? ac : as) - a, bl = (bc ? bc : bs) - b;
+        as = token_end(a, a_end), bs = token_end(b, b_end);
+        Py_ssize_t al = name_length(a, as), bl = name_length(b, bs);
         if (al != bl || memcmp(a, b, al) != 0) return 0;
         a = as;
         b = bs;
     }
 }
 
+/* The text of each str of a list (NULL for one that is not ASCII: a slow line); 0 and an
+ * exception if the list holds something else. */
+static int line_texts(PyObject *list, const char **starts, const char **ends) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *line = PyList_GET_ITEM(list, i);
+        if (!PyUnicode_Check(line)) {
+            PyErr_SetString(PyExc_TypeError, "lines must be str");
+            return 0;
+        }
+        starts[i] = ends[i] = NULL;
+        if (PyUnicode_IS_ASCII(line)) {
+            starts[i] = (const char *)PyUnicode_DATA(line);
+            ends[i] = starts[i] + PyUnicode_GET_LENGTH(line);
+        }
+    }
+    return 1;
+}
+
 PyDoc_STRVAR(scan_doc,
-"scan(text, n) -> (group, first, count, values, slow)\n"
-"group (n,) int64: each line's group (-1: slow); first: the first line of each group;\n"
-"count (n,) int64: feature tokens per line; values: their values, line after line;\n"
-"slow (n,) bool.  text: n feature texts joined by '\\n' (ASCII).");
+"scan(lines) -> (group, first, count, values, slow)\n"
+"For a list of n feature texts: group (n,) int64: each line's group (-1: slow); first:\n"
+"the first line of each group; count (n,) int64: feature tokens per line; values: their\n"
+"values, line after line; slow (n,) bool.");
 
 static PyObject *py_scan(PyObject *self, PyObject *args) {
-    const char *text;
-    Py_ssize_t length, n;
-    if (!PyArg_ParseTuple(args, "s#n", &text, &length, &n)) return NULL;
+    PyObject *lines;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &lines)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(lines), length = 0;
     int64_t *group = PyMem_Malloc((n + 1) * sizeof(int64_t));
     int64_t *count = PyMem_Malloc((n + 1) * sizeof(int64_t));
     char *slow = PyMem_Malloc(n + 1);
@@ -176,6 +234,8 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+    if (!line_texts(lines, starts, ends)) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) length += ends[i] - starts[i];
     /* each line's values and hash of names, then its group: that of an earlier line
      * with the same names, or a new one */
     values = PyMem_Malloc((length / 2 + n + 1) * sizeof(double));  /* >= the tokens */
@@ -183,22 +243,25 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    const char *p = text, *end = text + length;
-    Py_ssize_t n_groups = 0, total = 0;
+    Py_ssize_t n_groups = 0, total = 0, last = -1;  /* the group of the last fast line */
     for (Py_ssize_t i = 0; i < n; i++) {
-        const char *stop = memchr(p, '\n', end - p);
-        stop = stop ? stop : end;
-        starts[i] = p;
-        ends[i] = stop;
-        p = stop < end ? stop + 1 : end;
-        Py_ssize_t c = 0;
+        const char *stop = ends[i];
+        Py_ssize_t c = 0, f = last >= 0 ? firsts[last] : -1;
+        int same = 0;
         group[i] = -1;
-        slow[i] = !scan_line(starts[i], stop, &hashes[i], &c, values + total);
+        slow[i] = !starts[i] ||
+                  !scan_line(starts[i], stop, f >= 0 ? starts[f] : NULL, f >= 0 ? ends[f] : NULL,
+                             &same, &c, values + total);
         count[i] = slow[i] ? 0 : c;
         if (slow[i]) continue;
         total += c;
+        if (same) {  /* the names of the line before: most lines */
+            group[i] = last;
+            continue;
+        }
+        hashes[i] = names_hash(starts[i], stop);
         for (Py_ssize_t g = n_groups - 1; g >= 0 && n_groups - g <= 64; g--) {
-            Py_ssize_t f = firsts[g];
+            f = firsts[g];
             if (hashes[f] == hashes[i] && count[f] == c &&
                 same_names(starts[f], ends[f], starts[i], stop)) {
                 group[i] = g;
@@ -209,6 +272,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
             group[i] = n_groups;
             firsts[n_groups++] = i;
         }
+        last = group[i];
     }
     PyObject *g = PyBytes_FromStringAndSize((char *)group, n * sizeof(int64_t));
     PyObject *f = PyList_New(n_groups);
@@ -281,15 +345,28 @@ static int plain_label(const char *p, const char *end, Py_ssize_t n_actions, int
 }
 
 PyDoc_STRVAR(labels_doc,
-"labels(text, n, n_actions) -> (kind, action, cost, prob, bar)\n"
-"Per line of text (n lines joined by '\\n'): the kind of its label (int8: 1 action:cost:prob,\n"
-"2 action:cost, 3 none, 0 for the Python parser), action (int64), cost, prob (float64)\n"
-"and the offset of its first '|' (int64).");
+"labels(lines, n_actions) -> (kind, action, cost, prob, bar)\n"
+"Per line of a list of n lines: the kind of its label (int8: 1 action:cost:prob, 2\n"
+"action:cost, 3 none, 0 for the Python parser), action (int64), cost, prob (float64) and\n"
+"the offset of its first '|' (int64).");
 
 static PyObject *py_labels(PyObject *self, PyObject *args) {
-    const char *text;
-    Py_ssize_t length, n, n_actions;
-    if (!PyArg_ParseTuple(args, "s#nn", &text, &length, &n, &n_actions)) return NULL;
+    PyObject *lines;
+    Py_ssize_t n_actions;
+    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &lines, &n_actions)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(lines);
+    const char **starts = PyMem_Malloc((n + 1) * sizeof(char *));
+    const char **ends = PyMem_Malloc((n + 1) * sizeof(char *));
+    if (!starts || !ends) {
+        PyMem_Free(starts);
+        PyMem_Free(ends);
+        return PyErr_NoMemory();
+    }
+    if (!line_texts(lines, starts, ends)) {
+        PyMem_Free(starts);
+        PyMem_Free(ends);
+        return NULL;
+    }
     PyObject *kind = PyBytes_FromStringAndSize(NULL, n);
     PyObject *action = PyBytes_FromStringAndSize(NULL, n * sizeof(int64_t));
     PyObject *cost = PyBytes_FromStringAndSize(NULL, n * sizeof(double));
@@ -300,18 +377,18 @@ static PyObject *py_labels(PyObject *self, PyObject *args) {
         char *k = PyBytes_AS_STRING(kind);
         int64_t *a = (int64_t *)PyBytes_AS_STRING(action), *b = (int64_t *)PyBytes_AS_STRING(bar);
         double *c = (double *)PyBytes_AS_STRING(cost), *q = (double *)PyBytes_AS_STRING(prob);
-        const char *p = text, *end = text + length;
         for (Py_ssize_t i = 0; i < n; i++) {
-            const char *stop = memchr(p, '\n', end - p);
-            stop = stop ? stop : end;
             Py_ssize_t offset = 0;
             a[i] = 0, c[i] = 0.0, q[i] = 0.0;
-            k[i] = (char)plain_label(p, stop, n_actions, &a[i], &c[i], &q[i], &offset);
+            k[i] = starts[i] ? (char)plain_label(starts[i], ends[i], n_actions, &a[i], &c[i],
+                                                  &q[i], &offset)
+                             : 0;
             b[i] = offset;
-            p = stop < end ? stop + 1 : end;
         }
         result = PyTuple_Pack(5, kind, action, cost, prob, bar);
     }
+    PyMem_Free(starts);
+    PyMem_Free(ends);
     Py_XDECREF(kind);
     Py_XDECREF(action);
     Py_XDECREF(cost);

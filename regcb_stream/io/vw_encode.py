@@ -120,11 +120,9 @@ def _scan_groups(bodies: list[str]) -> tuple[list, np.ndarray]:
     """Group a block's feature texts by their sequence of names, in the compiled tokenizer:
     ``(lines, names of the first line's tokens, values (lines, features))`` per group, and
     a mask of the lines left to the reference parser."""
-    n = len(bodies)
-    text = "\n".join(bodies)
-    if _scan is None or not text.isascii() or text.count("\n") != n - 1:
-        return [], np.ones(n, bool)
-    group, firsts, count, values, slow = _scan.scan(text, n)
+    if _scan is None:
+        return [], np.ones(len(bodies), bool)
+    group, firsts, count, values, slow = _scan.scan(list(bodies))
     group, count = np.frombuffer(group, np.int64), np.frombuffer(count, np.int64)
     values, slow = np.frombuffer(values, float), np.frombuffer(slow, bool).copy()
     starts = np.cumsum(count) - count

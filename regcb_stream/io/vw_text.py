@@ -287,10 +287,9 @@ def read_cb_block(texts: list[str], n_actions: int) -> CBBlock:
     n = len(texts)
     action, cost, prob = np.zeros(n, np.int64), np.zeros(n), np.ones(n)
     tags, bodies, errors = [None] * n, [""] * n, {}
-    text = "\n".join(texts)
     slow = range(n)
-    if _scan is not None and text.isascii() and text.count("\n") == n - 1:
-        kind, plain, costs, probs, bars = _scan.labels(text, n, n_actions)
+    if _scan is not None:
+        kind, plain, costs, probs, bars = _scan.labels(list(texts), n_actions)
         kind = np.frombuffer(kind, np.int8)
         learnable = kind == 1
         action[learnable] = np.frombuffer(plain, np.int64)[learnable]
