@@ -2,6 +2,8 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+# a path entry instead of an import hook: the command starts ~10 ms sooner
+EDITABLE := --config-settings editable_mode=compat
 
 .PHONY: demo test bench clean
 
@@ -10,12 +12,12 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(VENV)/.installed: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/io/_scan.c | $(BIN)/python
-	$(BIN)/python -m pip install -q -e .
+	$(BIN)/python -m pip install -q -e . $(EDITABLE)
 	$(BIN)/python -m compileall -q regcb_stream  # as a regular install does: faster start-up
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/io/_scan.c | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[test]' $(EDITABLE)
 	$(BIN)/python -m compileall -q regcb_stream
 	touch $@ $(VENV)/.installed
 

@@ -119,9 +119,10 @@ def run_vw_loop(X, R, explorer: str, seed: int = 0) -> dict:
 
 def run_vw_single_line(X, R, explorer: str, seed: int = 0) -> dict:
     """VW's single-line ``--cb_explore K`` with ``explorer`` (mellowness
-    :data:`VW_MELLOWNESS`, costs ``1 - r``), per example from Python the fastest way: each
-    round's text (formatted before the loop) is parsed once, predicted, labelled in place
-    with the action drawn by inverse CDF and learned."""
+    :data:`VW_MELLOWNESS`, costs ``1 - r``), per example from Python: each round's text
+    (formatted before the loop) is predicted, the action drawn by inverse CDF, and the
+    labelled text learned. (Labelling the parsed example in place, as ``run_vw`` does for
+    ADF, leaves VW's single-line learner at uniform play: it does not take the label.)"""
     k = R.shape[1]
     flags = f"--cb_explore {k} --{explorer} --mellowness {VW_MELLOWNESS} --quiet --random_seed {seed}"
     lines = ["|s " + " ".join(f"f{j}:{v:.6g}" for j, v in enumerate(x)) for x in X.tolist()]
@@ -130,13 +131,10 @@ def run_vw_single_line(X, R, explorer: str, seed: int = 0) -> dict:
     ws = Workspace(flags)
     start = time.perf_counter()
     for t, (line, u) in enumerate(zip(lines, uniforms)):
-        example = ws.parse(line)
-        cdf = np.cumsum(ws.predict(example))
+        pmf = ws.predict(line)
+        cdf = np.cumsum(pmf)
         action = min(int(np.searchsorted(cdf, u * cdf[-1], side="right")), k - 1)
-        prob = (cdf[action] - (cdf[action - 1] if action else 0.0)) / cdf[-1]
-        example.set_label_string(f"{action + 1}:{1.0 - R[t, action]}:{prob}")
-        ws.learn(example)
-        ws.finish_example(example)
+        ws.learn(f"{action + 1}:{1.0 - R[t, action]}:{pmf[action] / cdf[-1]} {line}")
         chosen[t] = action
     seconds = time.perf_counter() - start
     ws.finish()

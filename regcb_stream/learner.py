@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import inspect
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -163,7 +162,7 @@ class RegCB:
         self._oracle = _make_oracle(oracle, self._range)
         self._sparse_input = getattr(self._oracle, "sparse_input", False)
         self._encoder = FeatureEncoder(cross=cross, intercept=intercept)
-        self._rng = np.random.default_rng(seed)
+        self._sampler = None  # the generator of the draws, made at the first draw
         self._budget_kind = budget or ("beta" if beta is not None else "mellowness")
         self._selector = BudgetSelector(budget_grid) if self._budget_kind == "auto" else None
         self._last: tuple | None = None  # (context, actions, candidates) of the last decide
@@ -204,7 +203,7 @@ class RegCB:
         """Sample an action; return it, its probability and kwargs for ``learn``."""
         decision = self.decide(context, actions)
         cdf = decision.pmf.cumsum()  # _sample's draw, for one row
-        index = min(int(cdf.searchsorted(self._rng.random() * cdf[-1], "right")), len(cdf) - 1)
+        index = min(int(cdf.searchsorted(self._rng().random() * cdf[-1], "right")), len(cdf) - 1)
         info = {} if decision.candidates is None else {
             "candidates": tuple(decision.candidates[:, index].tolist())}
         return actions[index], float(decision.pmf[index]), info
@@ -213,7 +212,7 @@ class RegCB:
         """Sampled action indices and their probabilities for a block of contexts; the
         same draws as ``predict`` called row by row."""
         pmf = self.pmf_many(contexts, actions)
-        index = _sample(pmf, self._rng.random(len(pmf)))
+        index = _sample(pmf, self._rng().random(len(pmf)))
         return index, pmf[np.arange(len(pmf)), index]
 
     def score(self, context, actions: Sequence, action) -> float:
@@ -399,7 +398,7 @@ class RegCB:
         1.0
         """
         n = len(contexts)
-        u = self._rng.random(n) if uniforms is None else np.asarray(uniforms, dtype=float)
+        u = self._rng().random(n) if uniforms is None else np.asarray(uniforms, dtype=float)
         encoded = not self._sparse_input and not self._is_joint(actions) and isinstance(
             contexts, np.ndarray)
         if encoded:  # checked and encoded once; rows are learned by model id
@@ -458,6 +457,13 @@ class RegCB:
 
     # -- state -------------------------------------------------------------------------
 
+    def _rng(self) -> np.random.Generator:
+        """The generator of the draws (made at the first: importing numpy.random costs the
+        command, which never draws, start-up time)."""
+        if self._sampler is None:
+            self._sampler = np.random.default_rng(self.seed)
+        return self._sampler
+
     @property
     def n_labels(self) -> int:
         """Number of labels learned."""
@@ -498,6 +504,8 @@ class RegCB:
 
     def clone(self) -> RegCB:
         """A fresh learner with the same parameters."""
+        import inspect  # here: it costs the command's start-up a few milliseconds
+
         params = inspect.signature(type(self)).parameters
         return type(self)(**{name: getattr(self, name) for name in params})
 

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import tempfile
-from pathlib import Path
 
 FORMAT = "regcb-stream model"
 VERSION = 4  # 2: RidgeOracle folds rows lazily, learns a prior; 3: budget kinds, automatic budget;
@@ -31,9 +29,11 @@ VERSION = 4  # 2: RidgeOracle folds rows lazily, learns a prior; 3: budget kinds
 def save_model(path: str | os.PathLike, learner, settings: dict) -> None:
     """Write the model to a temporary file beside ``path``, then rename it over ``path``:
     a crash mid-write leaves the old file (or none), never a truncated one."""
-    path = Path(path)
+    import tempfile  # here: it costs the command's start-up a few milliseconds
+
+    folder, name = os.path.split(os.fspath(path))
     state = {"format": FORMAT, "version": VERSION, "learner": learner, "settings": settings}
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent or ".")
+    fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=folder or ".")
     try:
         with os.fdopen(fd, "wb") as out:
             pickle.dump(state, out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -41,7 +41,8 @@ def save_model(path: str | os.PathLike, learner, settings: dict) -> None:
             os.fsync(out.fileno())
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         raise
 
 
