@@ -1,7 +1,8 @@
 """Why the command and the ridge oracle limit BLAS to one thread: a fresh inverse of the
 joint ADF model's size (D = 459, letter with ``-q sa``) with OpenBLAS's default threads
-against one thread, interleaved, median of ``--reps``; on an idle machine, and with one
-other busy process (a small machine is rarely idle: a pipeline's other end, a test run).
+against one thread, interleaved, median of ``--reps``; on an idle machine, and beside
+one busy process per core up to all of them (a small machine is rarely idle: a
+pipeline's other end, a test run).
 
 From the repository root::
 
@@ -44,17 +45,22 @@ def main() -> None:
     x = rng.normal(size=(2 * args.dim, args.dim))
     a = x.T @ x + np.eye(args.dim)
     threads = max(info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas")
-    idle = measure(a, args.reps)
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        loaded = measure(a, args.reps)
-    finally:
-        busy.kill()
-        busy.wait()
+    cells = []
+    for n_busy in range(os.cpu_count() + 1):
+        busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(n_busy)]
+        try:
+            default, one = measure(a, args.reps)
+        finally:
+            for process in busy:
+                process.kill()
+                process.wait()
+        busy_text = f"{n_busy} busy process" + ("" if n_busy == 1 else "es")
+        cells.append(f"beside {busy_text}, {default:.1f} ms with OpenBLAS's {threads} threads "
+                     f"and {one:.1f} ms on one")
     print(f"- {args.dim}×{args.dim} inverse on {os.cpu_count()} cores (median of {args.reps}; "
-          f"`benchmarks/blas_threads.py --dim {args.dim} --reps {args.reps}`): idle, "
-          f"{idle[0]:.1f} ms with OpenBLAS's {threads} threads and {idle[1]:.1f} ms on one; "
-          f"beside one busy process, {loaded[0]:.1f} ms and {loaded[1]:.1f} ms.")
+          f"`benchmarks/blas_threads.py --dim {args.dim} --reps {args.reps}`): "
+          + "; ".join(cells) + ".")
 
 
 if __name__ == "__main__":
