@@ -397,9 +397,33 @@ static PyObject *py_labels(PyObject *self, PyObject *args) {
     return result;
 }
 
+PyDoc_STRVAR(known_run_doc,
+"known_run(lines, start, known, out, limit) -> stop\n"
+"Append known[line] to out for lines[start:], while they are keys of the dict known\n"
+"(at most limit of them); return the index of the first line not taken.");
+
+static PyObject *py_known_run(PyObject *self, PyObject *args) {
+    PyObject *lines, *known, *out;
+    Py_ssize_t start, limit;
+    if (!PyArg_ParseTuple(args, "O!nO!O!n", &PyList_Type, &lines, &start, &PyDict_Type,
+                          &known, &PyList_Type, &out, &limit))
+        return NULL;
+    Py_ssize_t i = start < 0 ? 0 : start, n = PyList_GET_SIZE(lines);
+    for (; i < n && i - start < limit; i++) {
+        PyObject *value = PyDict_GetItemWithError(known, PyList_GET_ITEM(lines, i));
+        if (!value) {
+            if (PyErr_Occurred()) return NULL;
+            break;
+        }
+        if (PyList_Append(out, value) < 0) return NULL;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS, scan_doc},
     {"labels", py_labels, METH_VARARGS, labels_doc},
+    {"known_run", py_known_run, METH_VARARGS, known_run_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,6 +25,11 @@ import os
 import select
 from collections.abc import Iterator
 
+try:
+    from regcb_stream.io import _scan
+except ImportError:  # not built (a source tree without `pip install`): line by line
+    _scan = None
+
 CHUNK = 1 << 16
 
 
@@ -55,6 +60,15 @@ class ReadAhead:
             out += self._lines[self._next:stop]
             self._next = stop
         return out
+
+    def take_known(self, known: dict, out: list, limit: int) -> int:
+        """Append to ``out`` the values of the buffered lines that follow, as long as they
+        are keys of ``known`` (at most ``limit``); return how many lines that took."""
+        if _scan is None:
+            return 0
+        start = self._next
+        self._next = _scan.known_run(self._lines, start, known, out, limit)
+        return self._next - start
 
     def ready(self) -> bool:
         """Whether a line is buffered or the descriptor has data (or its end) to read."""

@@ -409,11 +409,15 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
     (Label(action=1, cost=-1.0, prob=0.5), 't1', 2, (('u', (('a', 1.0),)),))
     """
     st = _Reader(cache_size, max_lines, shared_text)
-    memo, acts, skipping = st.memo, st.acts, False
-    for no, raw in enumerate(lines, 1):
+    memo, acts, skipping, no = st.memo, st.acts, False, 0
+    known = getattr(lines, "take_known", None)  # `ReadAhead`: runs of repeated lines at once
+    for raw in lines:
+        no += 1
         feats = memo.get(raw)
         if feats is not None and (acts or st.shared is not None) and len(acts) < max_lines:
             acts.append(feats)  # fast path: a repeated plain action line inside an example
+            if known is not None:  # and the lines like it that follow
+                no += known(memo, acts, max_lines - len(acts))
             continue
         text = clean_line(raw)
         if not text:
