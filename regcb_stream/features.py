@@ -117,14 +117,6 @@ class FeatureEncoder:
             self._set_kind(sparse=True)
         return self._columns(kind, keys)
 
-    def encoded(self, rows: EncodedRows) -> np.ndarray:
-        """Dense ``(..., D)`` array of encoded rows, intercept included."""
-        index = rows.index.reshape(-1, rows.index.shape[-1])
-        out = np.zeros((len(index), self.dim))
-        out[np.arange(len(index))[:, None], index] = rows.value.reshape(index.shape)
-        out[:, 0] = self.intercept  # after the padding, which points at column 0
-        return out.reshape(rows.index.shape[:-1] + (self.dim,))
-
     def encoded_sparse(self, rows: EncodedRows) -> tuple[np.ndarray, np.ndarray]:
         """Padded ``(index, value)`` of encoded rows with the intercept as column 0."""
         lead = rows.index.shape[:-1] + (1,)
@@ -132,10 +124,8 @@ class FeatureEncoder:
         value = np.concatenate([np.full(lead, float(self.intercept)), rows.value], axis=-1)
         return index, value
 
-    def contexts(self, contexts) -> np.ndarray:
-        """Encode a block of contexts, shape ``(n, D)``."""
-        if isinstance(contexts, EncodedRows):
-            return self.encoded(contexts)
+    def dense_contexts(self, contexts) -> np.ndarray:
+        """Encode a block of dense contexts (rows of an array, or sequences), ``(n, D)``."""
         if (isinstance(contexts, np.ndarray) and contexts.ndim == 2 and not self._sparse
                 and contexts.dtype.kind in "fiub"):
             self._dense_width(contexts.shape[1])
@@ -144,16 +134,35 @@ class FeatureEncoder:
             out[:, 0] = self.intercept
             out[:, 1 : 1 + contexts.shape[1]] = contexts
             return out
-        if len(contexts) == 1:
-            return self.context(contexts[0])[None]
-        if all(isinstance(c, Mapping) for c in contexts):
-            return self._rows([self.context_items(c) for c in contexts])
-        rows = [self.context(c) for c in contexts]
-        return rows[0][None, :] if len(rows) == 1 else _stack(rows, self.dim)
+        return np.stack([self.context(c) for c in contexts])
 
-    def joint(self, context, actions: Sequence[Mapping]) -> np.ndarray:
-        """Encode (context, action) pairs for the joint class, shape ``(K, D)``."""
-        return self._rows(self.joint_items(context, actions))
+    def context_rows(self, contexts) -> tuple[np.ndarray | None, np.ndarray]:
+        """A block of contexts as rows ``(index, value)`` of shape ``(n, L)``, intercept
+        included: dense contexts as ``(None, (n, D))``, dicts and ``EncodedRows`` sparse."""
+        if type(contexts) is list and len(contexts) == 1 and type(contexts[0]) is np.ndarray:
+            return None, self.context(contexts[0])[None]  # one dense context: the fast case
+        if isinstance(contexts, EncodedRows):
+            return self.encoded_sparse(contexts)
+        if not len(contexts):
+            return None, np.zeros((0, self.dim))
+        if (isinstance(contexts, np.ndarray) and contexts.ndim == 2) or not isinstance(
+                contexts[0], Mapping):
+            return None, self.dense_contexts(contexts)
+        return self.sparse([self.context_items(c) for c in contexts])
+
+    def joint_rows(self, contexts, actions, played: bool = False
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """The joint class's (context, action) rows ``(index, value)``, shape ``(n K, L)``:
+        of each context with every action, or (``played``) of each context with its
+        action. ``actions``: dicts of action features, or ``EncodedRows``."""
+        if isinstance(actions, EncodedRows):
+            index, value = self.encoded_sparse(actions)
+            return index.reshape(-1, index.shape[-1]), value.reshape(-1, value.shape[-1])
+        if played:
+            items = [self.joint_items(c, [a])[0] for c, a in zip(contexts, actions)]
+        else:
+            items = [row for c in contexts for row in self.joint_items(c, actions)]
+        return self.sparse(items)
 
     def joint_items(self, context, actions: Sequence[Mapping]) -> list[tuple[list, list]]:
         """(columns, values) of each (context, action) pair, no intercept."""
@@ -262,11 +271,3 @@ def _checked_items(features: Mapping) -> tuple[list, list[float]]:
         if not math.isfinite(value):
             raise ValueError(f"feature {name!r} is {value}: features must be finite numbers")
     return list(features), [float(v) for v in values]
-
-
-def _stack(rows: list[np.ndarray], dim: int) -> np.ndarray:
-    """Stack vectors encoded at different times (earlier ones may be shorter)."""
-    out = np.zeros((len(rows), dim))
-    for i, row in enumerate(rows):
-        out[i, : row.size] = row
-    return out

@@ -169,6 +169,7 @@ class RegCB:
         self._labels: dict = {}  # action label -> model id (product class)
         self._ids_of: dict[tuple, np.ndarray] = {}  # offered action list -> model ids
         self._joint: bool | None = None
+        self._label_types: frozenset = frozenset()  # types of action labels seen
         self._n_labels = 0  # labels learned
         self._n_frozen = 0  # labels behind the frozen decision state
         self._epoch = 1
@@ -179,8 +180,7 @@ class RegCB:
 
     def decide(self, context, actions: Sequence) -> Decision:
         """Bounds, plausible set and distribution for one context."""
-        phi, models = self._features([context], actions)
-        d = self._decide(phi, models)
+        d = self._decide(*self._rows([context], actions))
         if d.candidates is None:
             return Decision(d.pmf[0], d.prediction[0], d.low[0], d.high[0])
         self._last = (_snapshot(context), list(actions), d.candidates[0])
@@ -188,7 +188,7 @@ class RegCB:
 
     def decide_many(self, contexts, actions: Sequence) -> Decision:
         """``decide`` for a block of contexts in one computation (rows of the arrays)."""
-        return self._decide(*self._features(contexts, actions))
+        return self._decide(*self._rows(contexts, actions))
 
     def pmf(self, context, actions: Sequence) -> list[float]:
         """Probability of each action (in the order given) for ``context``."""
@@ -237,13 +237,13 @@ class RegCB:
         decision teaches the oracle only."""
         _check_prob(prob)
         self._check_reward(reward)
-        x, models = self._learn_features([context], [action])
+        rows, models = self._played_rows([context], [action])
         if self._selector is not None:
             if candidates is None:
                 candidates = self._candidates_of(context, action)
             if candidates is not None:
                 self._selector.update(candidates, float(prob), self._unit_reward(reward))
-        self._learn_one(x[0], int(models[0]), float(reward), float(weight))
+        self._learn_rows(rows, models, np.array([float(reward)]), np.array([float(weight)]))
 
     def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None,
                    candidates=None) -> None:
@@ -256,10 +256,10 @@ class RegCB:
             _check_prob(prob)
         for reward in rewards.tolist():
             self._check_reward(reward)
-        x, models = self._learn_features(contexts, actions, block=True)
+        rows, models = self._played_rows(contexts, actions)
         if self._selector is not None and candidates is not None and probs is not None:
             self._score(np.asarray(candidates, float), probs, rewards)
-        self._learn_rows(x, models, rewards, weights)
+        self._learn_rows(rows, models, rewards, weights)
 
     def replay(self, contexts, actions: Sequence, played, rewards, probs=None, weights=None
                ) -> Decision:
@@ -341,8 +341,8 @@ class RegCB:
                 and self._epoch > self.warm_start_epochs)
 
     def _replay_compiled(self, contexts, actions, played, rewards, weights) -> Decision:
-        phi, models = self._features(contexts, actions)
-        k = phi.shape[1]
+        rows, models = self._rows(contexts, actions)
+        k = rows.shape[1]
         if (played >= k).any():
             raise ValueError(f"played action index {int(played.max())} is not among the "
                              f"{k} offered actions")
@@ -350,7 +350,7 @@ class RegCB:
         budgets = self._budget_after(counts, k)
         lo, hi = self._range
         pmf, prediction, low, high = self._oracle.replay_online(
-            phi, models, played, rewards, weights, budgets, self.variant == "optimistic",
+            rows, models, played, rewards, weights, budgets, self.variant == "optimistic",
             self._range, TIE_TOLERANCE * (hi - lo))
         learned = len(counts) - 1
         self._n_labels += learned
@@ -399,17 +399,15 @@ class RegCB:
         """
         n = len(contexts)
         u = self._rng().random(n) if uniforms is None else np.asarray(uniforms, dtype=float)
-        encoded = not self._sparse_input and not self._is_joint(actions) and isinstance(
-            contexts, np.ndarray)
+        encoded = not self._is_joint(actions)
         if encoded:  # checked and encoded once; rows are learned by model id
-            x, models = self._encoder.contexts(contexts), self._model_ids(actions)
+            encoded_rows, models = self._rows(contexts, actions)
             ids = np.arange(len(self._labels))[models]  # of the played rows
-            self._oracle.grow(len(self._labels), self._encoder.dim)
         decisions, played, start = [], np.empty(n, dtype=np.intp), 0
         while start < n:
             stop = min(n, start + self._next_rebuild - self._n_labels)
             if encoded:
-                decision = self._decide(_per_action(x[start:stop], len(actions)), models)
+                decision = self._decide(encoded_rows.take(slice(start, stop)), models)
             else:
                 decision = self.decide_many(contexts[start:stop], actions)
             index = _sample(decision.pmf, u[start:stop])
@@ -424,32 +422,34 @@ class RegCB:
             else:
                 for reward in rewards.tolist():
                     self._check_reward(reward)
-                self._learn_rows(x[start:stop], ids[index], rewards, np.ones(stop - start))
+                played_rows = encoded_rows.take((slice(start, stop), slice(0, 1)))
+                self._learn_rows(played_rows, ids[index], rewards, np.ones(stop - start))
             decisions.append(decision)
             played[start:stop] = index
             start = stop
         return played, Decision(*(np.concatenate(parts) for parts in zip(
             *((d.pmf, d.prediction, d.low, d.high) for d in decisions))))
 
-    def _learn_one(self, x: np.ndarray, model: int, reward: float, weight: float) -> None:
-        """Teach the oracle one encoded row, rebuilding at the schedule's points."""
-        self._oracle.learn(x, model, reward, weight)
-        self._n_labels += 1
-        if self._n_labels == self._next_rebuild:
-            self._rebuild()
-
-    def _learn_rows(self, x, models: np.ndarray, rewards: np.ndarray, weights: np.ndarray):
-        """Teach the oracle encoded rows, rebuilding at the schedule's points (one row, the
-        ``online`` schedule's case, as ``learn``: oracles learn a block as row by row)."""
-        if len(rewards) == 1 and not isinstance(x, SparseRows):
-            return self._learn_one(x[0], int(models[0]), float(rewards[0]), float(weights[0]))
+    def _learn_rows(self, rows: SparseRows, models: np.ndarray, rewards: np.ndarray,
+                    weights: np.ndarray) -> None:
+        """Teach the oracle rows ``(n, 1, L)``, rebuilding at the schedule's points (one
+        row, the ``online`` schedule's case, by ``learn``: oracles learn a block as row by
+        row)."""
+        x = self._oracle_examples(rows)
+        if len(rewards) == 1:
+            row = (x.value[0, 0] if x.index is None else (x.index[0, 0], x.value[0, 0])
+                   ) if isinstance(x, SparseRows) else x[0]
+            self._oracle.learn(row, int(models[0]), float(rewards[0]), float(weights[0]))
+            self._n_labels += 1
+            if self._n_labels == self._next_rebuild:
+                self._rebuild()
+            return
         start = 0
         while start < len(rewards):
             stop = min(len(rewards), start + self._next_rebuild - self._n_labels)
             block = slice(start, stop)
-            rows = (SparseRows(x.index[block], x.value[block], x.dim)
-                    if isinstance(x, SparseRows) else x[block])
-            self._oracle.learn_many(rows, models[block], rewards[block], weights[block])
+            self._oracle.learn_many(x.take(block) if isinstance(x, SparseRows) else x[block],
+                                    models[block], rewards[block], weights[block])
             self._n_labels += stop - start
             if self._n_labels == self._next_rebuild:
                 self._rebuild()
@@ -511,8 +511,9 @@ class RegCB:
 
     # -- internals ---------------------------------------------------------------------
 
-    def _decide(self, phi: np.ndarray, models: np.ndarray) -> Decision:
-        n, k = phi.shape[:2]
+    def _decide(self, rows: SparseRows, models: np.ndarray) -> Decision:
+        n, k = rows.shape[:2]
+        phi = self._oracle_rows(rows)
         if self._n_frozen == 0 or self._epoch <= self.warm_start_epochs:  # F_1 = F
             lo, hi = self._range
             prediction = self._oracle.predict(phi, models)
@@ -603,86 +604,48 @@ class RegCB:
         self._epoch += 1
         self._next_rebuild = schedules.next_rebuild(self.schedule, self._n_labels)
 
-    def _features(self, contexts, actions: Sequence):
-        """``(phi, models)`` of shape ``(n, K, D)`` and ``(K,)`` for the oracle (``phi`` as
-        ``SparseRows`` for oracles with ``sparse_input``, and for the joint class's
-        rows, which are sparse, to oracles with ``sparse_rows``)."""
-        joint = self._is_joint(actions)
-        if self._sparse_input or (joint and getattr(self._oracle, "sparse_rows", False)):
-            return self._sparse_features(contexts, actions)
-        if joint:
-            if isinstance(actions, EncodedRows):  # (context, action) rows, (K, L) or (n, K, L)
-                phi = self._encoder.encoded(actions).reshape(len(contexts), -1, self._encoder.dim)
-            else:
-                rows = [self._encoder.joint(c, actions) for c in contexts]
-                phi = np.stack([_widen(r, self._encoder.dim) for r in rows])
-            models = np.zeros(phi.shape[1], dtype=np.intp)
-        else:
-            x = self._encoder.contexts(contexts)
-            models = self._model_ids(actions)
-            phi = _per_action(x, len(actions))
-        self._oracle.grow(max(len(self._labels), 1), self._encoder.dim)
-        return phi, models
-
-    def _sparse_features(self, contexts, actions: Sequence):
-        encoder, n, k = self._encoder, len(contexts), len(actions)
+    def _rows(self, contexts, actions: Sequence) -> tuple[SparseRows, np.ndarray]:
+        """The feature rows of a block of decisions, ``(n, K, L)`` (the product class's K
+        actions share their context's row, a broadcast view), and each action's model."""
+        encoder, n = self._encoder, len(contexts)
         if self._is_joint(actions):
-            if isinstance(actions, EncodedRows):  # (K, L) or (n, K, L)
-                k = actions.index.shape[-2]
-                index, value = (a.reshape(n, k, -1) for a in encoder.encoded_sparse(actions))
-            else:
-                items = [row for c in contexts for row in encoder.joint_items(c, actions)]
-                index, value = (a.reshape(n, k, -1) for a in encoder.sparse(items))
+            k = actions.index.shape[-2] if isinstance(actions, EncodedRows) else len(actions)
+            index, value = (a.reshape(n, k, -1) for a in encoder.joint_rows(contexts, actions))
             models = np.zeros(k, dtype=np.intp)
         else:
-            index, value = (encoder.encoded_sparse(contexts) if isinstance(contexts, EncodedRows)
-                            else encoder.sparse([encoder.context_items(c) for c in contexts]))
-            index, value = _per_action(index, k), _per_action(value, k)
-            models = self._model_ids(actions)
+            index, value = encoder.context_rows(contexts)
+            index = None if index is None else _per_action(index, len(actions))
+            value, models = _per_action(value, len(actions)), self._model_ids(actions)
         self._oracle.grow(max(len(self._labels), 1), encoder.dim)
         return SparseRows(index, value, encoder.dim), models
 
-    def _learn_features(self, contexts, actions: Sequence, block: bool = False):
-        """Features ``(n, D)`` (for sparse oracles, a list of nonzero ``(index, value)``
-        pairs; for a block of the joint class's encoded rows and an oracle with
-        ``sparse_rows``, ``SparseRows`` of shape ``(n, 1, L)``) and model ids ``(n,)`` of
-        a block of played actions."""
-        if self._sparse_input:
-            return self._sparse_learn_features(contexts, actions)
-        if self._is_joint(actions):
-            if block and isinstance(actions, EncodedRows) and getattr(
-                    self._oracle, "sparse_rows", False):
-                index, value = self._encoder.encoded_sparse(actions)
-                x = SparseRows(index[:, None], value[:, None], self._encoder.dim)
-                self._oracle.grow(max(len(self._labels), 1), self._encoder.dim)
-                return x, np.zeros(len(index), dtype=np.intp)
-            if isinstance(actions, EncodedRows):  # the played (context, action) rows
-                x = self._encoder.encoded(actions)
-            else:
-                rows = [self._encoder.joint(c, [a])[0] for c, a in zip(contexts, actions)]
-                x = np.stack([_widen(r, self._encoder.dim) for r in rows])
-            models = np.zeros(len(x), dtype=np.intp)
-        else:
-            x = self._encoder.contexts(contexts)
-            models = self._played_ids(actions)
-        self._oracle.grow(max(len(self._labels), 1), self._encoder.dim)
-        return x, models
-
-    def _sparse_learn_features(self, contexts, actions: Sequence):
+    def _played_rows(self, contexts, actions: Sequence) -> tuple[SparseRows, np.ndarray]:
+        """The feature rows of a block of labels, ``(n, 1, L)``, and the played actions'
+        models."""
         encoder = self._encoder
-        joint = self._is_joint(actions)
-        models = np.zeros(len(actions), dtype=np.intp) if joint else self._played_ids(actions)
-        encoded = actions if joint else contexts
-        if isinstance(encoded, EncodedRows):
-            rows = zip(*encoder.encoded_sparse(encoded))
+        if self._is_joint(actions):
+            index, value = encoder.joint_rows(contexts, actions, played=True)
+            models = np.zeros(len(value), dtype=np.intp)
         else:
-            items = ([encoder.joint_items(c, [a])[0] for c, a in zip(contexts, actions)] if joint
-                     else [encoder.context_items(c) for c in contexts])
-            rows = ((np.array([0, *columns], np.intp), np.array([self.intercept, *values]))
-                    for columns, values in items)
-        pairs = [(index[value != 0], value[value != 0]) for index, value in rows]
+            index, value = encoder.context_rows(contexts)
+            models = self._played_ids(actions)
         self._oracle.grow(max(len(self._labels), 1), encoder.dim)
-        return pairs, models
+        return SparseRows(None if index is None else index[:, None], value[:, None],
+                          encoder.dim), models
+
+    def _oracle_rows(self, rows: SparseRows):
+        """Rows as the oracle takes them: as they are for the ridge oracle
+        (``sparse_rows``), with their columns for sparse oracles (``sparse_input``), dense
+        ``(n, R, D)`` for the others."""
+        if getattr(self._oracle, "sparse_rows", False):
+            return rows
+        return rows.explicit() if self._sparse_input else rows.dense()
+
+    def _oracle_examples(self, rows: SparseRows):
+        """Learned rows ``(n, 1, L)`` as the oracle learns them (``learn_many``'s ``x``)."""
+        if getattr(self._oracle, "sparse_rows", False):
+            return rows
+        return rows.pairs() if self._sparse_input else rows.dense()[:, 0]
 
     def _is_joint(self, actions: Sequence) -> bool:
         if len(actions) == 0:
@@ -690,7 +653,10 @@ class RegCB:
         if isinstance(actions, EncodedRows):
             joint = True
         else:
-            kinds = {issubclass(kind, Mapping) for kind in set(map(type, actions))}
+            types = set(map(type, actions))
+            if types <= self._label_types:  # the usual case, checked before
+                return False
+            kinds = {issubclass(kind, Mapping) for kind in types}
             if len(kinds) > 1:
                 raise TypeError("actions must be all labels or all dicts of action features")
             joint = kinds.pop()
@@ -699,6 +665,8 @@ class RegCB:
         elif self._joint != joint:
             kinds = ("labels", "dicts of action features")
             raise TypeError(f"actions were {kinds[self._joint]}, got {kinds[joint]}")
+        if not joint and not isinstance(actions, EncodedRows):
+            self._label_types = self._label_types | types
         return joint
 
     def _model_ids(self, actions: Sequence):
@@ -788,15 +756,6 @@ def _sample(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:
 def _check_prob(prob) -> None:
     if not isinstance(prob, (int, float, np.number)) or not 0.0 < prob <= 1.0:
         raise ValueError(f"probability must be in (0, 1], got {prob!r}")
-
-
-def _widen(rows: np.ndarray, dim: int) -> np.ndarray:
-    """Pad rows encoded before the feature space grew to the current dimension."""
-    if rows.shape[-1] == dim:
-        return rows
-    out = np.zeros(rows.shape[:-1] + (dim,))
-    out[..., : rows.shape[-1]] = rows
-    return out
 
 
 def _make_oracle(oracle, reward_range: tuple[float, float]) -> Oracle:

@@ -12,12 +12,13 @@ as views); the joint class (Option II, VW's ADF) passes per-action features and
 Learning changes the live statistics only; the answers of ``predict`` and ``bounds`` come
 from the decision state frozen at the last ``rebuild`` (the epoch boundary).
 
-Oracles that set ``sparse_input = True`` (those whose cost grows with the number of nonzero
-features, not with D) receive ``SparseRows`` instead of ``phi`` and learn from an
-``(index, value)`` pair of 1-D arrays instead of a dense ``x``: that is how contexts with
-up to millions of distinct features are learned without a dense row ever being built.
-Oracles that set ``sparse_rows = True`` take dense input but also accept ``SparseRows`` in
-``predict`` and ``bounds``: the learner passes the joint class's rows that way.
+The learner keeps every block of rows as ``SparseRows`` (its one representation of
+features, made once by the encoder) and hands them to each oracle as it takes them: as they
+are to oracles with ``sparse_rows = True`` (ridge: dense rows are a fast case of its
+kernels), with their columns to oracles with ``sparse_input = True`` (those whose cost grows
+with the number of nonzero features, not with D; they learn from ``(index, value)`` pairs:
+that is how contexts with up to millions of distinct features are learned without a dense
+row ever being built), and as dense ``phi`` to the others.
 
 Ellipsoid oracles (ridge, the trees' leaf ridge) also have ``moments(phi, models)``: the
 prediction and ``phi^T A^-1 phi``, whose square root times ``sqrt(budget)`` is the bounds'
@@ -36,17 +37,60 @@ import numpy as np
 
 
 class SparseRows(NamedTuple):
-    """(context, action) feature rows as padded arrays: ``index`` and ``value`` of shape
-    ``(n, K, L)`` (padding has value 0), for oracles with ``sparse_input`` or
-    ``sparse_rows``."""
+    """Feature rows, the learner's one representation: padded ``index`` and ``value``
+    arrays of shape ``(n, R, L)`` (padding has value 0), or ``index`` None for dense rows
+    (``L = D``, every column in order). ``R`` is the actions' rows (K for the joint class;
+    the product class's K actions share one context row, a broadcast view of stride 0) or
+    1 for learned rows.
 
-    index: np.ndarray
+    >>> rows = SparseRows(np.array([[[2, 0]]]), np.array([[[0.5, 1.0]]]), dim=3)
+    >>> rows.dense().tolist(), rows.shape
+    ([[[1.0, 0.0, 0.5]]], (1, 1, 3))
+    """
+
+    index: np.ndarray | None
     value: np.ndarray
     dim: int
 
     @property
     def shape(self) -> tuple[int, int, int]:
-        return self.index.shape[0], self.index.shape[1], self.dim
+        return self.value.shape[0], self.value.shape[1], self.dim
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def take(self, rows) -> SparseRows:
+        """The rows at ``rows`` (a slice or indices) of the first axis."""
+        index = None if self.index is None else self.index[rows]
+        return SparseRows(index, self.value[rows], self.dim)
+
+    def dense(self) -> np.ndarray:
+        """The rows as a dense ``(n, R, D)`` array (a broadcast view stays one)."""
+        n, r, width = self.value.shape
+        shared = r > 1 and self.value.strides[1] == 0
+        value = self.value[:, :1] if shared else self.value
+        if self.index is None:
+            out = np.zeros(value.shape[:2] + (self.dim,))
+            out[..., :width] = value
+        else:
+            index = self.index[:, :1] if shared else self.index
+            out = np.zeros(value.shape[:2] + (self.dim,))
+            np.add.at(out, (np.arange(len(out))[:, None, None],
+                            np.arange(out.shape[1])[:, None], index), value)
+        return np.broadcast_to(out, (n, r, self.dim)) if shared else out
+
+    def explicit(self) -> SparseRows:
+        """The rows with their columns given (dense rows: every column)."""
+        if self.index is not None:
+            return self
+        return SparseRows(np.broadcast_to(np.arange(self.value.shape[2]), self.value.shape),
+                          self.value, self.dim)
+
+    def pairs(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The nonzero ``(index, value)`` of each row of rows ``(n, 1, L)``."""
+        rows = self.explicit()
+        return [(index[value != 0], value[value != 0])
+                for index, value in zip(rows.index[:, 0], rows.value[:, 0])]
 
 
 def learn_row_by_row(oracle, x, models, y, weight) -> None:

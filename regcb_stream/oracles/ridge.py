@@ -158,7 +158,7 @@ class RidgeOracle:
     def learn_many(self, x, models, y, weight) -> None:
         """``learn`` row by row: ``x`` dense ``(n, D)`` or ``SparseRows`` ``(n, 1, L)``."""
         if isinstance(x, SparseRows):
-            rows = zip(x.index[:, 0], x.value[:, 0])
+            rows = x.value[:, 0] if x.index is None else zip(x.index[:, 0], x.value[:, 0])
         else:
             rows = iter(x)
         for row, model, target, w in zip(rows, np.asarray(models).tolist(),
@@ -434,13 +434,11 @@ def _rows(phi) -> tuple[np.ndarray, np.ndarray]:
     ``R = 1`` when every action shares the row (the product class's broadcast view), else
     ``R = K``; ``index`` of the same shape, or empty for dense rows (every column, in
     order)."""
-    if isinstance(phi, SparseRows):
-        index, value = phi.index, phi.value
-        if index.shape[1] > 1 and index.strides[1] == 0 and value.strides[1] == 0:
-            index, value = index[:, :1], value[:, :1]
-        return np.ascontiguousarray(index, np.int64), np.ascontiguousarray(value, float)
-    value = phi[:, :1] if phi.shape[1] > 1 and phi.strides[1] == 0 else phi
-    return _DENSE, np.ascontiguousarray(value, float)
+    index, value = (phi.index, phi.value) if isinstance(phi, SparseRows) else (None, phi)
+    if value.shape[1] > 1 and value.strides[1] == 0 and (index is None or index.strides[1] == 0):
+        index, value = None if index is None else index[:, :1], value[:, :1]
+    index = _DENSE if index is None else np.ascontiguousarray(index, np.int64)
+    return index, np.ascontiguousarray(value, float)
 
 
 def _at(vector: np.ndarray, index: np.ndarray) -> np.ndarray:
