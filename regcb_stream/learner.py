@@ -669,16 +669,15 @@ class RegCB:
             self._label_types = self._label_types | types
         return joint
 
-    def _model_ids(self, actions: Sequence):
-        """Model ids of offered actions (a slice when consecutive), registering new ones."""
+    def _model_ids(self, actions: Sequence) -> np.ndarray:
+        """Model ids of offered actions (read-only, cached), registering new ones."""
         key = tuple(actions)
         ids = self._ids_of.get(key)
         if ids is None:
             if len(self._ids_of) > 1024:
                 self._ids_of.clear()
-            ids = self._register(actions)
-            if len(ids) > 1 and (np.diff(ids) == 1).all():
-                ids = slice(int(ids[0]), int(ids[-1]) + 1)
+            ids = self._register(actions).astype(np.int64)
+            ids.flags.writeable = False
             self._ids_of[key] = ids
         return ids
 

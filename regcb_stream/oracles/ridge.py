@@ -286,9 +286,10 @@ class RidgeOracle:
         and clipped bounds of a block of rows under the frozen fit, ``(n, K)`` each, in
         the compiled loop (``budget`` NaN: uniform play)."""
         n = len(phi.value if isinstance(phi, SparseRows) else phi)
-        unused = np.zeros(n)  # no labels: rewards and weights are not read
-        return self._run(phi, models, np.full(n, -1, np.int64), unused, unused,
-                         np.array([budget]), optimistic, reward_range, tolerance)
+        played, unused = (_NO_LABEL, _UNUSED) if n == 1 else (np.full(n, -1, np.int64),
+                                                                np.zeros(n))
+        return self._run(phi, models, played, unused, unused, np.array([budget]), optimistic,
+                         reward_range, tolerance)  # (no labels: rewards, weights unread)
 
     def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
                       reward_range: tuple[float, float], tolerance: float):
@@ -310,7 +311,7 @@ class RidgeOracle:
         index, value = _rows(phi)
         models = self._model_ids(models)
         (n, r, width), k = value.shape, len(models)
-        out = [np.empty((n, k)) for _ in range(4)]
+        out = np.empty((4, n, k))
         self._block_arrays(index, value)
         start = 0
         while start < n:
@@ -447,6 +448,7 @@ def _at(vector: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 
 _DENSE = np.zeros(0, dtype=np.int64)  # the index of dense rows
+_NO_LABEL, _UNUSED = np.full(1, -1, np.int64), np.zeros(1)  # one decision, no label
 
 
 def _sparse_row(x, dim: int) -> tuple[np.ndarray, np.ndarray]:
