@@ -133,6 +133,33 @@ def test_interactive_pipe_protocol():
     assert process.returncode == 0
 
 
+def test_interactive_pipe_protocol_adf():
+    """ADF: an example is decided as soon as its empty line arrives, with no flag."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "regcb_stream", "--cb_explore_adf", "-q", "sa", "-p", "-",
+         "--quiet"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
+        for t in range(12):
+            actions = ["|a x", "|a y", "|a z"]
+            process.stdin.write(f"shared |s f:{t % 3}\n" + "\n".join(actions) + "\n\n")
+            process.stdin.flush()
+            line = process.stdout.readline()
+            assert process.stdout.readline() == "\n"
+            pmf = dict(pair.split(":") for pair in line.strip().split(","))
+            assert sorted(pmf) == ["0", "1", "2"]
+            chosen = max(range(3), key=lambda k: float(pmf[str(k)]))
+            labelled = [f"0:{float(k != t % 3)}:{pmf[str(k)]} {a}" if k == chosen else a
+                        for k, a in enumerate(actions)]
+            process.stdin.write(f"shared |s f:{t % 3}\n" + "\n".join(labelled) + "\n\n")
+            process.stdin.flush()
+            assert process.stdout.readline().count(":") == 3
+            assert process.stdout.readline() == "\n"
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+    assert process.returncode == 0
+
+
 def test_same_input_same_output_and_python_m_equals_console_script(tmp_path):
     data = tmp_path / "cb.dat"
     data.write_text(cb_stream(300))

@@ -22,7 +22,9 @@ from regcb_stream.io.vw_text import (
     VWParseError,
     iter_adf,
     iter_cb,
+    iter_cb_lines,
     parse_line,
+    read_cb_block,
 )
 
 vw = pytest.importorskip("vowpalwabbit")
@@ -519,3 +521,35 @@ def test_fuzz_mutated_cb_load(start, edits):
         window[row] = line
     only_examples_or_parse_errors(window)
     only_examples_or_parse_errors("\n".join(window).split("\n"))
+
+
+LABEL_HEAD = st.one_of(
+    st.just(""),
+    st.tuples(st.sampled_from(["1", "2", "3", "4", "0", "01", "x", ""]),
+              st.sampled_from(["", ":0", ":1", ":-2.5", ":1e40", ":nan", ":", ":1_0"]),
+              st.sampled_from(["", ":0.5", ":1", ":0", ":2", ":1e-3", ":0.5:1"]),
+              st.sampled_from([" ", "  ", "\t", ""]),
+              st.sampled_from(["", "'t ", "tag ", "shared "])).map("".join),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(LABEL_HEAD, vw_line(label=False)), min_size=1, max_size=6))
+def test_block_label_reader_equals_the_line_by_line_reader(lines):
+    """`read_cb_block` (compiled scanner for plain labels) reads labels, tags, bodies and
+    errors as `iter_cb_lines` does line by line."""
+    texts = [head + body for head, body in lines]
+    block = read_cb_block(texts, 3)
+    for i, text in enumerate(texts):
+        errors = []
+        reference = list(iter_cb_lines([text], 3, errors.append))
+        if errors:
+            assert block.errors[i].detail == errors[0].detail
+            continue
+        assert i not in block.errors
+        line, = reference
+        learnable = line.label is not None and line.label.prob is not None
+        assert block.action[i] == (line.label.action if learnable else 0)
+        if learnable:
+            assert (block.cost[i], block.prob[i]) == (line.label.cost, line.label.prob)
+        assert (block.tags[i], block.bodies[i]) == (line.tag, line.body)
