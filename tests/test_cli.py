@@ -105,59 +105,61 @@ def test_progress_table_matches_vw_while_distributions_agree(tmp_path):
 # -- streaming, interactivity, determinism -------------------------------------------------
 
 
+class Interactive:
+    """The command as a process that gets one example at a time and answers each."""
+
+    def __init__(self, *flags: str):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "regcb_stream", *flags, "-p", "-", "--quiet"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def ask(self, text: str) -> str:
+        """Send an example; its prediction line (VW's blank line after it is checked)."""
+        self.process.stdin.write(text)
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert self.process.stdout.readline() == "\n"
+        return line
+
+    def close(self) -> int:
+        self.process.stdin.close()
+        return self.process.wait(timeout=30)
+
+
 def test_interactive_pipe_protocol():
     """Write an unlabelled example, read its distribution, sample, send the label."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "regcb_stream", "--cb_explore", "3", "-p", "-", "--quiet"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    command = Interactive("--cb_explore", "3")
     rng = np.random.default_rng(0)
     try:
         for t in range(20):
             features = f"|x a:{t % 2} b:{1 - t % 2}"
-            process.stdin.write(features + "\n")
-            process.stdin.flush()
-            line = process.stdout.readline()
-            assert process.stdout.readline() == "\n"
+            line = command.ask(features + "\n")
             pmf = {int(a): float(p) for a, p in (pair.split(":") for pair in line.split(","))}
             assert sorted(pmf) == [0, 1, 2] and abs(sum(pmf.values()) - 1) < 1e-5
             actions = sorted(pmf)
             action = int(rng.choice(actions, p=[pmf[a] / sum(pmf.values()) for a in actions]))
             cost = 0.0 if action == t % 2 else 1.0
-            process.stdin.write(f"{action + 1}:{cost}:{pmf[action]} {features}\n")
-            process.stdin.flush()
-            assert process.stdout.readline().count(":") == 3
-            assert process.stdout.readline() == "\n"
+            assert command.ask(f"{action + 1}:{cost}:{pmf[action]} {features}\n").count(":") == 3
     finally:
-        process.stdin.close()
-        process.wait(timeout=30)
-    assert process.returncode == 0
+        assert command.close() == 0
 
 
 def test_interactive_pipe_protocol_adf():
     """ADF: an example is decided as soon as its empty line arrives, with no flag."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "regcb_stream", "--cb_explore_adf", "-q", "sa", "-p", "-",
-         "--quiet"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    command = Interactive("--cb_explore_adf", "-q", "sa")
+    actions = ["|a x", "|a y", "|a z"]
     try:
         for t in range(12):
-            actions = ["|a x", "|a y", "|a z"]
-            process.stdin.write(f"shared |s f:{t % 3}\n" + "\n".join(actions) + "\n\n")
-            process.stdin.flush()
-            line = process.stdout.readline()
-            assert process.stdout.readline() == "\n"
+            shared = f"shared |s f:{t % 3}\n"
+            line = command.ask(shared + "\n".join(actions) + "\n\n")
             pmf = dict(pair.split(":") for pair in line.strip().split(","))
             assert sorted(pmf) == ["0", "1", "2"]
             chosen = max(range(3), key=lambda k: float(pmf[str(k)]))
             labelled = [f"0:{float(k != t % 3)}:{pmf[str(k)]} {a}" if k == chosen else a
                         for k, a in enumerate(actions)]
-            process.stdin.write(f"shared |s f:{t % 3}\n" + "\n".join(labelled) + "\n\n")
-            process.stdin.flush()
-            assert process.stdout.readline().count(":") == 3
-            assert process.stdout.readline() == "\n"
+            assert command.ask(shared + "\n".join(labelled) + "\n\n").count(":") == 3
     finally:
-        process.stdin.close()
-        process.wait(timeout=30)
-    assert process.returncode == 0
+        assert command.close() == 0
 
 
 def test_same_input_same_output_and_python_m_equals_console_script(tmp_path):
