@@ -11,6 +11,7 @@ import pytest
 from vowpalwabbit import Workspace
 
 from regcb_stream.cli import main
+from regcb_stream.persist import load_model
 from regcb_stream.synthetic import LinearProblem
 
 VW_TESTS = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "vw_tests"
@@ -391,3 +392,28 @@ def test_a_bad_shared_line_mid_block_names_its_line(lenient, tmp_path):
     assert "is not a number" in result.stderr
     assert result.returncode == (0 if lenient else 1)
     assert result.stdout.count("\n\n") == (99 if lenient else 70)
+
+
+def test_adf_save_and_resume_equals_one_run(tmp_path):
+    """The joint model in blocks (``-q sa`` crosses) is saved and resumed exactly."""
+    rng = np.random.default_rng(3)
+    examples = []
+    for t in range(300):  # 8 actions over 6 features: blocks pay (see oracles/ridge.py)
+        x, played = rng.normal(size=6), int(rng.integers(8))
+        lines = ["shared |s " + " ".join(f"f{j}:{v:.4f}" for j, v in enumerate(x))]
+        for a in range(8):
+            cost = float(rng.random() < 0.5 + 0.4 * np.tanh(x[a % 6]))
+            lines.append((f"0:{cost:g}:0.125 " if a == played else "") + f"|a act{a}")
+        examples.append("\n".join(lines))
+    whole, head, tail = (tmp_path / n for n in ("whole.dat", "head.dat", "tail.dat"))
+    whole.write_text("\n\n".join(examples))
+    head.write_text("\n\n".join(examples[:137]) + "\n\n")
+    tail.write_text("\n\n".join(examples[137:]))
+    flags, model = ["--cb_explore_adf", "-q", "sa", "--regcb"], tmp_path / "model.regcb"
+    one = run_cli([*flags, "-d", str(whole), "-p", "-", "--quiet"])
+    part1 = run_cli([*flags, "-d", str(head), "-p", "-", "--quiet", "-f", str(model)])
+    part2 = run_cli(["-i", str(model), "-d", str(tail), "-p", "-", "--quiet"])
+    assert one.returncode == part1.returncode == part2.returncode == 0, part2.stderr
+    assert part1.stdout + part2.stdout == one.stdout
+    learner = load_model(model)[0]
+    assert learner._oracle._blocks is not None  # the run used the blocks
