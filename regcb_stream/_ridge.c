@@ -534,6 +534,68 @@ static PyObject *py_block_update(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(candidates_doc,
+"candidates(prediction, variance, radii, weights, n, K, J, optimistic, lo, hi, tol, lead,\n"
+"           mix, pmfs, low, high)\n"
+"The automatic budget's decisions (budget.candidate_decisions): candidate j's clipped\n"
+"bounds prediction -+ sqrt(variance) radii[j] and its rule's distribution into pmfs\n"
+"(n, J, K), their mixture by weights (capped at 1) into mix (n, K), and candidate lead's\n"
+"bounds into low and high (n, K).");
+
+static PyObject *py_candidates(PyObject *self, PyObject *args) {
+    Py_buffer prediction = {0}, variance = {0}, radii = {0}, weights = {0}, mix = {0},
+              pmfs = {0}, low = {0}, high = {0};
+    Py_ssize_t n, K, J, lead;
+    int optimistic;
+    double lo, hi, tol;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nnnpdddnw*w*w*w*", &prediction, &variance, &radii,
+                          &weights, &n, &K, &J, &optimistic, &lo, &hi, &tol, &lead, &mix,
+                          &pmfs, &low, &high))
+        return NULL;
+    int ok = expect(&prediction, n * K, 8, "prediction") &&
+             expect(&variance, n * K, 8, "variance") && expect(&radii, J, 8, "radii") &&
+             expect(&weights, J, 8, "weights") && expect(&mix, n * K, 8, "mix") &&
+             expect(&pmfs, n * J * K, 8, "pmfs") && expect(&low, n * K, 8, "low") &&
+             expect(&high, n * K, 8, "high");
+    if (ok && (lead < 0 || lead >= J)) {
+        PyErr_SetString(PyExc_ValueError, "lead out of range");
+        ok = 0;
+    }
+    double *scratch = ok ? PyMem_Malloc(2 * K * sizeof(double)) : NULL;
+    if (ok && !scratch) {
+        PyErr_NoMemory();
+        ok = 0;
+    }
+    if (ok) {
+        const double *pred = prediction.buf, *var = variance.buf, *r = radii.buf,
+                     *w = weights.buf;
+        double *mx = mix.buf, *pm = pmfs.buf, *lw = low.buf, *hg = high.buf;
+        double *l = scratch, *h = scratch + K;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const double *p = pred + i * K, *v = var + i * K;
+            double *m = mx + i * K;
+            for (Py_ssize_t k = 0; k < K; k++) m[k] = 0.0;
+            for (Py_ssize_t j = 0; j < J; j++) {
+                double *out = pm + (i * J + j) * K;
+                for (Py_ssize_t k = 0; k < K; k++) {
+                    double radius = sqrt(v[k]) * r[j];
+                    l[k] = fmin(fmax(p[k] - radius, lo), hi);
+                    h[k] = fmin(fmax(p[k] + radius, lo), hi);
+                }
+                decide(l, h, K, optimistic, tol, out);
+                for (Py_ssize_t k = 0; k < K; k++) m[k] += w[j] * out[k];
+                if (j == lead)
+                    for (Py_ssize_t k = 0; k < K; k++) lw[i * K + k] = l[k], hg[i * K + k] = h[k];
+            }
+            for (Py_ssize_t k = 0; k < K; k++) m[k] = fmin(m[k], 1.0);
+        }
+    }
+    PyMem_Free(scratch);
+    RELEASE(&prediction, &variance, &radii, &weights, &mix, &pmfs, &low, &high);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(run_online_doc,
 "run_online(a, b, a_inv, theta, updates, models, index, value, played, reward, weight,\n"
 "           budget, pmf, pred, low, high, start, n, R, K, L, D, optimistic, refresh,\n"
@@ -677,6 +739,7 @@ static PyMethodDef methods[] = {
     {"rank_one", py_rank_one, METH_VARARGS, rank_one_doc},
     {"run_online", py_run_online, METH_VARARGS, run_online_doc},
     {"block_update", py_block_update, METH_VARARGS, block_update_doc},
+    {"candidates", py_candidates, METH_VARARGS, candidates_doc},
     {NULL, NULL, 0, NULL},
 };
 

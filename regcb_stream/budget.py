@@ -39,6 +39,7 @@ import math
 import numpy as np
 
 from regcb_stream import policies
+from regcb_stream.oracles.ridge import _ridge
 
 #: mellowness values of the default candidates (VW's budget form): around the best fixed
 #: values of docs/defaults.md
@@ -127,6 +128,14 @@ def candidate_decisions(selector: BudgetSelector, oracle, rule, phi, models, n_l
     once per candidate; numpy calls are kept few, as this runs for every online round."""
     k, (lo, hi) = phi.shape[1], reward_range
     radii = selector.radii(n_labels, k, hi - lo)
+    if getattr(oracle, "compiled", False):  # the same arithmetic in one compiled call
+        prediction, variance = oracle.moments(phi, models)
+        n, j = len(prediction), len(radii)
+        (mix, low, high), pmfs = np.empty((3, n, k)), np.empty((n, j, k))
+        _ridge.candidates(prediction, variance, radii, selector.weights(), n, k, j,
+                          rule is policies.optimistic, lo, hi, tolerance, selector.leader(),
+                          mix, pmfs, low, high)
+        return mix, prediction, low, high, pmfs
     moments = getattr(oracle, "moments", None)
     if moments is not None:
         prediction, variance = moments(phi, models)

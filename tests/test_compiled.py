@@ -161,3 +161,28 @@ def test_joint_blocks_per_example_and_epochs_match_the_reference():
                 for learner in (fast, slow):
                     learner.learn_many([{}], chosen, [rewards[t]], [0.5])
         assert fast._oracle._blocks is not None
+
+
+@pytest.mark.parametrize("variant", ["optimistic", "elimination"])
+def test_automatic_budget_candidates_match_the_numpy_reference(variant):
+    """The compiled candidates of ``budget="auto"`` equal ``candidate_decisions``'s numpy
+    arithmetic."""
+    from regcb_stream import policies
+    from regcb_stream.budget import BudgetSelector, candidate_decisions
+
+    X, played, rewards = logged(600, 26, seed=2)
+    learner = RegCB(variant, seed=0)
+    learner.replay(X[:500], list(range(26)), played[:500], rewards[:500])
+    fast = learner._oracle
+    slow = reference_oracle(prior="optimistic")
+    slow.__dict__.update({k: v for k, v in fast.__dict__.items() if k != "compiled"})
+    selector = BudgetSelector()
+    for t in range(40):
+        selector.update(np.linspace(0.1, 0.9, 4)[::(1 if t % 2 else -1)], 0.5, t % 3 / 2)
+    rows, models = learner._rows(X[500:], list(range(26)))
+    rule = policies.decision_rule(variant)
+    got, want = (candidate_decisions(selector, oracle, rule, learner._oracle_rows(rows),
+                                     models, 500, (0.0, 1.0), 1e-12) for oracle in (fast, slow))
+    np.testing.assert_array_equal(got[4], want[4])  # every candidate's distribution
+    for a, b in zip(got[:4], want[:4]):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
