@@ -124,7 +124,8 @@ def run_vw_single_line(X, R, explorer: str, seed: int = 0) -> dict:
     labelled text learned. (Labelling the parsed example in place, as ``run_vw`` does for
     ADF, leaves VW's single-line learner at uniform play: it does not take the label.)"""
     k = R.shape[1]
-    flags = f"--cb_explore {k} --{explorer} --mellowness {VW_MELLOWNESS} --quiet --random_seed {seed}"
+    flags = (f"--cb_explore {k} --{explorer} --mellowness {VW_MELLOWNESS} --quiet "
+             f"--random_seed {seed}")
     lines = ["|s " + " ".join(f"f{j}:{v:.6g}" for j, v in enumerate(x)) for x in X.tolist()]
     uniforms = np.random.default_rng(seed).random(len(X)).tolist()
     chosen = np.empty(len(X), dtype=np.int64)

@@ -108,7 +108,7 @@ def test_labels_without_candidates_are_matched_to_the_last_decision():
     by_kwargs, by_match = auto(seed=4), auto(seed=4)
     play(by_kwargs, X, rewards)
     for t, x in enumerate(X):  # pmf, then learn without predict's kwargs (River, scripts)
-        pmf = np.array(by_match.pmf(x, list(range(5))))
+        by_match.pmf(x, list(range(5)))  # the decision whose candidates learn() uses
         action, prob, _ = by_match.predict(x, list(range(5)))
         by_match.learn(x, action, float(rewards[t, action]), prob)
     assert by_match.budget_selection == by_kwargs.budget_selection

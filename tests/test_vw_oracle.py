@@ -6,13 +6,13 @@ import re
 
 import numpy as np
 import pytest
+from test_cli import TRAIN, VW_TESTS, needs, run_cli
 from vowpalwabbit import Workspace
 
 from regcb_stream import RegCB, checks
 from regcb_stream.oracles.base import SparseRows
 from regcb_stream.oracles.vw import VWOracle, _bisection
 from regcb_stream.synthetic import LinearProblem
-from test_cli import TRAIN, VW_TESTS, needs, run_cli
 
 
 def vw_predict_file(args: str, data, tmp_path) -> str:

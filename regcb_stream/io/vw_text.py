@@ -295,7 +295,8 @@ def read_cb_block(texts: list[str], n_actions: int) -> CBBlock:
         action[learnable] = np.frombuffer(plain, np.int64)[learnable]
         cost[learnable] = np.frombuffer(costs, float)[learnable]
         prob[learnable] = np.frombuffer(probs, float)[learnable]
-        bodies = [line[bar + 1:] for line, bar in zip(texts, np.frombuffer(bars, np.int64).tolist())]
+        bars = np.frombuffer(bars, np.int64).tolist()
+        bodies = [line[bar + 1:] for line, bar in zip(texts, bars)]
         slow = np.flatnonzero(kind == 0).tolist()
     for i in slow:
         try:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from regcb_stream.oracles.base import Oracle
 from regcb_stream.binsearch import BinSearchOracle
+from regcb_stream.oracles.base import Oracle
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.trees import TreesOracle
 from regcb_stream.oracles.vw import VWOracle
