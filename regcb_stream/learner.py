@@ -243,7 +243,7 @@ class RegCB:
                 candidates = self._candidates_of(context, action)
             if candidates is not None:
                 self._selector.update(candidates, float(prob), self._unit_reward(reward))
-        self._learn_rows(rows, models, np.array([float(reward)]), np.array([float(weight)]))
+        self._learn_one(rows, int(models[0]), float(reward), float(weight))
 
     def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None,
                    candidates=None) -> None:
@@ -435,15 +435,9 @@ class RegCB:
         """Teach the oracle rows ``(n, 1, L)``, rebuilding at the schedule's points (one
         row, the ``online`` schedule's case, by ``learn``: oracles learn a block as row by
         row)."""
-        x = self._oracle_examples(rows)
         if len(rewards) == 1:
-            row = (x.value[0, 0] if x.index is None else (x.index[0, 0], x.value[0, 0])
-                   ) if isinstance(x, SparseRows) else x[0]
-            self._oracle.learn(row, int(models[0]), float(rewards[0]), float(weights[0]))
-            self._n_labels += 1
-            if self._n_labels == self._next_rebuild:
-                self._rebuild()
-            return
+            return self._learn_one(rows, int(models[0]), float(rewards[0]), float(weights[0]))
+        x = self._oracle_examples(rows)
         start = 0
         while start < len(rewards):
             stop = min(len(rewards), start + self._next_rebuild - self._n_labels)
@@ -454,6 +448,17 @@ class RegCB:
             if self._n_labels == self._next_rebuild:
                 self._rebuild()
             start = stop
+
+    def _learn_one(self, rows: SparseRows, model: int, reward: float, weight: float) -> None:
+        """Teach the oracle one row ``(1, 1, L)`` (``learn``), rebuilding at the schedule's
+        points."""
+        x = self._oracle_examples(rows)
+        row = (x.value[0, 0] if x.index is None else (x.index[0, 0], x.value[0, 0])
+               ) if isinstance(x, SparseRows) else x[0]
+        self._oracle.learn(row, model, reward, weight)
+        self._n_labels += 1
+        if self._n_labels == self._next_rebuild:
+            self._rebuild()
 
     # -- state -------------------------------------------------------------------------
 

@@ -136,9 +136,10 @@ class RidgeOracle:
         ``(D,)`` or an ``(index, value)`` pair of 1-D arrays."""
         index, value = _sparse_row(x, self.dim)
         residual = y - self.prior_mean
-        columns = index if index.size else np.arange(self.dim)
-        if self._blocks is not None and not self._blocks.fits(columns, value):
-            self._fit_blocks(columns[None, None], value[None, None])
+        if self._blocks is not None:
+            columns = index if index.size else np.arange(self.dim)
+            if not self._blocks.fits(columns, value):
+                self._fit_blocks(columns[None, None], value[None, None])
         if self.compiled:
             _ridge.learn(self._a, self._b, model, index, value, len(value), self.dim,
                          weight, residual)
