@@ -596,6 +596,131 @@ static PyObject *py_candidates(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* A dense context's row: the intercept, then the context's d values; 0 if one is not
+ * finite (the caller reports it) */
+static int dense_row(double *row, double intercept, const double *x, Py_ssize_t d) {
+    row[0] = intercept;
+    for (Py_ssize_t i = 0; i < d; i++) {
+        if (!isfinite(x[i])) return 0;
+        row[i + 1] = x[i];
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(predict_dense_doc,
+"predict_dense(a_inv, theta, models, context, intercept, D, prior, budget, optimistic,\n"
+"              lo, hi, tol, u) -> (index, prob) or None\n"
+"One decision for a dense context of D - 1 values (the product class): each action's\n"
+"bounds, the rule's distribution (uniform for a NaN budget) and the inverse-CDF draw of\n"
+"u, as run_online and the learner's draw make them; None if a value is not finite.");
+
+static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
+    Py_buffer a_inv = {0}, theta = {0}, models = {0}, context = {0};
+    Py_ssize_t D;
+    int optimistic;
+    double intercept, prior, beta, lo, hi, tol, u;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*dnddpdddd", &a_inv, &theta, &models, &context,
+                          &intercept, &D, &prior, &beta, &optimistic, &lo, &hi, &tol, &u))
+        return NULL;
+    Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double)), K = models.len / 8;
+    int ok = expect(&a_inv, M * D * D, 8, "a_inv") && expect(&context, D - 1, 8, "context");
+    const int64_t *model = models.buf;
+    for (Py_ssize_t k = 0; ok && k < K; k++)
+        if (model[k] < 0 || model[k] >= M) {
+            PyErr_Format(PyExc_ValueError, "model %lld out of range", (long long)model[k]);
+            ok = 0;
+        }
+    double *work = ok ? PyMem_Malloc((D + 4 * K) * sizeof(double)) : NULL;
+    if (ok && !work) {
+        PyErr_NoMemory();
+        ok = 0;
+    }
+    PyObject *result = NULL;
+    if (ok) {
+        double *row = work, *lw = row + D, *hg = lw + K, *pm = hg + K, *cdf = pm + K;
+        if (!dense_row(row, intercept, context.buf, D - 1)) {
+            result = Py_None;
+            Py_INCREF(result);
+        } else {
+            for (Py_ssize_t k = 0; k < K; k++) {
+                double p, v;
+                row_moments((const double *)a_inv.buf + model[k] * D * D,
+                            (const double *)theta.buf + model[k] * D, D, NULL, row, D, &p, &v);
+                p += prior;
+                double radius = sqrt((beta > 0.0 ? beta : 0.0) * v);
+                lw[k] = isnan(beta) ? lo : fmin(fmax(p - radius, lo), hi);
+                hg[k] = isnan(beta) ? hi : fmin(fmax(p + radius, lo), hi);
+            }
+            if (isnan(beta))
+                for (Py_ssize_t k = 0; k < K; k++) pm[k] = 1.0 / (double)K;
+            else
+                decide(lw, hg, K, optimistic, tol, pm);
+            double total = 0.0;
+            for (Py_ssize_t k = 0; k < K; k++) cdf[k] = total += pm[k];
+            double target = u * cdf[K - 1];
+            Py_ssize_t index = 0;
+            for (Py_ssize_t k = 0; k < K; k++) index += cdf[k] <= target;
+            index = index < K - 1 ? index : K - 1;
+            result = Py_BuildValue("nd", index, pm[index]);
+        }
+    }
+    PyMem_Free(work);
+    RELEASE(&a_inv, &theta, &models, &context);
+    return result;
+}
+
+PyDoc_STRVAR(learn_dense_doc,
+"learn_dense(a, b, a_inv, theta, updates, model, context, intercept, D, weight, residual,\n"
+"            refresh) -> bool or None\n"
+"Learn a dense context's row for one model and rebuild it at once (the online schedule):\n"
+"the Gram matrix, then a rank-one update of the inverse, or True when the model is due a\n"
+"fresh inverse (the caller inverts); None if a value is not finite (nothing learned).");
+
+static PyObject *py_learn_dense(PyObject *self, PyObject *args) {
+    Py_buffer a = {0}, b = {0}, a_inv = {0}, theta = {0}, updates = {0}, context = {0};
+    Py_ssize_t model, D, refresh;
+    double intercept, weight, residual;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*ny*dnddn", &a, &b, &a_inv, &theta, &updates, &model,
+                          &context, &intercept, &D, &weight, &residual, &refresh))
+        return NULL;
+    Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double));
+    int ok = expect(&a, M * D * D, 8, "a") && expect(&b, M * D, 8, "b") &&
+             expect(&a_inv, M * D * D, 8, "a_inv") && expect(&updates, M, 8, "updates") &&
+             expect(&context, D - 1, 8, "context");
+    if (ok && (model < 0 || model >= M)) {
+        PyErr_Format(PyExc_ValueError, "model %zd out of range", model);
+        ok = 0;
+    }
+    double *work = ok ? PyMem_Malloc(2 * D * sizeof(double)) : NULL;
+    if (ok && !work) {
+        PyErr_NoMemory();
+        ok = 0;
+    }
+    PyObject *result = NULL;
+    if (ok) {
+        double *row = work, *spread = work + D;
+        int64_t *up = updates.buf;
+        if (!dense_row(row, intercept, context.buf, D - 1)) {
+            result = Py_None;
+        } else {
+            gram_add((double *)a.buf + model * D * D, (double *)b.buf + model * D, D, NULL, row,
+                     D, weight, residual);
+            if (up[model] >= refresh) {
+                result = Py_True;
+            } else {
+                rank_one((double *)a_inv.buf + model * D * D, (double *)theta.buf + model * D,
+                         D, NULL, row, D, weight, residual, spread);
+                up[model]++;
+                result = Py_False;
+            }
+        }
+        Py_INCREF(result);
+    }
+    PyMem_Free(work);
+    RELEASE(&a, &b, &a_inv, &theta, &updates, &context);
+    return result;
+}
+
 PyDoc_STRVAR(run_online_doc,
 "run_online(a, b, a_inv, theta, updates, models, index, value, played, reward, weight,\n"
 "           budget, pmf, pred, low, high, start, n, R, K, L, D, optimistic, refresh,\n"
@@ -740,6 +865,8 @@ static PyMethodDef methods[] = {
     {"run_online", py_run_online, METH_VARARGS, run_online_doc},
     {"block_update", py_block_update, METH_VARARGS, block_update_doc},
     {"candidates", py_candidates, METH_VARARGS, candidates_doc},
+    {"predict_dense", py_predict_dense, METH_VARARGS, predict_dense_doc},
+    {"learn_dense", py_learn_dense, METH_VARARGS, learn_dense_doc},
     {NULL, NULL, 0, NULL},
 };
 

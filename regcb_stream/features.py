@@ -70,6 +70,11 @@ class FeatureEncoder:
     def dim(self) -> int:
         return 1 + (self._dense_dim or 0) + self._n_named
 
+    @property
+    def dense_dim(self) -> int | None:
+        """The length of dense contexts, while the features are those alone (else None)."""
+        return None if self._n_named else self._dense_dim
+
     def context(self, context) -> np.ndarray:
         """Encode one context as a vector of the current dimension."""
         if type(context) is np.ndarray and context.size == self._dense_dim and (

@@ -165,6 +165,8 @@ class RegCB:
         self._sampler = None  # the generator of the draws, made at the first draw
         self._budget_kind = budget or ("beta" if beta is not None else "mellowness")
         self._selector = BudgetSelector(budget_grid) if self._budget_kind == "auto" else None
+        self._one_row_ready = (getattr(self._oracle, "compiled", False)
+                               and self._budget_kind in ("beta", "mellowness"))
         self._last: tuple | None = None  # (context, actions, candidates) of the last decide
         self._labels: dict = {}  # action label -> model id (product class)
         self._ids_of: dict[tuple, np.ndarray] = {}  # offered action list -> model ids
@@ -201,6 +203,16 @@ class RegCB:
 
     def predict(self, context, actions: Sequence) -> tuple[object, float, dict]:
         """Sample an action; return it, its probability and kwargs for ``learn``."""
+        if self._one_row(context) and not self._is_joint(actions):
+            models = self._model_ids(actions)
+            self._oracle.grow(len(self._labels), self._encoder.dim)
+            lo, hi = self._range
+            drawn = self._oracle.predict_dense(
+                context, models, self.intercept, self._budget(len(actions)),
+                self.variant == "optimistic", self._range, TIE_TOLERANCE * (hi - lo),
+                self._rng().random())
+            if drawn is not None:  # (None: a value is not finite; decide says which)
+                return actions[drawn[0]], drawn[1], {}
         decision = self.decide(context, actions)
         cdf = decision.pmf.cumsum()  # _sample's draw, for one row
         index = min(int(cdf.searchsorted(self._rng().random() * cdf[-1], "right")), len(cdf) - 1)
@@ -237,6 +249,13 @@ class RegCB:
         decision teaches the oracle only."""
         _check_prob(prob)
         self._check_reward(reward)
+        if (self._one_row(context) and self.schedule == "online" and action in self._labels
+                and not self._oracle._pending and self._oracle.learn_dense(
+                    context, self.intercept, self._labels[action], float(reward),
+                    float(weight))):
+            self._n_labels += 1  # learned and rebuilt at once
+            self._rebuilt()
+            return
         rows, models = self._played_rows([context], [action])
         if self._selector is not None:
             if candidates is None:
@@ -603,8 +622,21 @@ class RegCB:
             return np.where(n_labels > 0, budget, np.nan)
         return budget if n_labels else math.nan
 
+    def _one_row(self, context) -> bool:
+        """Whether one context's decision or label takes the compiled one-row path: a
+        float vector of the dense contexts' length, the compiled ridge oracle over dense
+        rows with a fixed budget, actions that are labels, past the warm start."""
+        return (self._one_row_ready and type(context) is np.ndarray and context.ndim == 1
+                and context.dtype == np.float64 and context.flags.c_contiguous
+                and context.size == self._encoder.dense_dim and self._joint is False
+                and self._oracle._blocks is None and self._epoch > self.warm_start_epochs)
+
     def _rebuild(self) -> None:
         self._oracle.rebuild()
+        self._rebuilt()
+
+    def _rebuilt(self) -> None:
+        """Bookkeeping of a rebuild of the oracle's decision state."""
         self._n_frozen = self._n_labels
         self._epoch += 1
         self._next_rebuild = schedules.next_rebuild(self.schedule, self._n_labels)

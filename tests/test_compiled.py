@@ -186,3 +186,31 @@ def test_automatic_budget_candidates_match_the_numpy_reference(variant):
     np.testing.assert_array_equal(got[4], want[4])  # every candidate's distribution
     for a, b in zip(got[:4], want[:4]):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", ["optimistic", "elimination"])
+def test_one_row_path_makes_the_general_paths_draws(variant):
+    """``predict`` and ``learn`` of a float vector take the compiled one-row path; the
+    same contexts as lists take the general one: the same draws, probabilities and state."""
+    X, _, _ = logged(1500, 26, seed=4)
+    R = bandit_stream("letter", noisy=False, seed=4)[1][:1500]
+    actions = list(range(26))
+    fast, general = RegCB(variant, seed=5), RegCB(variant, seed=5)
+    for x, r in zip(X, R):
+        got = fast.predict(x, actions)
+        want = general.predict(x.tolist(), actions)
+        assert got == want
+        fast.learn(x, got[0], r[got[0]], got[1])
+        general.learn(x.tolist(), want[0], r[want[0]], want[1])
+    np.testing.assert_array_equal(fast._oracle._a_inv, general._oracle._a_inv)
+    assert fast.n_labels == general.n_labels == 1500
+
+
+def test_one_row_path_reports_bad_values_as_the_general_path():
+    learner = RegCB(seed=0)
+    learner.learn(np.zeros(3), *learner.predict(np.zeros(3), ["a", "b"])[:1], 1.0)
+    bad = np.array([0.0, np.nan, 1.0])
+    with pytest.raises(ValueError, match="context feature 1 is nan"):
+        learner.predict(bad, ["a", "b"])
+    with pytest.raises(ValueError, match="context feature 1 is nan"):
+        learner.learn(bad, "a", 1.0, 0.5)

@@ -292,6 +292,27 @@ class RidgeOracle:
         return self._run(phi, models, played, unused, unused, np.array([budget]), optimistic,
                          reward_range, tolerance)  # (no labels: rewards, weights unread)
 
+    def predict_dense(self, context: np.ndarray, models: np.ndarray, intercept: float,
+                      budget: float, optimistic: bool, reward_range: tuple[float, float],
+                      tolerance: float, uniform: float) -> tuple[int, float] | None:
+        """One decision for a dense context (the product class's rows: the intercept, then
+        the context) under the frozen fit, and its draw by ``uniform``, in one compiled
+        call: ``(index, probability)``, or None if a value is not finite."""
+        return _ridge.predict_dense(self._a_inv, self._theta, models, context, intercept,
+                                    self.dim, self.prior_mean, budget, optimistic,
+                                    *reward_range, tolerance, uniform)
+
+    def learn_dense(self, context: np.ndarray, intercept: float, model: int, y: float,
+                    weight: float) -> bool:
+        """``learn`` then ``rebuild`` of a dense context's row in one compiled call (nothing
+        may be pending); False if a value is not finite (nothing learned)."""
+        stale = _ridge.learn_dense(self._a, self._b, self._a_inv, self._theta, self._updates,
+                                   model, context, intercept, self.dim, weight,
+                                   y - self.prior_mean, self.refresh_every)
+        if stale:
+            self._invert(model)
+        return stale is not None
+
     def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
                       reward_range: tuple[float, float], tolerance: float):
         """Decide and learn a block of logged examples in order, rebuilding after every
