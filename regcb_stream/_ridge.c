@@ -367,12 +367,39 @@ static void decide(const double *low, const double *high, Py_ssize_t K, int opti
     for (Py_ssize_t k = 0; k < K; k++) pmf[k] /= (double)count;
 }
 
+/* One decision from each action's prediction p (prior included) and x^T A^-1 x v: the
+ * clipped bounds (the whole range while the budget is NaN: no label yet) and the rule's
+ * distribution (uniform while the budget is NaN) */
+static void decision(const double *p, const double *v, Py_ssize_t K, double beta, double lo,
+                     double hi, int optimistic, double tol, double *low, double *high,
+                     double *pmf) {
+    for (Py_ssize_t k = 0; k < K; k++) {
+        double radius = sqrt((beta > 0.0 ? beta : 0.0) * v[k]);
+        low[k] = isnan(beta) ? lo : fmin(fmax(p[k] - radius, lo), hi);
+        high[k] = isnan(beta) ? hi : fmin(fmax(p[k] + radius, lo), hi);
+    }
+    if (isnan(beta))
+        for (Py_ssize_t k = 0; k < K; k++) pmf[k] = 1.0 / (double)K;
+    else
+        decide(low, high, K, optimistic, tol, pmf);
+}
+
 static int expect(Py_buffer *buffer, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
     if (buffer->len != items * itemsize) {
         PyErr_Format(PyExc_ValueError, "%s has %zd bytes, expected %zd", name, buffer->len,
                      items * itemsize);
         return 0;
     }
+    return 1;
+}
+
+/* every model id of models in 0..M-1 */
+static int models_ok(const int64_t *model, Py_ssize_t K, Py_ssize_t M) {
+    for (Py_ssize_t k = 0; k < K; k++)
+        if (model[k] < 0 || model[k] >= M) {
+            PyErr_Format(PyExc_ValueError, "model %lld out of range", (long long)model[k]);
+            return 0;
+        }
     return 1;
 }
 
@@ -421,11 +448,7 @@ static PyObject *py_moments(PyObject *self, PyObject *args) {
              rows_ok(&index, &value, n * R, L, D) && expect(&pred, n * K, 8, "pred") &&
              expect(&var, n * K, 8, "var");
     const int64_t *model = models.buf;
-    for (Py_ssize_t k = 0; ok && k < K; k++)
-        if (model[k] < 0 || model[k] >= M) {
-            PyErr_Format(PyExc_ValueError, "model %lld out of range", (long long)model[k]);
-            ok = 0;
-        }
+    ok = ok && models_ok(model, K, M);
     if (ok && blocked && (M != 1 || !scratch_alloc(&t, &B, L))) ok = 0;
     int fits = 1;
     if (ok) {
@@ -596,6 +619,25 @@ static PyObject *py_candidates(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* One label of model m: into the Gram matrix, then the decision state's rank-one update
+ * (the blocks' with blk, else the dense inverse's). Returns 1 when the model is due a fresh
+ * inverse instead (the caller inverts), 0 after the update, -1 for a row outside the
+ * blocks. */
+static int learn_row(double *A, double *B, double *AI, double *TH, int64_t *up, Py_ssize_t m,
+                     Py_ssize_t D, const int64_t *cols, const double *val, Py_ssize_t L,
+                     double weight, double residual, Py_ssize_t refresh, const Blocks *blk,
+                     Scratch *t, double *spread) {
+    gram_add(A + m * D * D, B + m * D, D, cols, val, L, weight, residual);
+    if (up[m] >= refresh) return 1;
+    if (blk) {
+        if (!block_learn(blk, A, B, D, cols, val, L, weight, residual, t)) return -1;
+    } else {
+        rank_one(AI + m * D * D, TH + m * D, D, cols, val, L, weight, residual, spread);
+    }
+    up[m]++;
+    return 0;
+}
+
 /* A dense context's row: the intercept, then the context's d values; 0 if one is not
  * finite (the caller reports it) */
 static int dense_row(double *row, double intercept, const double *x, Py_ssize_t d) {
@@ -625,36 +667,27 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double)), K = models.len / 8;
     int ok = expect(&a_inv, M * D * D, 8, "a_inv") && expect(&context, D - 1, 8, "context");
     const int64_t *model = models.buf;
-    for (Py_ssize_t k = 0; ok && k < K; k++)
-        if (model[k] < 0 || model[k] >= M) {
-            PyErr_Format(PyExc_ValueError, "model %lld out of range", (long long)model[k]);
-            ok = 0;
-        }
-    double *work = ok ? PyMem_Malloc((D + 4 * K) * sizeof(double)) : NULL;
+    ok = ok && models_ok(model, K, M);
+    double *work = ok ? PyMem_Malloc((D + 6 * K) * sizeof(double)) : NULL;
     if (ok && !work) {
         PyErr_NoMemory();
         ok = 0;
     }
     PyObject *result = NULL;
     if (ok) {
-        double *row = work, *lw = row + D, *hg = lw + K, *pm = hg + K, *cdf = pm + K;
+        double *row = work, *p = row + D, *v = p + K, *lw = v + K, *hg = lw + K, *pm = hg + K,
+               *cdf = v;  /* the variances are spent once the decision is made */
         if (!dense_row(row, intercept, context.buf, D - 1)) {
             result = Py_None;
             Py_INCREF(result);
         } else {
             for (Py_ssize_t k = 0; k < K; k++) {
-                double p, v;
                 row_moments((const double *)a_inv.buf + model[k] * D * D,
-                            (const double *)theta.buf + model[k] * D, D, NULL, row, D, &p, &v);
-                p += prior;
-                double radius = sqrt((beta > 0.0 ? beta : 0.0) * v);
-                lw[k] = isnan(beta) ? lo : fmin(fmax(p - radius, lo), hi);
-                hg[k] = isnan(beta) ? hi : fmin(fmax(p + radius, lo), hi);
+                            (const double *)theta.buf + model[k] * D, D, NULL, row, D, p + k,
+                            v + k);
+                p[k] += prior;
             }
-            if (isnan(beta))
-                for (Py_ssize_t k = 0; k < K; k++) pm[k] = 1.0 / (double)K;
-            else
-                decide(lw, hg, K, optimistic, tol, pm);
+            decision(p, v, K, beta, lo, hi, optimistic, tol, lw, hg, pm);
             double total = 0.0;
             for (Py_ssize_t k = 0; k < K; k++) cdf[k] = total += pm[k];
             double target = u * cdf[K - 1];
@@ -703,16 +736,9 @@ static PyObject *py_learn_dense(PyObject *self, PyObject *args) {
         if (!dense_row(row, intercept, context.buf, D - 1)) {
             result = Py_None;
         } else {
-            gram_add((double *)a.buf + model * D * D, (double *)b.buf + model * D, D, NULL, row,
-                     D, weight, residual);
-            if (up[model] >= refresh) {
-                result = Py_True;
-            } else {
-                rank_one((double *)a_inv.buf + model * D * D, (double *)theta.buf + model * D,
-                         D, NULL, row, D, weight, residual, spread);
-                up[model]++;
-                result = Py_False;
-            }
+            result = learn_row(a.buf, b.buf, a_inv.buf, theta.buf, up, model, D, NULL, row, D,
+                               weight, residual, refresh, NULL, NULL, spread)
+                         ? Py_True : Py_False;
         }
         Py_INCREF(result);
     }
@@ -765,11 +791,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
              expect(&pmf, n * K, 8, "pmf") && expect(&pred, n * K, 8, "pred") &&
              expect(&low, n * K, 8, "low") && expect(&high, n * K, 8, "high");
     const int64_t *model = models.buf, *act = played.buf;
-    for (Py_ssize_t k = 0; ok && k < K; k++)
-        if (model[k] < 0 || model[k] >= M) {
-            PyErr_Format(PyExc_ValueError, "model %lld out of range", (long long)model[k]);
-            ok = 0;
-        }
+    ok = ok && models_ok(model, K, M);
     Py_ssize_t labelled = 0, n_budget = budget.len / 8;
     for (Py_ssize_t i = start; ok && i < n; i++) {
         if (act[i] >= K) {
@@ -787,11 +809,12 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
         if (M != 1) PyErr_SetString(PyExc_ValueError, "blocks are for one model");
         ok = 0;
     }
-    double *spread = ok ? PyMem_Malloc(D * sizeof(double)) : NULL;
+    double *spread = ok ? PyMem_Malloc((D + K) * sizeof(double)) : NULL;  /* and var */
     if (ok && !spread) {
         PyErr_NoMemory();
         ok = 0;
     }
+    double *var = ok ? spread + D : NULL;
     Py_ssize_t i = start, learned = 0, stale = -1;
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
@@ -805,45 +828,31 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
             double beta = bud[learned];
             for (Py_ssize_t k = 0; k < K; k++) {
                 Py_ssize_t row = (i * R + (R == 1 ? 0 : k)) * L;
-                double v;
+                const int64_t *cols = idx ? idx + row : NULL;
                 if (blocked)
-                    fits &= block_moments(&blk, idx ? idx + row : NULL, val + row, L, &t, p + k,
-                                          &v);
+                    fits &= block_moments(&blk, cols, val + row, L, &t, p + k, var + k);
                 else
-                    row_moments(AI + model[k] * D * D, TH + model[k] * D, D,
-                                idx ? idx + row : NULL, val + row, L, p + k, &v);
+                    row_moments(AI + model[k] * D * D, TH + model[k] * D, D, cols, val + row, L,
+                                p + k, var + k);
                 p[k] += prior;
-                double radius = sqrt((beta > 0.0 ? beta : 0.0) * v);
-                double l0 = p[k] - radius, h0 = p[k] + radius;
-                lw[k] = fmin(fmax(l0, lo), hi);
-                hg[k] = fmin(fmax(h0, lo), hi);
-                if (isnan(beta)) lw[k] = lo, hg[k] = hi;
             }
             if (!fits) {  /* a row outside the blocks: the caller refits them */
                 stale = -2;
                 break;
             }
-            if (isnan(beta))
-                for (Py_ssize_t k = 0; k < K; k++) pm[k] = 1.0 / (double)K;
-            else
-                decide(lw, hg, K, optimistic, tol, pm);
+            decision(p, var, K, beta, lo, hi, optimistic, tol, lw, hg, pm);
             if (act[i] < 0) continue;
             Py_ssize_t m = model[act[i]], row = (i * R + (R == 1 ? 0 : act[i])) * L;
-            double residual = rw[i] - prior;
-            const int64_t *cols = idx ? idx + row : NULL;
-            gram_add(A + m * D * D, B + m * D, D, cols, val + row, L, wt[i], residual);
             learned++;
-            if (up[m] >= refresh) {  /* the caller inverts afresh */
+            int due = learn_row(A, B, AI, TH, up, m, D, idx ? idx + row : NULL, val + row, L,
+                                wt[i], rw[i] - prior, refresh, blocked ? &blk : NULL, &t,
+                                spread);
+            if (due > 0) {  /* the caller inverts afresh */
                 stale = m;
                 i++;
                 break;
             }
-            if (blocked)
-                fits &= block_learn(&blk, A, B, D, cols, val + row, L, wt[i], residual, &t);
-            else
-                rank_one(AI + m * D * D, TH + m * D, D, cols, val + row, L, wt[i], residual,
-                         spread);
-            up[m]++;
+            fits = due == 0;
         }
         Py_END_ALLOW_THREADS
     }

@@ -165,6 +165,7 @@ class RegCB:
         self._sampler = None  # the generator of the draws, made at the first draw
         self._budget_kind = budget or ("beta" if beta is not None else "mellowness")
         self._selector = BudgetSelector(budget_grid) if self._budget_kind == "auto" else None
+        # the compiled loops' case: the compiled ridge oracle with a fixed budget
         self._one_row_ready = (getattr(self._oracle, "compiled", False)
                                and self._budget_kind in ("beta", "mellowness"))
         self._last: tuple | None = None  # (context, actions, candidates) of the last decide
@@ -355,8 +356,7 @@ class RegCB:
 
     def _compiled_replay(self) -> bool:
         """Whether ``replay`` can run in the oracle's compiled online loop."""
-        return (getattr(self._oracle, "compiled", False) and self.schedule == "online"
-                and self._budget_kind in ("beta", "mellowness")
+        return (self._one_row_ready and self.schedule == "online"
                 and self._epoch > self.warm_start_epochs)
 
     def _replay_compiled(self, contexts, actions, played, rewards, weights) -> Decision:
@@ -371,11 +371,8 @@ class RegCB:
         pmf, prediction, low, high = self._oracle.replay_online(
             rows, models, played, rewards, weights, budgets, self.variant == "optimistic",
             self._range, TIE_TOLERANCE * (hi - lo))
-        learned = len(counts) - 1
-        self._n_labels += learned
-        self._n_frozen = self._n_labels
-        self._epoch += learned
-        self._next_rebuild = schedules.next_rebuild(self.schedule, self._n_labels)
+        self._n_labels += len(counts) - 1
+        self._rebuilt(epochs=len(counts) - 1)  # one per label
         return Decision(pmf, prediction, low, high)
 
     def play(self, contexts, actions: Sequence, reveal, uniforms=None
@@ -635,10 +632,11 @@ class RegCB:
         self._oracle.rebuild()
         self._rebuilt()
 
-    def _rebuilt(self) -> None:
-        """Bookkeeping of a rebuild of the oracle's decision state."""
+    def _rebuilt(self, epochs: int = 1) -> None:
+        """Bookkeeping of ``epochs`` rebuilds of the oracle's decision state, the last
+        after the labels learned so far."""
         self._n_frozen = self._n_labels
-        self._epoch += 1
+        self._epoch += epochs
         self._next_rebuild = schedules.next_rebuild(self.schedule, self._n_labels)
 
     def _rows(self, contexts, actions: Sequence) -> tuple[SparseRows, np.ndarray]:

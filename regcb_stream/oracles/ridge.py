@@ -418,10 +418,11 @@ class _Blocks:
         """Whether the data learned so far has the structure: no Gram entry between two
         groups, and no data on an unassigned column (rows learned before the blocks)."""
         kind = self.kind
-        unseen = kind == -2
+        unseen = np.flatnonzero(kind == -2)
         grouped = kind >= 0
         cross = grouped[:, None] & grouped & (kind[:, None] != kind)
-        off = a[unseen] - np.eye(len(kind))[unseen] * a[unseen]
+        off = a[unseen]  # (a copy) the unassigned columns' rows, without the diagonal
+        off[np.arange(len(unseen)), unseen] = 0.0
         return not (a[cross].any() or off.any() or b[unseen].any())
 
     def build(self, a: np.ndarray, b: np.ndarray) -> None:
