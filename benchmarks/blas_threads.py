@@ -8,13 +8,14 @@ From the repository root::
 
     .venv/bin/python benchmarks/blas_threads.py [--dim 459] [--reps 20]
 
-Prints a markdown line (``docs/command_speed.md`` quotes it).
+Writes ``docs/blas_threads.md`` and prints it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import statistics
 import subprocess
 import sys
@@ -40,6 +41,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dim", type=int, default=459)
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--output", default=str(pathlib.Path(__file__).resolve().parents[1]
+                                                / "docs" / "blas_threads.md"))
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     x = rng.normal(size=(2 * args.dim, args.dim))
@@ -58,9 +61,12 @@ def main() -> None:
         busy_text = f"{n_busy} busy process" + ("" if n_busy == 1 else "es")
         cells.append(f"beside {busy_text}, {default:.1f} ms with OpenBLAS's {threads} threads "
                      f"and {one:.1f} ms on one")
-    print(f"- {args.dim}×{args.dim} inverse on {os.cpu_count()} cores (median of {args.reps}; "
-          f"`benchmarks/blas_threads.py --dim {args.dim} --reps {args.reps}`): "
-          + "; ".join(cells) + ".")
+    text = (f"# One BLAS thread or OpenBLAS's default\n\n"
+            f"- {args.dim}×{args.dim} inverse on {os.cpu_count()} cores (median of {args.reps}; "
+            f"`benchmarks/blas_threads.py --dim {args.dim} --reps {args.reps}`): "
+            + "; ".join(cells) + ".\n")
+    pathlib.Path(args.output).write_text(text, encoding="utf-8")
+    print(text)
 
 
 if __name__ == "__main__":
