@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from regcb_stream.learner import Decision, RegCB
 from regcb_stream.oracles.base import Oracle
+from regcb_stream.oracles.bounded import BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
 
-__all__ = ["Decision", "Oracle", "RegCB", "RidgeOracle", "RiverOracle", "VWOracle"]
+__all__ = ["BoundedRidgeOracle", "Decision", "Oracle", "RegCB", "RidgeOracle", "RiverOracle", "VWOracle"]
 
 
 def __getattr__(name: str):

@@ -867,6 +867,296 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     return Py_BuildValue("nnn", i, learned, stale);
 }
 
+/* -- the bounded ridge (BoundedRidgeOracle) ------------------------------------------
+ * A kept exact on its first h columns (the head: inverse hinv and Gram hgram, (M, h, h))
+ * and as its diagonal beyond them (prec), so that A is approximated by the block-diagonal
+ * matrix of the two.  prec and theta are (M, S), S >= D their row stride (capacity); dense
+ * rows have L <= S.  A row's moments cost O(head nonzeros^2 + L), a label O(h^2) when it
+ * touches the head, else O(L). */
+typedef struct {
+    Py_ssize_t h, S;
+    double *hinv, *hgram, *prec, *theta;
+    int64_t *up;
+    int64_t *hcol;  /* scratch: a row's head entries (L), and A_HH^-1 x_H (h) */
+    double *hval, *spread;
+} Bounded;
+
+/* a row's prediction (without the prior), its tail's sum x^2 / prec, and its head entries
+ * into hcol and hval (returns their count) */
+static Py_ssize_t bounded_split(const Bounded *B, Py_ssize_t m, const int64_t *index,
+                                const double *value, Py_ssize_t L, double *fit,
+                                double *tail) {
+    const double *prec = B->prec + m * B->S, *theta = B->theta + m * B->S;
+    double p = 0.0, v = 0.0;
+    Py_ssize_t nh = 0;
+    for (Py_ssize_t l = 0; l < L; l++) {
+        double x = value[l];
+        if (x == 0.0) continue;
+        Py_ssize_t col = index ? index[l] : l;
+        p += theta[col] * x;
+        if (col < B->h) {
+            B->hcol[nh] = col;
+            B->hval[nh++] = x;
+        } else {
+            v += x * x / prec[col];
+        }
+    }
+    *fit = p;
+    *tail = v;
+    return nh;
+}
+
+/* prediction (without the prior) and x^T A~^-1 x of one row under model m */
+static void bounded_moments_row(const Bounded *B, Py_ssize_t m, const int64_t *index,
+                                const double *value, Py_ssize_t L, double *pred, double *var) {
+    Py_ssize_t nh = bounded_split(B, m, index, value, L, pred, var);
+    if (nh) {
+        double unused, head;
+        row_moments(B->hinv + m * B->h * B->h, B->theta + m * B->S, B->h, B->hcol, B->hval,
+                    nh, &unused, &head);
+        *var += head;
+    }
+}
+
+/* One label of model m: recursive least squares with A~^-1 (theta moves by A~^-1 x w (r -
+ * fit) / (1 + w x^T A~^-1 x)), then the head's inverse by Sherman-Morrison and its Gram,
+ * and the tail's diagonal by w x^2.  Returns 1 when the head is due a fresh inverse. */
+static int bounded_learn_row(const Bounded *B, Py_ssize_t m, const int64_t *index,
+                             const double *value, Py_ssize_t L, double weight,
+                             double residual, Py_ssize_t refresh) {
+    Py_ssize_t h = B->h, S = B->S;
+    double *prec = B->prec + m * S, *theta = B->theta + m * S;
+    double *hinv = B->hinv + m * h * h, *hgram = B->hgram + m * h * h, *spread = B->spread;
+    double fit, tail, quad = 0.0;
+    Py_ssize_t nh = bounded_split(B, m, index, value, L, &fit, &tail);
+    if (nh) {
+        memset(spread, 0, h * sizeof(double));
+        for (Py_ssize_t j = 0; j < nh; j++) {
+            const double *row = hinv + B->hcol[j] * h;
+            for (Py_ssize_t i = 0; i < h; i++) spread[i] += B->hval[j] * row[i];
+        }
+        for (Py_ssize_t j = 0; j < nh; j++) quad += B->hval[j] * spread[B->hcol[j]];
+    }
+    double step = weight * (residual - fit) / (1.0 + weight * (quad + tail));
+    for (Py_ssize_t l = 0; l < L; l++) {
+        double x = value[l];
+        Py_ssize_t col = index ? index[l] : l;
+        if (x == 0.0 || col < h) continue;
+        theta[col] += step * x / prec[col];
+        prec[col] += weight * x * x;
+    }
+    if (!nh) return 0;
+    for (Py_ssize_t i = 0; i < h; i++) theta[i] += step * spread[i];
+    double gain = weight / (1.0 + weight * quad);
+    for (Py_ssize_t i = 0; i < h; i++) {
+        double g = gain * spread[i];
+        double *row = hinv + i * h;
+        for (Py_ssize_t j = 0; j < h; j++) row[j] -= spread[j] * g;
+    }
+    for (Py_ssize_t j = 0; j < nh; j++)
+        for (Py_ssize_t k = 0; k < nh; k++)
+            hgram[B->hcol[j] * h + B->hcol[k]] += weight * B->hval[j] * B->hval[k];
+    return ++B->up[m] >= refresh;
+}
+
+/* the columns of n rows of length L are all below S (or dense rows, L <= S) */
+static int bounded_rows_ok(Py_buffer *index, Py_buffer *value, Py_ssize_t n, Py_ssize_t L,
+                           Py_ssize_t S) {
+    if (index->len == 0 && L > S) {
+        PyErr_Format(PyExc_ValueError, "dense rows of length %zd exceed %zd", L, S);
+        return 0;
+    }
+    if (!((index->len == 0 || expect(index, n * L, 8, "index")) &&
+          expect(value, n * L, 8, "value")))
+        return 0;
+    const int64_t *idx = index->buf;
+    for (Py_ssize_t i = 0; i < index->len / 8; i++)
+        if (idx[i] < 0 || idx[i] >= S) {
+            PyErr_Format(PyExc_ValueError, "column %lld out of range", (long long)idx[i]);
+            return 0;
+        }
+    return 1;
+}
+
+/* the state's buffers checked against M models, h and S; scratch for rows of length L */
+static int bounded_open(Bounded *B, Py_buffer *hinv, Py_buffer *hgram, Py_buffer *prec,
+                        Py_buffer *theta, Py_buffer *up, Py_ssize_t h, Py_ssize_t S,
+                        Py_ssize_t L, Py_ssize_t *M) {
+    *M = theta->len / (S * (Py_ssize_t)sizeof(double));
+    if (!(expect(hinv, *M * h * h, 8, "hinv") && expect(hgram, *M * h * h, 8, "hgram") &&
+          expect(prec, *M * S, 8, "prec") && expect(up, *M, 8, "updates")))
+        return 0;
+    B->h = h, B->S = S;
+    B->hinv = hinv->buf, B->hgram = hgram->buf, B->prec = prec->buf, B->theta = theta->buf;
+    B->up = up->buf;
+    B->hcol = PyMem_Malloc((L + 1) * sizeof(int64_t));
+    B->hval = PyMem_Malloc((L + h + 1) * sizeof(double));
+    B->spread = B->hval ? B->hval + L : NULL;
+    if (!B->hcol || !B->hval) {
+        PyMem_Free(B->hcol);
+        PyMem_Free(B->hval);
+        PyErr_NoMemory();
+        return 0;
+    }
+    return 1;
+}
+
+static void bounded_close(Bounded *B) {
+    PyMem_Free(B->hcol);
+    PyMem_Free(B->hval);
+}
+
+PyDoc_STRVAR(bounded_moments_doc,
+"bounded_moments(hinv, hgram, prec, theta, updates, models, index, value, n, R, K, L, h,\n"
+"                S, prior, pred, var)\n"
+"Prediction and x^T A~^-1 x of every (row, action) into pred and var (n, K).");
+
+static PyObject *py_bounded_moments(PyObject *self, PyObject *args) {
+    Py_buffer hinv = {0}, hgram = {0}, prec = {0}, theta = {0}, up = {0}, models = {0},
+              index = {0}, value = {0}, pred = {0}, var = {0};
+    Py_ssize_t n, R, K, L, h, S, M;
+    double prior;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*nnnnnndw*w*", &hinv, &hgram, &prec, &theta,
+                          &up, &models, &index, &value, &n, &R, &K, &L, &h, &S, &prior, &pred,
+                          &var))
+        return NULL;
+    Bounded B;
+    int ok = bounded_rows_ok(&index, &value, n * R, L, S) &&
+             bounded_open(&B, &hinv, &hgram, &prec, &theta, &up, h, S, L, &M);
+    if (ok) {
+        ok = expect(&models, K, 8, "models") && expect(&pred, n * K, 8, "pred") &&
+             expect(&var, n * K, 8, "var") && models_ok(models.buf, K, M);
+        const int64_t *model = models.buf, *idx = index.len ? index.buf : NULL;
+        double *p = pred.buf, *v = var.buf;
+        for (Py_ssize_t i = 0; ok && i < n; i++)
+            for (Py_ssize_t k = 0; k < K; k++) {
+                Py_ssize_t row = (i * R + (R == 1 ? 0 : k)) * L;
+                bounded_moments_row(&B, model[k], idx ? idx + row : NULL,
+                                    (const double *)value.buf + row, L, p + i * K + k,
+                                    v + i * K + k);
+                p[i * K + k] += prior;
+            }
+        bounded_close(&B);
+    }
+    RELEASE(&hinv, &hgram, &prec, &theta, &up, &models, &index, &value, &pred, &var);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(bounded_learn_doc,
+"bounded_learn(hinv, hgram, prec, theta, updates, model, index, value, L, h, S, weight,\n"
+"              residual, refresh) -> whether the head is due a fresh inverse\n"
+"One label of one model (an empty index: a dense row).");
+
+static PyObject *py_bounded_learn(PyObject *self, PyObject *args) {
+    Py_buffer hinv = {0}, hgram = {0}, prec = {0}, theta = {0}, up = {0}, index = {0},
+              value = {0};
+    Py_ssize_t model, L, h, S, refresh, M;
+    double weight, residual;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*ny*y*nnnddn", &hinv, &hgram, &prec, &theta, &up,
+                          &model, &index, &value, &L, &h, &S, &weight, &residual, &refresh))
+        return NULL;
+    Bounded B;
+    int due = 0, ok = bounded_rows_ok(&index, &value, 1, L, S) &&
+                      bounded_open(&B, &hinv, &hgram, &prec, &theta, &up, h, S, L, &M);
+    if (ok) {
+        if (model < 0 || model >= M) {
+            PyErr_Format(PyExc_ValueError, "model %zd out of range", model);
+            ok = 0;
+        } else {
+            due = bounded_learn_row(&B, model, index.len ? index.buf : NULL, value.buf, L,
+                                    weight, residual, refresh);
+        }
+        bounded_close(&B);
+    }
+    RELEASE(&hinv, &hgram, &prec, &theta, &up, &index, &value);
+    if (!ok) return NULL;
+    return PyBool_FromLong(due);
+}
+
+PyDoc_STRVAR(bounded_run_doc,
+"bounded_run(hinv, hgram, prec, theta, updates, models, index, value, played, reward,\n"
+"            weight, budget, pmf, pred, low, high, start, n, R, K, L, h, S, optimistic,\n"
+"            refresh, prior, lo, hi, tol) -> (stop, learned, stale)\n"
+"run_online for the bounded ridge: examples start..n-1 in order, bounds with\n"
+"budget[labels so far] (uniform play while it is NaN), the rule's distribution, then the\n"
+"label of played[i] >= 0 learned at once; stops after a label that makes its model's\n"
+"head due a fresh inverse (stale: that model, else -1).");
+
+static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
+    Py_buffer hinv = {0}, hgram = {0}, prec = {0}, theta = {0}, up = {0}, models = {0},
+              index = {0}, value = {0}, played = {0}, reward = {0}, weight = {0},
+              budget = {0}, pmf = {0}, pred = {0}, low = {0}, high = {0};
+    Py_ssize_t start, n, R, K, L, h, S, refresh, M;
+    int optimistic;
+    double prior, lo, hi, tol;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnnpndddd", &hinv,
+                          &hgram, &prec, &theta, &up, &models, &index, &value, &played,
+                          &reward, &weight, &budget, &pmf, &pred, &low, &high, &start, &n, &R,
+                          &K, &L, &h, &S, &optimistic, &refresh, &prior, &lo, &hi, &tol))
+        return NULL;
+    Bounded B;
+    int ok = bounded_rows_ok(&index, &value, n * R, L, S) &&
+             bounded_open(&B, &hinv, &hgram, &prec, &theta, &up, h, S, L, &M);
+    int opened = ok;
+    ok = ok && expect(&models, K, 8, "models") && expect(&played, n, 8, "played") &&
+         expect(&reward, n, 8, "reward") && expect(&weight, n, 8, "weight") &&
+         expect(&pmf, n * K, 8, "pmf") && expect(&pred, n * K, 8, "pred") &&
+         expect(&low, n * K, 8, "low") && expect(&high, n * K, 8, "high") &&
+         models_ok(models.buf, K, M);
+    const int64_t *model = models.buf, *act = played.buf;
+    Py_ssize_t labelled = 0;
+    for (Py_ssize_t i = start; ok && i < n; i++) {
+        if (act[i] >= K) {
+            PyErr_Format(PyExc_ValueError, "played action %lld out of range",
+                         (long long)act[i]);
+            ok = 0;
+        }
+        labelled += act[i] >= 0;
+    }
+    if (ok && budget.len / 8 < labelled + 1) {
+        PyErr_SetString(PyExc_ValueError, "budget is shorter than the labels + 1");
+        ok = 0;
+    }
+    double *var = ok ? PyMem_Malloc(K * sizeof(double)) : NULL;
+    if (ok && !var) {
+        PyErr_NoMemory();
+        ok = 0;
+    }
+    Py_ssize_t i = start, learned = 0, stale = -1;
+    if (ok) {
+        const int64_t *idx = index.len ? index.buf : NULL;
+        const double *val = value.buf, *rw = reward.buf, *wt = weight.buf, *bud = budget.buf;
+        for (; i < n; i++) {
+            double *p = (double *)pred.buf + i * K;
+            for (Py_ssize_t k = 0; k < K; k++) {
+                Py_ssize_t row = (i * R + (R == 1 ? 0 : k)) * L;
+                bounded_moments_row(&B, model[k], idx ? idx + row : NULL, val + row, L, p + k,
+                                    var + k);
+                p[k] += prior;
+            }
+            decision(p, var, K, bud[learned], lo, hi, optimistic, tol,
+                     (double *)low.buf + i * K, (double *)high.buf + i * K,
+                     (double *)pmf.buf + i * K);
+            if (act[i] < 0) continue;
+            Py_ssize_t row = (i * R + (R == 1 ? 0 : act[i])) * L;
+            learned++;
+            if (bounded_learn_row(&B, model[act[i]], idx ? idx + row : NULL, val + row, L,
+                                  wt[i], rw[i] - prior, refresh)) {
+                stale = model[act[i]];
+                i++;
+                break;
+            }
+        }
+    }
+    if (opened) bounded_close(&B);
+    PyMem_Free(var);
+    RELEASE(&hinv, &hgram, &prec, &theta, &up, &models, &index, &value, &played, &reward,
+            &weight, &budget, &pmf, &pred, &low, &high);
+    if (!ok) return NULL;
+    return Py_BuildValue("nnn", i, learned, stale);
+}
+
 static PyMethodDef methods[] = {
     {"moments", py_moments, METH_VARARGS, moments_doc},
     {"learn", py_learn, METH_VARARGS, learn_doc},
@@ -876,6 +1166,9 @@ static PyMethodDef methods[] = {
     {"candidates", py_candidates, METH_VARARGS, candidates_doc},
     {"predict_dense", py_predict_dense, METH_VARARGS, predict_dense_doc},
     {"learn_dense", py_learn_dense, METH_VARARGS, learn_dense_doc},
+    {"bounded_moments", py_bounded_moments, METH_VARARGS, bounded_moments_doc},
+    {"bounded_learn", py_bounded_learn, METH_VARARGS, bounded_learn_doc},
+    {"bounded_run", py_bounded_run, METH_VARARGS, bounded_run_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,10 +14,11 @@ from regcb_stream.bounds import clip_bounds
 from regcb_stream.budget import DEFAULT_GRID, BudgetSelector, candidate_decisions
 from regcb_stream.features import EncodedRows, FeatureEncoder
 from regcb_stream.oracles.base import Oracle, SparseRows
+from regcb_stream.oracles.bounded import BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
 
-ORACLES = {"ridge": RidgeOracle, "vw": VWOracle}
+ORACLES = {"ridge": RidgeOracle, "bounded": BoundedRidgeOracle, "vw": VWOracle}
 BUDGETS = (*schedules.BUDGETS, "auto")
 # the defaults, chosen by leave-one-dataset-out on the 16 UCI streams (docs/defaults.md)
 DEFAULT_VARIANT = "optimistic"
@@ -165,9 +166,7 @@ class RegCB:
         self._sampler = None  # the generator of the draws, made at the first draw
         self._budget_kind = budget or ("beta" if beta is not None else "mellowness")
         self._selector = BudgetSelector(budget_grid) if self._budget_kind == "auto" else None
-        # the compiled loops' case: the compiled ridge oracle with a fixed budget
-        self._one_row_ready = (getattr(self._oracle, "compiled", False)
-                               and self._budget_kind in ("beta", "mellowness"))
+        self._one_row_ready = self._one_row_oracle()
         self._last: tuple | None = None  # (context, actions, candidates) of the last decide
         self._labels: dict = {}  # action label -> model id (product class)
         self._ids_of: dict[tuple, np.ndarray] = {}  # offered action list -> model ids
@@ -206,7 +205,7 @@ class RegCB:
         """Sample an action; return it, its probability and kwargs for ``learn``."""
         if self._one_row(context) and not self._is_joint(actions):
             models = self._model_ids(actions)
-            self._oracle.grow(len(self._labels), self._encoder.dim)
+            self._grow(len(self._labels), self._encoder.dim)
             lo, hi = self._range
             drawn = self._oracle.predict_dense(
                 context, models, self.intercept, self._budget(len(actions)),
@@ -356,7 +355,8 @@ class RegCB:
 
     def _compiled_replay(self) -> bool:
         """Whether ``replay`` can run in the oracle's compiled online loop."""
-        return (self._one_row_ready and self.schedule == "online"
+        return (getattr(self._oracle, "compiled", False) and self.schedule == "online"
+                and self._budget_kind in ("beta", "mellowness")
                 and self._epoch > self.warm_start_epochs)
 
     def _replay_compiled(self, contexts, actions, played, rewards, weights) -> Decision:
@@ -519,6 +519,13 @@ class RegCB:
         return f"theory (horizon {self.horizon})"
 
     @property
+    def oracle_in_use(self) -> str:
+        """The oracle as it stands (exact ridge hands over to bounded ridge as the
+        features grow), e.g. ``"exact ridge, 26 models of 17 features"``."""
+        describe = getattr(self._oracle, "describe", None)
+        return describe() if describe else type(self._oracle).__name__
+
+    @property
     def encoder(self) -> FeatureEncoder:
         """The learner's feature columns (for contexts given as ``EncodedRows``)."""
         return self._encoder
@@ -628,6 +635,21 @@ class RegCB:
                 and context.size == self._encoder.dense_dim and self._joint is False
                 and self._oracle._blocks is None and self._epoch > self.warm_start_epochs)
 
+    def _one_row_oracle(self) -> bool:
+        """The compiled loops' case: a compiled ellipsoid oracle with one-row calls (exact
+        ridge) and a fixed budget."""
+        return (getattr(self._oracle, "compiled", False) and hasattr(self._oracle, "learn_dense")
+                and self._budget_kind in ("beta", "mellowness"))
+
+    def _grow(self, n_models: int, dim: int) -> None:
+        """Make room in the oracle for ``n_models`` models of ``dim`` features; an oracle
+        that would outgrow itself (exact ridge past ``max_exact``) hands over to its
+        bounded form first."""
+        if not getattr(self._oracle, "fits", lambda *_: True)(n_models, dim):
+            self._oracle = self._oracle.bounded()
+            self._one_row_ready = self._one_row_oracle()
+        self._oracle.grow(n_models, dim)
+
     def _rebuild(self) -> None:
         self._oracle.rebuild()
         self._rebuilt()
@@ -651,7 +673,7 @@ class RegCB:
             index, value = encoder.context_rows(contexts)
             index = None if index is None else _per_action(index, len(actions))
             value, models = _per_action(value, len(actions)), self._model_ids(actions)
-        self._oracle.grow(max(len(self._labels), 1), encoder.dim)
+        self._grow(max(len(self._labels), 1), encoder.dim)
         return SparseRows(index, value, encoder.dim), models
 
     def _played_rows(self, contexts, actions: Sequence) -> tuple[SparseRows, np.ndarray]:
@@ -664,7 +686,7 @@ class RegCB:
         else:
             index, value = encoder.context_rows(contexts)
             models = self._played_ids(actions)
-        self._oracle.grow(max(len(self._labels), 1), encoder.dim)
+        self._grow(max(len(self._labels), 1), encoder.dim)
         return SparseRows(None if index is None else index[:, None], value[:, None],
                           encoder.dim), models
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from regcb_stream.binsearch import BinSearchOracle
 from regcb_stream.oracles.base import Oracle
+from regcb_stream.oracles.bounded import BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.trees import TreesOracle
 from regcb_stream.oracles.vw import VWOracle
 
-__all__ = ["BinSearchOracle", "Oracle", "RidgeOracle", "RiverOracle", "TreesOracle", "VWOracle"]
+__all__ = ["BinSearchOracle", "BoundedRidgeOracle", "Oracle", "RidgeOracle", "RiverOracle",
+           "TreesOracle", "VWOracle"]
 
 
 def __getattr__(name: str):

@@ -36,6 +36,10 @@ from typing import NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 
+class MemoryLimitError(ValueError):
+    """An oracle's statistics would outgrow the memory limit it was given."""
+
+
 class SparseRows(NamedTuple):
     """Feature rows, the learner's one representation: padded ``index`` and ``value``
     arrays of shape ``(n, R, L)`` (padding has value 0), or ``index`` None for dense rows

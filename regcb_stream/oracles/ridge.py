@@ -14,6 +14,7 @@ except ImportError:  # not built (a source tree without `pip install`): the nump
     _ridge = None
 
 ONE_THREAD_FROM = 128  # dimension from which an inverse is limited to one BLAS thread
+MAX_EXACT = 10 * 256**2  # models x D^2 kept exact by default (docs/oracle_threshold.md)
 
 
 class RidgeOracle:
@@ -43,6 +44,14 @@ class RidgeOracle:
         action never played: a number, or ``"optimistic"`` for the top of the learner's
         reward range (optimistic initialization, what VW does with costs in [0, 1]: it
         starts every prediction at cost 0). 0 by default, the paper's oracle.
+    max_exact
+        The largest ``n_models * D^2`` kept exact: memory and the work of a label grow
+        with it. Past it (``fits``), the learner hands the statistics over to a
+        ``BoundedRidgeOracle`` (``bounded``): exact on as many columns as this allows,
+        diagonal beyond them.
+    memory
+        The most bytes the statistics may take (None: no limit): exact ridge while its
+        ``16 n_models D^2`` bytes fit, then the bounded oracle's.
 
     Examples
     --------
@@ -74,7 +83,8 @@ class RidgeOracle:
     sparse_rows = True  # ``predict`` and ``bounds`` also take ``SparseRows``
     compiled = _ridge is not None  # False: the numpy reference (tests compare the two)
 
-    def __init__(self, l2: float = 1.0, prior: float | str = 0.0):
+    def __init__(self, l2: float = 1.0, prior: float | str = 0.0, max_exact: int = MAX_EXACT,
+                 memory: int | None = None):
         if not (isinstance(l2, (int, float, np.number)) and 0 < l2 < np.inf):
             raise ValueError(f"l2 must be a finite number > 0, got {l2!r}")
         if prior != "optimistic" and not (
@@ -83,6 +93,8 @@ class RidgeOracle:
             raise ValueError(f"prior must be a finite number or 'optimistic', got {prior!r}")
         self.l2 = l2
         self.prior = prior
+        self.max_exact = max_exact
+        self.memory = memory
         self._a = np.zeros((0, 0, 0))  # l2 I + sum w x x^T
         self._b = np.zeros((0, 0))  # sum w (y - prior) x
         self._a_inv = np.zeros((0, 0, 0))  # frozen decision state
@@ -120,6 +132,23 @@ class RidgeOracle:
             self._invert(0)
         for model in self._pending:
             self._pending[model] = None
+
+    def fits(self, n_models: int, dim: int) -> bool:
+        """Whether ``n_models`` exact models of ``dim`` features stay within ``max_exact``
+        and ``memory``."""
+        size = max(n_models, self.n_models) * max(dim, self.dim) ** 2
+        return size <= self.max_exact and (self.memory is None or 16 * size <= self.memory)
+
+    def bounded(self):
+        """A ``BoundedRidgeOracle`` carrying on from this one's statistics, exact on as
+        many columns as ``max_exact`` allows."""
+        from regcb_stream.oracles.bounded import BoundedRidgeOracle
+
+        head = int((self.max_exact / max(self.n_models, 1)) ** 0.5)
+        return BoundedRidgeOracle.from_ridge(self, head)
+
+    def describe(self) -> str:
+        return f"exact ridge, {self.n_models} models of {self.dim} features"
 
     @property
     def prior_mean(self) -> float:

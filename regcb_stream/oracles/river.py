@@ -31,7 +31,8 @@ class RiverOracle:
     The models are fresh clones of ``regressor`` (one per action for the product class,
     a single one for the joint class), fed the nonzero features of a row as ``{index:
     value}`` (so a scaler's statistics count only nonzero occurrences). Learning calls
-    ``learn_one(x, y, w=weight)`` on the live model. A rebuild freezes the models that learned since the last one; decisions use
+    ``learn_one(x, y, w=weight)`` on the live model. A rebuild freezes the models that
+    learned since the last one; decisions use
     the frozen state. The sensitivity toward a fake label (``high + 1`` for the upper bound,
     ``low - 1`` for the lower) is found in one of two ways:
 

@@ -1,0 +1,331 @@
+"""Ridge regression in bounded memory: exact on a head of columns, diagonal beyond it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from regcb_stream import policies
+from regcb_stream.bounds import clip_bounds, ellipsoid_bounds
+from regcb_stream.oracles.base import MemoryLimitError, SparseRows
+from regcb_stream.oracles.ridge import _DENSE, _rows, _sparse_row
+
+try:
+    from regcb_stream import _ridge
+except ImportError:  # not built: the numpy reference
+    _ridge = None
+
+
+class BoundedRidgeOracle:
+    """Ridge regression per model with the Gram matrix ``A = l2 I + sum w x x^T`` kept
+    exactly on its first ``head`` columns and as its diagonal ``P`` on the others: memory
+    ``O(head^2 + D)`` per model and work ``O(head^2 + nonzeros)`` per label, however many
+    features there are (VW's ``-b 18`` allows 262,144). Columns are numbered in order of
+    appearance, so the head holds the intercept and the first features seen (in a stream,
+    mostly the frequent ones).
+
+    ``A`` is approximated by the block-diagonal ``A~`` of the head's block ``A_HH`` and
+    ``P``. Learning is recursive least squares with ``A~^-1``: a label moves ``theta`` by
+    ``w (y - theta.x) A~^-1 x / (1 + w x.A~^-1 x)`` (the prediction moves toward the label,
+    never past it), then ``A_HH^-1`` takes its Sherman-Morrison update and ``P`` its
+    ``w x^2``. The bounds are ``theta.x +- sqrt(budget x.A~^-1 x)``.
+
+    What is exact and what is approximated:
+
+    - With at most ``head`` columns, this is exact ridge (``RidgeOracle``'s numbers, up to
+      rounding).
+    - Beyond the head, correlations between two tail columns, and between the tail and the
+      head, are dropped. Where tail features never share a row (one-hot contexts, hashed
+      names that rarely co-occur) nothing is lost. Otherwise ``x.A~^-1 x`` is not a bound
+      on ``x.A^-1 x`` in either direction: it overstates the width of directions the data
+      covers together (two features that always co-occur: up to twice the width) and
+      understates the width of contrasts between them; ``theta`` converges to the ridge
+      solution more slowly than exact recursive least squares, as a preconditioned online
+      gradient method does.
+
+    ``RidgeOracle`` hands its statistics over (``RidgeOracle.bounded``) when its D x D
+    matrices outgrow ``max_exact``.
+
+    Parameters
+    ----------
+    l2, prior
+        As ``RidgeOracle``'s: the penalty, and the prediction it shrinks toward (a number
+        or ``"optimistic"``, the top of the learner's reward range).
+    head
+        Columns kept exact (0: a diagonal ellipsoid).
+    memory
+        The most bytes the statistics may take (None: no limit); growing past it raises
+        ``MemoryLimitError``.
+
+    Examples
+    --------
+    Two features that always appear together: the diagonal tail's width is wider than the
+    exact head's:
+
+    >>> x = SparseRows(np.array([[[0, 1]]]), np.array([[[1.0, 1.0]]]), dim=2)
+    >>> for head in (2, 0):
+    ...     oracle = BoundedRidgeOracle(l2=1.0, head=head)
+    ...     oracle.grow(n_models=1, dim=2)
+    ...     for _ in range(9):
+    ...         oracle.learn((np.array([0, 1]), np.array([1.0, 1.0])), 0, 1.0)
+    ...     oracle.rebuild()
+    ...     prediction, low, high = oracle.bounds(x, np.array([0]), budget=1.0)
+    ...     print(head, prediction[0, 0].round(3), (high - low)[0, 0].round(3))
+    2 0.947 0.649
+    0 0.982 0.894
+    """
+
+    reward_range: tuple[float, float] = (0.0, 1.0)  # replaced by the learner's
+    sparse_rows = True
+    compiled = _ridge is not None  # False: the numpy reference
+
+    def __init__(self, l2: float = 1.0, prior: float | str = 0.0, head: int = 256,
+                 memory: int | None = None):
+        if not (isinstance(l2, (int, float, np.number)) and 0 < l2 < np.inf):
+            raise ValueError(f"l2 must be a finite number > 0, got {l2!r}")
+        if prior != "optimistic" and not (
+            isinstance(prior, (int, float, np.number)) and np.isfinite(prior)
+        ):
+            raise ValueError(f"prior must be a finite number or 'optimistic', got {prior!r}")
+        if not (isinstance(head, (int, np.integer)) and head >= 0):
+            raise ValueError(f"head must be an integer >= 0, got {head!r}")
+        self.l2 = l2
+        self.prior = prior
+        self.head = int(head)
+        self.memory = memory
+        self._dim = 0
+        self._hinv = np.zeros((0, 0, 0))  # (models, h, h): the head's inverse and Gram
+        self._hgram = np.zeros((0, 0, 0))
+        self._prec = np.zeros((0, 0))  # (models, capacity): the diagonal of A
+        self._theta = np.zeros((0, 0))
+        self._updates = np.zeros(0, np.int64)  # head updates since a fresh inverse
+        self._pending: list[tuple] = []  # labels since the last rebuild, in order
+
+    @property
+    def n_models(self) -> int:
+        return self._theta.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def describe(self) -> str:
+        return (f"bounded ridge, {self.n_models} models of {self.dim} features, exact on "
+                f"{self._hinv.shape[1]}, diagonal beyond")
+
+    @property
+    def prior_mean(self) -> float:
+        return self.reward_range[1] if self.prior == "optimistic" else float(self.prior)
+
+    @property
+    def refresh_every(self) -> int:
+        """Head updates of a model between two fresh inverses of its head."""
+        return max(64, self._hinv.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        """Memory of the statistics."""
+        return sum(a.nbytes for a in (self._hinv, self._hgram, self._prec, self._theta))
+
+    def grow(self, n_models: int, dim: int) -> None:
+        """Add empty models and unseen features (the head takes them while it has room;
+        the tail's arrays grow by a quarter more than needed)."""
+        m0, h0 = self._hinv.shape[:2]
+        m, self._dim = max(n_models, m0), max(dim, self._dim)
+        h, cap = min(self._dim, self.head), self._theta.shape[1]
+        if self._dim > cap:  # in pages of 1024 columns
+            cap = -(-max(self._dim, cap + cap // 4) // 1024) * 1024
+        if self.memory is not None:
+            need = 16 * m * (h * h + self._dim)
+            if need > self.memory:
+                raise MemoryLimitError(
+                    f"the bounded ridge oracle needs {need / 2**20:.1f} MB for {m} models of "
+                    f"{self._dim} features, over its memory limit of "
+                    f"{self.memory / 2**20:.1f} MB")
+            cap = max(self._dim, min(cap, self.memory // (16 * m) - h * h))
+        if (m, h, cap) == (m0, h0, self._theta.shape[1]):
+            return
+        eye = np.eye(h)
+        self._hinv = _grown(self._hinv, (m, h, h), eye / self.l2)
+        self._hgram = _grown(self._hgram, (m, h, h), eye * self.l2)
+        self._prec = _grown(self._prec, (m, cap), float(self.l2))
+        self._theta = _grown(self._theta, (m, cap), 0.0)
+        self._updates = np.r_[self._updates, np.zeros(m - m0, np.int64)]
+
+    def learn(self, x, model: int, y: float, weight: float = 1.0) -> None:
+        """Queue one example (a dense row or an ``(index, value)`` pair) for ``model``; the
+        rebuild learns the queued labels in order."""
+        index, value = _sparse_row(x, self.dim)
+        self._pending.append((model, index, value, float(weight), y - self.prior_mean))
+
+    def learn_many(self, x, models, y, weight) -> None:
+        """``learn`` row by row: ``x`` dense ``(n, D)`` or ``SparseRows`` ``(n, 1, L)``."""
+        if isinstance(x, SparseRows):
+            rows = x.value[:, 0] if x.index is None else zip(x.index[:, 0], x.value[:, 0])
+        else:
+            rows = iter(x)
+        for row, model, target, w in zip(rows, np.asarray(models).tolist(),
+                                          np.asarray(y, float).tolist(),
+                                          np.asarray(weight, float).tolist()):
+            self.learn(row, model, target, w)
+
+    def rebuild(self) -> None:
+        """Learn the queued labels, in order."""
+        for model, index, value, weight, residual in self._pending:
+            if self._learn_row(model, index, value, weight, residual):
+                self._invert(model)
+        self._pending.clear()
+
+    def _invert(self, model: int) -> None:
+        """A fresh inverse of a model's head, against rounding drift."""
+        self._hinv[model] = np.linalg.inv(self._hgram[model])
+        self._updates[model] = 0
+
+    def _learn_row(self, model: int, index, value, weight: float, residual: float) -> bool:
+        """One label (see the class docstring); whether the head is due a fresh inverse."""
+        h, cap = self._hinv.shape[1], self._theta.shape[1]
+        if self.compiled:
+            return _ridge.bounded_learn(self._hinv, self._hgram, self._prec, self._theta,
+                                        self._updates, model, index, value, len(value), h, cap,
+                                        weight, residual, self.refresh_every)
+        cols = index if index.size else np.arange(len(value))
+        cols, value = cols[value != 0], value[value != 0]
+        prec, theta = self._prec[model], self._theta[model]
+        head, tail = cols < h, cols[cols >= h]
+        x_head = np.zeros(h)
+        x_head[cols[head]] = value[head]
+        spread = self._hinv[model] @ x_head
+        quad = x_head @ spread
+        step = weight * (residual - value @ theta[cols]) / (
+            1.0 + weight * (quad + value[~head] ** 2 @ (1.0 / prec[tail])))
+        theta[tail] += step * value[~head] / prec[tail]
+        prec[tail] += weight * value[~head] ** 2
+        if not head.any():
+            return False
+        theta[:h] += step * spread
+        self._hinv[model] -= np.multiply.outer(spread, weight / (1.0 + weight * quad) * spread)
+        self._hgram[model] += weight * np.multiply.outer(x_head, x_head)
+        self._updates[model] += 1
+        return bool(self._updates[model] >= self.refresh_every)
+
+    def predict(self, phi, models) -> np.ndarray:
+        """Frozen predictions, shape ``(n, K)``."""
+        return self.moments(phi, models)[0]
+
+    def bounds(self, phi, models, budget):
+        """Prediction and ``prediction -+ sqrt(budget * x.A~^-1 x)``, unclipped."""
+        prediction, variance = self.moments(phi, models)
+        return (prediction, *ellipsoid_bounds(prediction, variance, budget))
+
+    def moments(self, phi, models):
+        """Prediction and ``x.A~^-1 x`` per (context, action): ``phi`` dense ``(n, K, D)``
+        or ``SparseRows``, ``models`` ids ``(K,)`` or a slice."""
+        index, value = _rows(phi)
+        models = self._model_ids(models)
+        (n, r, width), k = value.shape, len(models)
+        h, cap = self._hinv.shape[1], self._theta.shape[1]
+        if self.compiled:
+            pred, var = np.empty((n, k)), np.empty((n, k))
+            _ridge.bounded_moments(self._hinv, self._hgram, self._prec, self._theta,
+                                   self._updates, models, index, value, n, r, k, width, h, cap,
+                                   self.prior_mean, pred, var)
+            return pred, var
+        dense = SparseRows(None if index is _DENSE else index, value, cap).dense()
+        dense = np.broadcast_to(dense, (n, k, cap))
+        pred = np.einsum("nkd,kd->nk", dense, self._theta[models]) + self.prior_mean
+        tail = np.einsum("nkd,kd->nk", dense[..., h:] ** 2, 1.0 / self._prec[models, h:])
+        head = np.einsum("nkd,kde,nke->nk", dense[..., :h], self._hinv[models], dense[..., :h])
+        return pred, np.maximum(head, 0.0) + tail
+
+    def _model_ids(self, models) -> np.ndarray:
+        if isinstance(models, slice):
+            return np.arange(self.n_models, dtype=np.int64)[models]
+        return np.ascontiguousarray(models, dtype=np.int64)
+
+    def decisions(self, phi, models, budget: float, optimistic: bool,
+                  reward_range: tuple[float, float], tolerance: float):
+        """The rule's distributions, predictions and clipped bounds of a block of rows,
+        ``(n, K)`` each (``budget`` NaN: uniform play), as ``RidgeOracle.decisions``."""
+        n = len(phi.value if isinstance(phi, SparseRows) else phi)
+        unused = np.zeros(n)
+        return self._run(phi, models, np.full(n, -1, np.int64), unused, unused,
+                         np.array([budget]), optimistic, reward_range, tolerance)
+
+    def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
+                      reward_range: tuple[float, float], tolerance: float):
+        """Decide and learn a block of logged examples in order, rebuilding after every
+        label, as ``RidgeOracle.replay_online``."""
+        self.rebuild()
+        return self._run(phi, models, np.ascontiguousarray(played, dtype=np.int64),
+                         np.ascontiguousarray(rewards, dtype=float),
+                         np.ascontiguousarray(weights, dtype=float),
+                         np.ascontiguousarray(budgets, dtype=float), optimistic,
+                         reward_range, tolerance)
+
+    def _run(self, phi, models, played, rewards, weights, budgets, optimistic, reward_range,
+             tolerance):
+        index, value = _rows(phi)
+        models = self._model_ids(models)
+        (n, r, width), k = value.shape, len(models)
+        out = np.empty((4, n, k))
+        if not self.compiled:
+            return self._run_reference(index, value, models, played, rewards, weights,
+                                       budgets, optimistic, reward_range, tolerance, out)
+        start = 0
+        while start < n:
+            start, learned, stale = _ridge.bounded_run(
+                self._hinv, self._hgram, self._prec, self._theta, self._updates, models,
+                index, value, played, rewards, weights, budgets, *out, start, n, r, k, width,
+                self._hinv.shape[1], self._theta.shape[1], optimistic, self.refresh_every,
+                self.prior_mean, *reward_range, tolerance)
+            budgets = budgets[learned:]
+            if stale >= 0:
+                self._invert(stale)
+        return tuple(out)
+
+    def _run_reference(self, index, value, models, played, rewards, weights, budgets,
+                       optimistic, reward_range, tolerance, out):
+        """``_run`` one example at a time in numpy."""
+        rule = policies.decision_rule("optimistic" if optimistic else "elimination")
+        learned, k = 0, len(models)
+        for i in range(len(value)):
+            row = SparseRows(None if index is _DENSE else index[i : i + 1], value[i : i + 1],
+                             self.dim)
+            pred, var = self.moments(row, models)
+            out[1, i], budget = pred[0], budgets[learned]
+            if np.isnan(budget):
+                out[0, i], out[2, i], out[3, i] = 1.0 / k, reward_range[0], reward_range[1]
+            else:
+                low, high = clip_bounds(*ellipsoid_bounds(pred, var, budget), reward_range)
+                out[0, i], out[2, i], out[3, i] = rule(low, high, tolerance)[0], low[0], high[0]
+            if played[i] >= 0:
+                j = 0 if value.shape[1] == 1 else played[i]
+                model = int(models[played[i]])
+                if self._learn_row(model, _DENSE if index is _DENSE else index[i, j],
+                                   value[i, j], weights[i], rewards[i] - self.prior_mean):
+                    self._invert(model)
+                learned += 1
+        return tuple(out)
+
+    @classmethod
+    def from_ridge(cls, ridge, head: int) -> BoundedRidgeOracle:
+        """Carry on from an exact ``RidgeOracle`` (its pending labels learned first): its
+        current solution, the diagonal of its Gram matrices, and their first ``head``
+        columns exactly."""
+        ridge.rebuild()
+        oracle = cls(ridge.l2, ridge.prior, head=head, memory=ridge.memory)
+        oracle.reward_range = ridge.reward_range
+        oracle.grow(ridge.n_models, ridge.dim)
+        d, h = ridge.dim, oracle._hinv.shape[1]
+        oracle._prec[:, :d] = np.diagonal(ridge._a, axis1=1, axis2=2)
+        oracle._theta[:, :d] = np.linalg.solve(ridge._a, ridge._b[..., None])[..., 0]
+        oracle._hgram[:] = ridge._a[:, :h, :h]
+        oracle._hinv[:] = np.linalg.inv(oracle._hgram)
+        return oracle
+
+
+def _grown(array: np.ndarray, shape: tuple[int, ...], fill) -> np.ndarray:
+    """``array`` enlarged to ``shape``; new models and features start from ``fill``."""
+    out = np.empty(shape)
+    out[...] = fill
+    out[tuple(slice(0, n) for n in array.shape)] = array
+    return out
