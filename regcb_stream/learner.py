@@ -646,7 +646,7 @@ class RegCB:
         that would outgrow itself (exact ridge past ``max_exact``) hands over to its
         bounded form first."""
         if not getattr(self._oracle, "fits", lambda *_: True)(n_models, dim):
-            self._oracle = self._oracle.bounded()
+            self._oracle = self._oracle.bounded(n_models)
             self._one_row_ready = self._one_row_oracle()
         self._oracle.grow(n_models, dim)
 

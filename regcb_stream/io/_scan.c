@@ -13,6 +13,11 @@
  * outside printable ASCII, a namespace scale ("|ns:2"), an anonymous feature (":3"), or a
  * value that is not a plain decimal number ([+-]digits[.digits][e[+-]digits]), that has
  * magnitude outside float32's normal range, or that is not finite.
+ *
+ * hashes(lines, bits) reads the same texts and returns, for each feature token of each
+ * fast line, VW's hash of it (-b bits, --hash strings, hash seed 0) and its value: the
+ * compiled form of regcb_stream.io.hashing.feature_hash, with scan's slow lines and its
+ * values (zero values kept: VW drops such features).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -100,6 +105,40 @@ static int parse_number(const char *p, const char *end, double *value) {
     return 1;
 }
 
+static uint32_t rotl32(uint32_t x, int r) { return x << r | x >> (32 - r); }
+
+static uint32_t murmur_mix(uint32_t k) { return rotl32(k * 0xcc9e2d51u, 15) * 0x1b873593u; }
+
+/* MurmurHash3 x86_32 (VW's uniform_hash): blocks read little-endian, as VW's get_block. */
+static uint32_t murmurhash3_32(const char *p, Py_ssize_t length, uint32_t h) {
+    const unsigned char *u = (const unsigned char *)p;
+    Py_ssize_t i = 0;
+    for (; i + 4 <= length; i += 4) {
+        uint32_t k = u[i] | (uint32_t)u[i + 1] << 8 | (uint32_t)u[i + 2] << 16 |
+                     (uint32_t)u[i + 3] << 24;
+        h = rotl32(h ^ murmur_mix(k), 13) * 5 + 0xe6546b64u;
+    }
+    uint32_t k = 0;
+    for (Py_ssize_t j = length - 1; j >= i; j--) k = k << 8 | u[j];
+    if (i < length) h ^= murmur_mix(k);
+    h ^= (uint32_t)length;
+    h = (h ^ h >> 16) * 0x85ebca6bu;
+    h = (h ^ h >> 13) * 0xc2b2ae35u;
+    return h ^ h >> 16;
+}
+
+/* VW's hashstring of a token's name (printable ASCII: nothing to trim): a name of digits,
+ * or an empty one, is its number plus seed mod 2^32 (VW wraps in size_t, then truncates:
+ * the same); another name its MurmurHash3. */
+static uint32_t hash_name(const char *p, Py_ssize_t length, uint32_t seed) {
+    uint32_t value = 0;
+    for (Py_ssize_t i = 0; i < length; i++) {
+        if (p[i] < '0' || p[i] > '9') return murmurhash3_32(p, length, seed);
+        value = value * 10 + (uint32_t)(p[i] - '0');
+    }
+    return value + seed;
+}
+
 /* A hash of a line's sequence of names. */
 static uint64_t names_hash(const char *p, const char *end) {
     uint64_t h = 1469598103934665603ULL;
@@ -121,13 +160,14 @@ static uint64_t names_hash(const char *p, const char *end) {
 }
 
 /* Scan one line: its number of feature tokens and their values (written to values), and
- * whether its names are those of the line model..model_end (NULL: no model).  Returns 0
- * for a slow line. */
+ * whether its names are those of the line model..model_end (NULL: no model); with hashes
+ * (not NULL), also the tokens' VW hashes.  Returns 0 for a slow line. */
 static int scan_line(const char *p, const char *end, const char *model, const char *model_end,
-                     int *same, Py_ssize_t *count, double *values) {
+                     int *same, Py_ssize_t *count, double *values, uint32_t *hashes) {
     Py_ssize_t n = 0;
     const char *stop = first_namespace(p, end);
     if (!separated(stop, end) || memchr(p, ':', stop - p)) return 0;  /* namespace scale */
+    uint32_t space = hashes ? hash_name(p, stop - p, 0) : 0;  /* the namespace's hash */
     const char *m = model;
     *same = 0;
     if (model) {
@@ -147,6 +187,7 @@ static int scan_line(const char *p, const char *end, const char *model, const ch
         const char *colon = p + length < stop ? p + length : NULL;
         if (*p == '|') {
             if (colon) return 0;  /* namespace scale */
+            if (hashes) space = hash_name(p + 1, length - 1, 0);
         } else {
             if (colon == p) return 0;  /* anonymous feature */
             double value = 1.0;
@@ -156,6 +197,7 @@ static int scan_line(const char *p, const char *end, const char *model, const ch
                 if (!isfinite(value) || (value != 0.0 && (size < FLT_MIN || size > FLT_MAX)))
                     return 0;
             }
+            if (hashes) hashes[n] = hash_name(p, length, space);
             values[n++] = value;
         }
         if (*same) {  /* the model's next name */
@@ -251,7 +293,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         group[i] = -1;
         slow[i] = !starts[i] ||
                   !scan_line(starts[i], stop, f >= 0 ? starts[f] : NULL, f >= 0 ? ends[f] : NULL,
-                             &same, &c, values + total);
+                             &same, &c, values + total, NULL);
         count[i] = slow[i] ? 0 : c;
         if (slow[i]) continue;
         total += c;
@@ -298,6 +340,78 @@ done:
     PyMem_Free(hashes);
     PyMem_Free(firsts);
     PyMem_Free(values);
+    return result;
+}
+
+PyDoc_STRVAR(hashes_doc,
+"hashes(lines, bits) -> (offsets, slots, hashes, values, slow)\n"
+"For a list of n feature texts (as scan's) and 1 <= bits <= 32, the feature tokens of\n"
+"line i are [offsets[i], offsets[i + 1]) of: slots (int64), hashes & (2**bits - 1);\n"
+"hashes (uint32), VW's unmasked hashes (hashing.feature_hash of the namespace's hash);\n"
+"values (float64), as scan's (zero values kept). offsets (n + 1,) int64; slow (n,) bool,\n"
+"as scan's: a slow line has no tokens here.");
+
+static PyObject *py_hashes(PyObject *self, PyObject *args) {
+    PyObject *lines;
+    int bits;
+    if (!PyArg_ParseTuple(args, "O!i", &PyList_Type, &lines, &bits)) return NULL;
+    if (bits < 1 || bits > 32) {
+        PyErr_SetString(PyExc_ValueError, "bits must be in 1..32");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(lines), length = 0;
+    const char **starts = PyMem_Malloc((n + 1) * sizeof(char *));
+    const char **ends = PyMem_Malloc((n + 1) * sizeof(char *));
+    int64_t *offsets = PyMem_Malloc((n + 1) * sizeof(int64_t));
+    char *slow = PyMem_Malloc(n + 1);
+    PyObject *result = NULL;
+    uint32_t *hashes = NULL;
+    double *values = NULL;
+    int64_t *slots = NULL;
+    if (!starts || !ends || !offsets || !slow) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!line_texts(lines, starts, ends)) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) length += ends[i] - starts[i];
+    Py_ssize_t bound = length / 2 + n + 1, total = 0;  /* >= the tokens */
+    hashes = PyMem_Malloc(bound * sizeof(uint32_t));
+    values = PyMem_Malloc(bound * sizeof(double));
+    slots = PyMem_Malloc(bound * sizeof(int64_t));
+    if (!hashes || !values || !slots) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    offsets[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t c = 0;
+        int same;
+        slow[i] = !starts[i] || !scan_line(starts[i], ends[i], NULL, NULL, &same, &c,
+                                           values + total, hashes + total);
+        total += slow[i] ? 0 : c;
+        offsets[i + 1] = total;
+    }
+    uint32_t m = (uint32_t)((1ULL << bits) - 1);
+    for (Py_ssize_t j = 0; j < total; j++) slots[j] = hashes[j] & m;
+    PyObject *o = PyBytes_FromStringAndSize((char *)offsets, (n + 1) * sizeof(int64_t));
+    PyObject *s = PyBytes_FromStringAndSize((char *)slots, total * sizeof(int64_t));
+    PyObject *h = PyBytes_FromStringAndSize((char *)hashes, total * sizeof(uint32_t));
+    PyObject *v = PyBytes_FromStringAndSize((char *)values, total * sizeof(double));
+    PyObject *f = PyBytes_FromStringAndSize(slow, n);
+    if (o && s && h && v && f) result = PyTuple_Pack(5, o, s, h, v, f);
+    Py_XDECREF(o);
+    Py_XDECREF(s);
+    Py_XDECREF(h);
+    Py_XDECREF(v);
+    Py_XDECREF(f);
+done:
+    PyMem_Free(starts);
+    PyMem_Free(ends);
+    PyMem_Free(offsets);
+    PyMem_Free(slow);
+    PyMem_Free(hashes);
+    PyMem_Free(values);
+    PyMem_Free(slots);
     return result;
 }
 
@@ -422,6 +536,7 @@ static PyObject *py_known_run(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS, scan_doc},
+    {"hashes", py_hashes, METH_VARARGS, hashes_doc},
     {"labels", py_labels, METH_VARARGS, labels_doc},
     {"known_run", py_known_run, METH_VARARGS, known_run_doc},
     {NULL, NULL, 0, NULL},

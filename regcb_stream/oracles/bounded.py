@@ -9,6 +9,8 @@ from regcb_stream.bounds import clip_bounds, ellipsoid_bounds
 from regcb_stream.oracles.base import MemoryLimitError, SparseRows
 from regcb_stream.oracles.ridge import _DENSE, _rows, _sparse_row
 
+HEAD = 64  # columns kept exact by default (docs/oracle_threshold.md)
+
 try:
     from regcb_stream import _ridge
 except ImportError:  # not built: the numpy reference
@@ -78,7 +80,7 @@ class BoundedRidgeOracle:
     sparse_rows = True
     compiled = _ridge is not None  # False: the numpy reference
 
-    def __init__(self, l2: float = 1.0, prior: float | str = 0.0, head: int = 256,
+    def __init__(self, l2: float = 1.0, prior: float | str = 0.0, head: int = HEAD,
                  memory: int | None = None):
         if not (isinstance(l2, (int, float, np.number)) and 0 < l2 < np.inf):
             raise ValueError(f"l2 must be a finite number > 0, got {l2!r}")

@@ -14,7 +14,7 @@ except ImportError:  # not built (a source tree without `pip install`): the nump
     _ridge = None
 
 ONE_THREAD_FROM = 128  # dimension from which an inverse is limited to one BLAS thread
-MAX_EXACT = 10 * 256**2  # models x D^2 kept exact by default (docs/oracle_threshold.md)
+MAX_EXACT = 2**19  # models x D^2 kept exact by default (docs/oracle_threshold.md)
 
 
 class RidgeOracle:
@@ -47,8 +47,8 @@ class RidgeOracle:
     max_exact
         The largest ``n_models * D^2`` kept exact: memory and the work of a label grow
         with it. Past it (``fits``), the learner hands the statistics over to a
-        ``BoundedRidgeOracle`` (``bounded``): exact on as many columns as this allows,
-        diagonal beyond them.
+        ``BoundedRidgeOracle`` (``bounded``): exact on its head of columns, diagonal
+        beyond them.
     memory
         The most bytes the statistics may take (None: no limit): exact ridge while its
         ``16 n_models D^2`` bytes fit, then the bounded oracle's.
@@ -139,12 +139,12 @@ class RidgeOracle:
         size = max(n_models, self.n_models) * max(dim, self.dim) ** 2
         return size <= self.max_exact and (self.memory is None or 16 * size <= self.memory)
 
-    def bounded(self):
-        """A ``BoundedRidgeOracle`` carrying on from this one's statistics, exact on as
-        many columns as ``max_exact`` allows."""
-        from regcb_stream.oracles.bounded import BoundedRidgeOracle
+    def bounded(self, n_models: int):
+        """A ``BoundedRidgeOracle`` carrying on from this one's statistics, for
+        ``n_models`` models (its default head, or less where ``max_exact`` says so)."""
+        from regcb_stream.oracles.bounded import HEAD, BoundedRidgeOracle
 
-        head = int((self.max_exact / max(self.n_models, 1)) ** 0.5)
+        head = min(HEAD, int((self.max_exact / max(n_models, 1)) ** 0.5))
         return BoundedRidgeOracle.from_ridge(self, head)
 
     def describe(self) -> str:

@@ -1,0 +1,181 @@
+"""VW's feature hashing (``regcb_stream.io.hashing`` and the compiled ``_scan.hashes``) against
+the real ``vowpalwabbit`` package, and the compiled hashes against the Python reference."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from regcb_stream.io.hashing import (
+    DEFAULT_BITS,
+    anonymous_hash,
+    cross_hash,
+    feature_hash,
+    hashstring,
+    mask,
+    murmurhash3_32,
+    namespace_hash,
+)
+
+vw = pytest.importorskip("vowpalwabbit")
+_scan = pytest.importorskip("regcb_stream.io._scan")
+
+LONG_DIGITS = "9" * 5000  # beyond Python's default limit of digits per int()
+NAMES = ["x", "a", "hello", "Price", "f_1", "abcd", "abcde", "a.b-c", "0", "1", "123", "007",
+         "4294967295", "4294967296", "99999999999999999999", LONG_DIGITS, "12a", "-1", "+1",
+         "1.5", "é", "naïve", "日本語", "x😀", "", " ", " 12 ", "\tx\n", "a b"]
+NAMESPACES = [" ", "", "a", "abc", "User", "Ü", "123", "x😀"]
+SEEDS = [0, 1, 12345, 2**31, 2**32 - 1]
+FAST_NAMES = st.text("ab019", max_size=6)
+ODD_NAMES = st.sampled_from(["é", ":", "a:b", "a\tb"])  # slow lines
+VALUES = st.sampled_from([None, None, "1", "0", "-2.5", "1e3", ".5", "007", "1e40", "abc", "",
+                          "nan"])  # None: a token without value
+
+
+@pytest.mark.parametrize("bits", [10, DEFAULT_BITS, 24])
+def test_namespace_and_feature_hashes_are_vws(bits):
+    ws = vw.Workspace(f"--quiet -b {bits}")
+    for ns in NAMESPACES:
+        assert namespace_hash(ns) == ws.hash_space(ns)  # VW does not mask namespace hashes
+        for name in NAMES:
+            want = ws.hash_feature(name, ws.hash_space(ns))  # masked to -b bits by VW
+            assert feature_hash(namespace_hash(ns), name) & mask(bits) == want, (ns, name)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_unmasked_hashes_are_vws(seed):
+    """VW's hash_space is its hasher with the seed ``--hash_seed``, unmasked."""
+    strings = vw.Workspace(f"--quiet -b 1 --hash_seed {seed}")
+    murmur = vw.Workspace(f"--quiet -b 1 --hash all --hash_seed {seed}")
+    for name in NAMES + ["abcdefghijklm"[:n] for n in range(14)]:
+        assert hashstring(name, seed) == strings.hash_space(name), name
+        assert murmurhash3_32(name.encode(), seed) == murmur.hash_space(name), name
+
+
+def test_digit_names_are_their_number_plus_the_seed_mod_2_32():
+    assert hashstring("007", 0) == 7
+    assert hashstring("4294967296", 5) == 5
+    assert hashstring("99999999999999999999", 0) == 99999999999999999999 % 2**32
+    assert hashstring(LONG_DIGITS, 3) == (int(LONG_DIGITS[:4000]) * 10**1000 + int("9" * 1000)
+                                          + 3) % 2**32
+    assert hashstring("", 9) == hashstring(" ", 9) == 9  # nothing left: the seed
+
+
+def audit(options: str, lines: list[str]) -> list[tuple[str, int]]:
+    """The ``(name, index)`` pairs of VW's ``--audit`` of predictions on ``lines``.
+
+    VW writes the audit from C++ to the process's stdout, hence the subprocess. A feature's
+    stored index is its hash times ``2**stride_shift`` (one learner), a cross's is
+    ``(h2 * s) ^ (FNV_PRIME * h1 * s)`` (``s`` that power of 2, so the cross of the hashes
+    shifted) and the audit prints ``(index & weight_mask) >> stride_shift``: the hash, or
+    `cross_hash`, masked to ``-b`` bits.
+    """
+    script = ("import sys\nfrom vowpalwabbit import Workspace\n"
+              f"ws = Workspace({options!r})\n"
+              "for line in sys.stdin.read().splitlines():\n    ws.predict(line)\n"
+              "ws.finish()\n")
+    out = subprocess.run([sys.executable, "-c", script], input="\n".join(lines), check=True,
+                         capture_output=True, text=True, encoding="utf-8").stdout
+    pairs = []
+    for token in out.split("\t")[1:]:
+        name, index, _value, _weight = token.strip().rsplit(":", 3)
+        pairs.append((name, int(index)))
+    return pairs
+
+
+def audited_hash(name: str) -> int:
+    """The unmasked hash of an audit name ``"ns^f"``, ``"f"`` or ``"a^x*b^y"``."""
+    hashes = []
+    for term in name.split("*"):
+        ns, _, feature = term.rpartition("^")
+        hashes.append(feature_hash(namespace_hash(ns), feature))
+    return hashes[0] if len(hashes) == 1 else cross_hash(*hashes)
+
+
+@pytest.mark.parametrize("bits", [10, DEFAULT_BITS])
+def test_features_and_q_crosses_are_vws_audit_indices(bits):
+    lines = ["|a x:1 |b y:2", "| x 12 |abc 007 u:0.5 |b z é 99999999999999999999 |a v",
+             "|a 4294967296 |bx naïve:2 y:-1 |c q"]
+    pairs = audit(f"--quiet --audit -b {bits} -q ab -q aa", lines)
+    # ab crosses and aa pairs (with itself, in order): 1 + 1, 3 * 3 + 3 * 4 / 2, 1 * 2 + 1
+    assert sum("*" in name for name, _ in pairs) == 2 + 15 + 3
+    for name, index in pairs:
+        if name != "Constant":
+            assert audited_hash(name) & mask(bits) == index, name
+
+
+def test_anonymous_features_are_vws_audit_indices():
+    """VW counts a ``|`` segment's anonymous features from 0, zero-valued ones included."""
+    pairs = audit("--quiet --audit -b 18", ["|c 123 :3 :4 |c :0 :5 | :2"])
+    h = namespace_hash("c")
+    want = [("c^123", feature_hash(h, "123")), ("c^", anonymous_hash(h, 0)),
+            ("c^", anonymous_hash(h, 1)), ("c^", anonymous_hash(h, 1)), ("", anonymous_hash(0, 0))]
+    got = sorted(pairs[:-1])  # the last one is Constant
+    assert got == sorted((name, hash_ & mask(18)) for name, hash_ in want)
+    for k in range(3):
+        assert anonymous_hash(h, k) & mask(18) == feature_hash(h, str(k)) & mask(18)
+
+
+def compiled(bodies: list[str], bits: int) -> tuple:
+    offsets, slots, hashes, values, slow = _scan.hashes(bodies, bits)
+    return (np.frombuffer(offsets, np.int64), np.frombuffer(slots, np.int64),
+            np.frombuffer(hashes, np.uint32), np.frombuffer(values), np.frombuffer(slow, bool))
+
+
+def reference(body: str) -> list[int]:
+    """`feature_hash` of each feature token of a fast line (printable ASCII, no tab)."""
+    hashes = []
+    for segment in body.split("|"):
+        ns, *tokens = segment.split(" ")
+        hashes += [feature_hash(namespace_hash(ns), t.partition(":")[0]) for t in tokens if t]
+    return hashes
+
+
+def check_compiled(bodies: list[str], bits: int) -> None:
+    offsets, slots, hashes, values, slow = compiled(bodies, bits)
+    _group, _first, count, scan_values, scan_slow = _scan.scan(bodies)
+    np.testing.assert_array_equal(slow, np.frombuffer(scan_slow, bool))
+    np.testing.assert_array_equal(np.diff(offsets), np.frombuffer(count, np.int64))
+    np.testing.assert_array_equal(values, np.frombuffer(scan_values))
+    np.testing.assert_array_equal(slots, hashes.astype(np.int64) & mask(bits))
+    for i, body in enumerate(bodies):
+        want = [] if slow[i] else reference(body)
+        assert hashes[offsets[i]:offsets[i + 1]].tolist() == want, body
+
+
+def test_compiled_hashes_equal_the_reference():
+    bodies = ["a x:1 |b y:2", " x 007 |abc 12345678901234567890 zz:0", "", "|", "  |  a ",
+              "User price:1.5 id_4 |Item 0 abcd abcde abcdefg:-3", f"n {LONG_DIGITS[:60]}",
+              "a :3", "é x", "a:2 x", "a x:abc", "a\tx", "a x:1e39"]
+    for bits in (1, 10, DEFAULT_BITS, 32):
+        check_compiled(bodies, bits)
+    assert compiled(bodies, 18)[4].tolist()[-6:] == [True] * 6
+    with pytest.raises(ValueError):
+        _scan.hashes(bodies, 33)
+
+
+@st.composite
+def lines(draw) -> str:
+    """A feature text: mostly well-formed namespaces, or random characters."""
+    if draw(st.booleans()):
+        return draw(st.text("ab09 |:.-eé\t", max_size=30))
+    names = st.integers(0, 39).flatmap(lambda odd: ODD_NAMES if odd == 0 else FAST_NAMES)
+    namespaces = []
+    for _ in range(draw(st.integers(1, 3))):
+        tokens = [draw(names)]
+        for name in draw(st.lists(names, max_size=4)):
+            value = draw(VALUES)
+            tokens.append(name if value is None else f"{name}:{value}")
+        namespaces.append(" " * draw(st.integers(0, 2)) + " ".join(tokens))
+    return "|".join(namespaces)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(lines(), max_size=8), st.integers(1, 32))
+def test_compiled_hashes_equal_the_reference_on_random_lines(bodies, bits):
+    check_compiled(bodies, bits)
