@@ -15,7 +15,8 @@ from regcb_stream.oracles.bounded import BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
 
-__all__ = ["BoundedRidgeOracle", "Decision", "Oracle", "RegCB", "RidgeOracle", "RiverOracle", "VWOracle"]
+__all__ = ["BoundedRidgeOracle", "Decision", "Oracle", "RegCB", "RidgeOracle", "RiverOracle",
+           "VWOracle"]
 
 
 def __getattr__(name: str):

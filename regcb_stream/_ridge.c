@@ -868,14 +868,16 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
 }
 
 /* -- the bounded ridge (BoundedRidgeOracle) ------------------------------------------
- * A kept exact on its first h columns (the head: inverse hinv and Gram hgram, (M, h, h))
- * and as its diagonal beyond them (prec), so that A is approximated by the block-diagonal
- * matrix of the two.  prec and theta are (M, S), S >= D their row stride (capacity); dense
- * rows have L <= S.  A row's moments cost O(head nonzeros^2 + L), a label O(h^2) when it
- * touches the head, else O(L). */
+ * A kept exact on its first h columns (the head: inverse hinv and Gram hgram, (M, h, h),
+ * solution htheta (M, h)) and as its diagonal beyond them (prec), so that A is approximated
+ * by the block-diagonal matrix of the two.  The tail's prec and theta are float32 (M, S)
+ * (their first h entries unused), S >= D their row stride (capacity); dense rows have
+ * L <= S; the arithmetic is in double.  A row's moments cost O(head nonzeros^2 + L), a
+ * label O(h^2) when it touches the head, else O(L). */
 typedef struct {
     Py_ssize_t h, S;
-    double *hinv, *hgram, *prec, *theta;
+    double *hinv, *hgram, *htheta;
+    float *prec, *theta;
     int64_t *up;
     int64_t *hcol;  /* scratch: a row's head entries (L), and A_HH^-1 x_H (h) */
     double *hval, *spread;
@@ -886,19 +888,21 @@ typedef struct {
 static Py_ssize_t bounded_split(const Bounded *B, Py_ssize_t m, const int64_t *index,
                                 const double *value, Py_ssize_t L, double *fit,
                                 double *tail) {
-    const double *prec = B->prec + m * B->S, *theta = B->theta + m * B->S;
+    const float *prec = B->prec + m * B->S, *theta = B->theta + m * B->S;
+    const double *htheta = B->htheta + m * B->h;
     double p = 0.0, v = 0.0;
     Py_ssize_t nh = 0;
     for (Py_ssize_t l = 0; l < L; l++) {
         double x = value[l];
         if (x == 0.0) continue;
         Py_ssize_t col = index ? index[l] : l;
-        p += theta[col] * x;
         if (col < B->h) {
+            p += htheta[col] * x;
             B->hcol[nh] = col;
             B->hval[nh++] = x;
         } else {
-            v += x * x / prec[col];
+            p += (double)theta[col] * x;
+            v += x * x / (double)prec[col];
         }
     }
     *fit = p;
@@ -912,7 +916,7 @@ static void bounded_moments_row(const Bounded *B, Py_ssize_t m, const int64_t *i
     Py_ssize_t nh = bounded_split(B, m, index, value, L, pred, var);
     if (nh) {
         double unused, head;
-        row_moments(B->hinv + m * B->h * B->h, B->theta + m * B->S, B->h, B->hcol, B->hval,
+        row_moments(B->hinv + m * B->h * B->h, B->htheta + m * B->h, B->h, B->hcol, B->hval,
                     nh, &unused, &head);
         *var += head;
     }
@@ -925,8 +929,9 @@ static int bounded_learn_row(const Bounded *B, Py_ssize_t m, const int64_t *inde
                              const double *value, Py_ssize_t L, double weight,
                              double residual, Py_ssize_t refresh) {
     Py_ssize_t h = B->h, S = B->S;
-    double *prec = B->prec + m * S, *theta = B->theta + m * S;
+    float *prec = B->prec + m * S, *theta = B->theta + m * S;
     double *hinv = B->hinv + m * h * h, *hgram = B->hgram + m * h * h, *spread = B->spread;
+    double *htheta = B->htheta + m * h;
     double fit, tail, quad = 0.0;
     Py_ssize_t nh = bounded_split(B, m, index, value, L, &fit, &tail);
     if (nh) {
@@ -942,11 +947,11 @@ static int bounded_learn_row(const Bounded *B, Py_ssize_t m, const int64_t *inde
         double x = value[l];
         Py_ssize_t col = index ? index[l] : l;
         if (x == 0.0 || col < h) continue;
-        theta[col] += step * x / prec[col];
-        prec[col] += weight * x * x;
+        theta[col] = (float)((double)theta[col] + step * x / (double)prec[col]);
+        prec[col] = (float)((double)prec[col] + weight * x * x);
     }
     if (!nh) return 0;
-    for (Py_ssize_t i = 0; i < h; i++) theta[i] += step * spread[i];
+    for (Py_ssize_t i = 0; i < h; i++) htheta[i] += step * spread[i];
     double gain = weight / (1.0 + weight * quad);
     for (Py_ssize_t i = 0; i < h; i++) {
         double g = gain * spread[i];
@@ -979,15 +984,17 @@ static int bounded_rows_ok(Py_buffer *index, Py_buffer *value, Py_ssize_t n, Py_
 }
 
 /* the state's buffers checked against M models, h and S; scratch for rows of length L */
-static int bounded_open(Bounded *B, Py_buffer *hinv, Py_buffer *hgram, Py_buffer *prec,
-                        Py_buffer *theta, Py_buffer *up, Py_ssize_t h, Py_ssize_t S,
-                        Py_ssize_t L, Py_ssize_t *M) {
-    *M = theta->len / (S * (Py_ssize_t)sizeof(double));
+static int bounded_open(Bounded *B, Py_buffer *hinv, Py_buffer *hgram, Py_buffer *htheta,
+                        Py_buffer *prec, Py_buffer *theta, Py_buffer *up, Py_ssize_t h,
+                        Py_ssize_t S, Py_ssize_t L, Py_ssize_t *M) {
+    *M = theta->len / (S * (Py_ssize_t)sizeof(float));
     if (!(expect(hinv, *M * h * h, 8, "hinv") && expect(hgram, *M * h * h, 8, "hgram") &&
-          expect(prec, *M * S, 8, "prec") && expect(up, *M, 8, "updates")))
+          expect(htheta, *M * h, 8, "htheta") && expect(prec, *M * S, 4, "prec") &&
+          expect(up, *M, 8, "updates")))
         return 0;
     B->h = h, B->S = S;
-    B->hinv = hinv->buf, B->hgram = hgram->buf, B->prec = prec->buf, B->theta = theta->buf;
+    B->hinv = hinv->buf, B->hgram = hgram->buf, B->htheta = htheta->buf;
+    B->prec = prec->buf, B->theta = theta->buf;
     B->up = up->buf;
     B->hcol = PyMem_Malloc((L + 1) * sizeof(int64_t));
     B->hval = PyMem_Malloc((L + h + 1) * sizeof(double));
@@ -1007,22 +1014,22 @@ static void bounded_close(Bounded *B) {
 }
 
 PyDoc_STRVAR(bounded_moments_doc,
-"bounded_moments(hinv, hgram, prec, theta, updates, models, index, value, n, R, K, L, h,\n"
-"                S, prior, pred, var)\n"
+"bounded_moments(hinv, hgram, htheta, prec, theta, updates, models, index, value, n, R, K,\n"
+"                L, h, S, prior, pred, var)\n"
 "Prediction and x^T A~^-1 x of every (row, action) into pred and var (n, K).");
 
 static PyObject *py_bounded_moments(PyObject *self, PyObject *args) {
-    Py_buffer hinv = {0}, hgram = {0}, prec = {0}, theta = {0}, up = {0}, models = {0},
-              index = {0}, value = {0}, pred = {0}, var = {0};
+    Py_buffer hinv = {0}, hgram = {0}, htheta = {0}, prec = {0}, theta = {0}, up = {0},
+              models = {0}, index = {0}, value = {0}, pred = {0}, var = {0};
     Py_ssize_t n, R, K, L, h, S, M;
     double prior;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*nnnnnndw*w*", &hinv, &hgram, &prec, &theta,
-                          &up, &models, &index, &value, &n, &R, &K, &L, &h, &S, &prior, &pred,
-                          &var))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnnnndw*w*", &hinv, &hgram, &htheta, &prec,
+                          &theta, &up, &models, &index, &value, &n, &R, &K, &L, &h, &S, &prior,
+                          &pred, &var))
         return NULL;
     Bounded B;
     int ok = bounded_rows_ok(&index, &value, n * R, L, S) &&
-             bounded_open(&B, &hinv, &hgram, &prec, &theta, &up, h, S, L, &M);
+             bounded_open(&B, &hinv, &hgram, &htheta, &prec, &theta, &up, h, S, L, &M);
     if (ok) {
         ok = expect(&models, K, 8, "models") && expect(&pred, n * K, 8, "pred") &&
              expect(&var, n * K, 8, "var") && models_ok(models.buf, K, M);
@@ -1038,27 +1045,28 @@ static PyObject *py_bounded_moments(PyObject *self, PyObject *args) {
             }
         bounded_close(&B);
     }
-    RELEASE(&hinv, &hgram, &prec, &theta, &up, &models, &index, &value, &pred, &var);
+    RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &models, &index, &value, &pred, &var);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(bounded_learn_doc,
-"bounded_learn(hinv, hgram, prec, theta, updates, model, index, value, L, h, S, weight,\n"
-"              residual, refresh) -> whether the head is due a fresh inverse\n"
+"bounded_learn(hinv, hgram, htheta, prec, theta, updates, model, index, value, L, h, S,\n"
+"              weight, residual, refresh) -> whether the head is due a fresh inverse\n"
 "One label of one model (an empty index: a dense row).");
 
 static PyObject *py_bounded_learn(PyObject *self, PyObject *args) {
-    Py_buffer hinv = {0}, hgram = {0}, prec = {0}, theta = {0}, up = {0}, index = {0},
-              value = {0};
+    Py_buffer hinv = {0}, hgram = {0}, htheta = {0}, prec = {0}, theta = {0}, up = {0},
+              index = {0}, value = {0};
     Py_ssize_t model, L, h, S, refresh, M;
     double weight, residual;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*ny*y*nnnddn", &hinv, &hgram, &prec, &theta, &up,
-                          &model, &index, &value, &L, &h, &S, &weight, &residual, &refresh))
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*ny*y*nnnddn", &hinv, &hgram, &htheta, &prec,
+                          &theta, &up, &model, &index, &value, &L, &h, &S, &weight, &residual,
+                          &refresh))
         return NULL;
     Bounded B;
     int due = 0, ok = bounded_rows_ok(&index, &value, 1, L, S) &&
-                      bounded_open(&B, &hinv, &hgram, &prec, &theta, &up, h, S, L, &M);
+                      bounded_open(&B, &hinv, &hgram, &htheta, &prec, &theta, &up, h, S, L, &M);
     if (ok) {
         if (model < 0 || model >= M) {
             PyErr_Format(PyExc_ValueError, "model %zd out of range", model);
@@ -1069,35 +1077,36 @@ static PyObject *py_bounded_learn(PyObject *self, PyObject *args) {
         }
         bounded_close(&B);
     }
-    RELEASE(&hinv, &hgram, &prec, &theta, &up, &index, &value);
+    RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &index, &value);
     if (!ok) return NULL;
     return PyBool_FromLong(due);
 }
 
 PyDoc_STRVAR(bounded_run_doc,
-"bounded_run(hinv, hgram, prec, theta, updates, models, index, value, played, reward,\n"
-"            weight, budget, pmf, pred, low, high, start, n, R, K, L, h, S, optimistic,\n"
-"            refresh, prior, lo, hi, tol) -> (stop, learned, stale)\n"
+"bounded_run(hinv, hgram, htheta, prec, theta, updates, models, index, value, played,\n"
+"            reward, weight, budget, pmf, pred, low, high, start, n, R, K, L, h, S,\n"
+"            optimistic, refresh, prior, lo, hi, tol) -> (stop, learned, stale)\n"
 "run_online for the bounded ridge: examples start..n-1 in order, bounds with\n"
 "budget[labels so far] (uniform play while it is NaN), the rule's distribution, then the\n"
 "label of played[i] >= 0 learned at once; stops after a label that makes its model's\n"
 "head due a fresh inverse (stale: that model, else -1).");
 
 static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
-    Py_buffer hinv = {0}, hgram = {0}, prec = {0}, theta = {0}, up = {0}, models = {0},
-              index = {0}, value = {0}, played = {0}, reward = {0}, weight = {0},
-              budget = {0}, pmf = {0}, pred = {0}, low = {0}, high = {0};
+    Py_buffer hinv = {0}, hgram = {0}, htheta = {0}, prec = {0}, theta = {0}, up = {0},
+              models = {0}, index = {0}, value = {0}, played = {0}, reward = {0},
+              weight = {0}, budget = {0}, pmf = {0}, pred = {0}, low = {0}, high = {0};
     Py_ssize_t start, n, R, K, L, h, S, refresh, M;
     int optimistic;
     double prior, lo, hi, tol;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnnpndddd", &hinv,
-                          &hgram, &prec, &theta, &up, &models, &index, &value, &played,
-                          &reward, &weight, &budget, &pmf, &pred, &low, &high, &start, &n, &R,
-                          &K, &L, &h, &S, &optimistic, &refresh, &prior, &lo, &hi, &tol))
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnnpndddd", &hinv,
+                          &hgram, &htheta, &prec, &theta, &up, &models, &index, &value,
+                          &played, &reward, &weight, &budget, &pmf, &pred, &low, &high, &start,
+                          &n, &R, &K, &L, &h, &S, &optimistic, &refresh, &prior, &lo, &hi,
+                          &tol))
         return NULL;
     Bounded B;
     int ok = bounded_rows_ok(&index, &value, n * R, L, S) &&
-             bounded_open(&B, &hinv, &hgram, &prec, &theta, &up, h, S, L, &M);
+             bounded_open(&B, &hinv, &hgram, &htheta, &prec, &theta, &up, h, S, L, &M);
     int opened = ok;
     ok = ok && expect(&models, K, 8, "models") && expect(&played, n, 8, "played") &&
          expect(&reward, n, 8, "reward") && expect(&weight, n, 8, "weight") &&
@@ -1151,8 +1160,8 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
     }
     if (opened) bounded_close(&B);
     PyMem_Free(var);
-    RELEASE(&hinv, &hgram, &prec, &theta, &up, &models, &index, &value, &played, &reward,
-            &weight, &budget, &pmf, &pred, &low, &high);
+    RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &models, &index, &value, &played,
+            &reward, &weight, &budget, &pmf, &pred, &low, &high);
     if (!ok) return NULL;
     return Py_BuildValue("nnn", i, learned, stale);
 }

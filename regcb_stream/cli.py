@@ -21,10 +21,12 @@ from threadpoolctl import threadpool_limits
 
 from regcb_stream.budget import DEFAULT_GRID
 from regcb_stream.driver import Driver, StreamSettings
+from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.read_ahead import ReadAhead
 from regcb_stream.io.vw_text import VWParseError
 from regcb_stream.learner import DEFAULT_L2, RegCB
-from regcb_stream.oracles.ridge import RidgeOracle
+from regcb_stream.oracles.bounded import HEAD, BoundedRidgeOracle
+from regcb_stream.oracles.ridge import MAX_EXACT, RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
 from regcb_stream.persist import load_model, save_model
 from regcb_stream.progress import ProgressTable
@@ -58,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     features.add_argument("-q", "--quadratic", "--interactions", action="append", default=[],
                           dest="interactions", metavar="AB", help="cross namespaces A and B")
     features.add_argument("--noconstant", action="store_true", help="no constant feature")
+    features.add_argument("-b", "--bit_precision", type=int, default=DEFAULT_BITS,
+                          metavar="BITS",
+                          help=f"hash features into 2^BITS slots, VW's hash (default "
+                               f"{DEFAULT_BITS}, as VW)")
     regcb = parser.add_argument_group("RegCB (as vw)")
     regcb.add_argument("--regcb", action="store_true",
                        help="RegCB, elimination unless --regcbopt (as in VW; the explorer "
@@ -70,8 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     regcb.add_argument("--first_only", action="store_true",
                        help="optimistic: all mass on the first of tied actions")
     own = parser.add_argument_group("regcb-stream's own")
-    own.add_argument("--oracle", choices=["ridge", "vw"], default="ridge",
-                     help="regression oracle: exact ridge, or VW's own regressor (vw)")
+    own.add_argument("--oracle", choices=["ridge", "bounded", "vw"], default="ridge",
+                     help="regression oracle: ridge (exact while its models x features^2 "
+                          f"stay within {MAX_EXACT:,}, then bounded), bounded (exact on the "
+                          f"first {HEAD} features, diagonal beyond, from the start), or VW's "
+                          "own regressor (vw)")
+    own.add_argument("--oracle_memory", type=float, metavar="MB",
+                     help="the most memory the ridge oracles' statistics may take; checked at "
+                          "the start against the most the features can need (2^bits slots)")
     own.add_argument("--vw_compat", action="store_true",
                      help="reproduce VW's RegCB defects bit for bit (docs/vw_compatibility.md)")
     own.add_argument("--schedule", choices=["online", "sqrt2", "doubling"], default="online",
@@ -106,11 +118,15 @@ def make_learner(args) -> RegCB:
               {"mellowness": args.mellowness} if args.mellowness is not None else
               {"budget": "auto", "budget_grid": args.auto_budget} if args.auto_budget else
               {"mellowness": VW_MELLOWNESS} if args.oracle == "vw" else {})
+    l2 = DEFAULT_L2 if args.ridge_l2 is None else args.ridge_l2
+    prior = 0.0 if args.ridge_prior == "zero" else "optimistic"
+    memory = None if args.oracle_memory is None else int(args.oracle_memory * 2**20)
     if args.oracle == "vw":
         oracle = VWOracle(bisection=args.vw_compat)
+    elif args.oracle == "bounded":
+        oracle = BoundedRidgeOracle(l2=l2, prior=prior, memory=memory)
     else:
-        l2 = DEFAULT_L2 if args.ridge_l2 is None else args.ridge_l2
-        oracle = RidgeOracle(l2=l2, prior=0.0 if args.ridge_prior == "zero" else "optimistic")
+        oracle = RidgeOracle(l2=l2, prior=prior, memory=memory)
     return RegCB(
         "optimistic" if args.regcbopt else "elimination",
         oracle=oracle,
@@ -120,6 +136,7 @@ def make_learner(args) -> RegCB:
         allow_out_of_range=True,
         cross=False,
         intercept=not args.noconstant,
+        hash_bits=args.bit_precision,
         **budget,
     )
 
@@ -131,6 +148,7 @@ def stream_settings(args) -> StreamSettings:
         interactions=tuple(args.interactions),
         constant=not args.noconstant,
         cost_range=(args.cb_min_cost, args.cb_max_cost),
+        hash_bits=args.bit_precision,
     )
 
 
@@ -141,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         learner, settings = _setup(args)
     except ValueError as error:
         parser.error(str(error))
-    progress = ProgressTable(None if args.quiet else sys.stderr)
+    progress = ProgressTable(None if args.quiet else sys.stderr, _preamble(args, learner))
     with contextlib.ExitStack() as stack:
         sink = _open(stack, args.predictions, "w", sys.stdout) if args.predictions else None
         driver = Driver(learner, settings, sink, progress, legacy=args.cb_force_legacy,
@@ -149,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         stack.enter_context(threadpool_limits(1, "blas"))  # one core does more than two
         status = _run(driver, lambda: _input(stack, args.data), _on_error(args, progress))
     if not args.quiet:
-        sys.stderr.write(progress.summary(learner.budget_in_force))
+        sys.stderr.write(progress.summary(learner.budget_in_force, learner.oracle_in_use))
     if status == 0 and args.final_regressor:
         save_model(args.final_regressor, learner, settings.__dict__)
     return status
@@ -167,13 +185,45 @@ def _setup(args):
         return learner, settings
     if args.cb_explore is not None and args.cb_explore < 1:
         raise ValueError(f"--cb_explore needs K >= 1 actions, got {args.cb_explore}")
-    if args.oracle != "ridge" and (args.ridge_prior or args.ridge_l2 is not None):
-        raise ValueError("--ridge_l2 and --ridge_prior apply to --oracle ridge only")
+    if args.oracle == "vw" and (args.ridge_prior or args.ridge_l2 is not None
+                                or args.oracle_memory is not None):
+        raise ValueError("--ridge_l2, --ridge_prior and --oracle_memory apply to the ridge "
+                         "oracles only")
     if sum((args.beta is not None, args.mellowness is not None, bool(args.auto_budget))) > 1:
         raise ValueError("give one of --mellowness, --beta and --auto_budget")
+    if not 1 <= args.bit_precision <= 32:
+        raise ValueError(f"-b needs 1 to 32 bits, got {args.bit_precision}")
     if args.ridge_l2 is not None and not args.ridge_l2 > 0:
         raise ValueError(f"--ridge_l2 must be > 0, got {args.ridge_l2}")
-    return make_learner(args), stream_settings(args)
+    learner, settings = make_learner(args), stream_settings(args)
+    _check_memory(args, settings)
+    return learner, settings
+
+
+def _check_memory(args, settings: StreamSettings) -> None:
+    """``--oracle_memory`` against the most the oracle can need: every hashed slot, the
+    intercept, in each model (exact ridge never needs more than its bounded form)."""
+    if args.oracle_memory is None:
+        return
+    if not args.oracle_memory > 0:
+        raise ValueError(f"--oracle_memory must be > 0 MB, got {args.oracle_memory:g}")
+    models = 1 if settings.adf else settings.n_actions
+    need = models * (24 * HEAD**2 + 8 * (2 + 2**settings.hash_bits)) / 2**20
+    if need > args.oracle_memory:
+        raise ValueError(
+            f"the oracle may need {need:.1f} MB ({models} models of up to 2^"
+            f"{settings.hash_bits} hashed features), over --oracle_memory "
+            f"{args.oracle_memory:g}: give fewer bits (-b) or more memory")
+
+
+def _preamble(args, learner: RegCB) -> tuple[str, ...]:
+    """The settings printed above the progress table (as VW prints its own)."""
+    oracles = {"ridge": f"exact ridge while models x features^2 <= {MAX_EXACT:,}, then "
+                        f"bounded ridge (exact on {HEAD} features, diagonal beyond)",
+               "bounded": f"bounded ridge (exact on {HEAD} features, diagonal beyond)",
+               "vw": "VW's regressor"}
+    return (f"Num weight bits = {learner.hash_bits}",
+            f"oracle = {oracles.get(getattr(args, 'oracle', None), learner.oracle_in_use)}")
 
 
 def _mellowness_list(text: str) -> tuple[float, ...]:
@@ -192,7 +242,7 @@ def _check_same(saved: StreamSettings, args) -> None:
     given = stream_settings(args)
     if args.cb_explore is None and not args.cb_explore_adf:
         return
-    for name in ("adf", "n_actions", "interactions", "constant"):
+    for name in ("adf", "n_actions", "interactions", "constant", "hash_bits"):
         if getattr(given, name) != getattr(saved, name):
             raise ValueError(
                 f"{name} = {getattr(given, name)!r} from the flags conflicts with "

@@ -22,6 +22,7 @@ from typing import TextIO
 
 import numpy as np
 
+from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.vw_encode import AdfEncoder, TextEncoder
 from regcb_stream.io.vw_predictions import (
     format_block,
@@ -33,6 +34,7 @@ from regcb_stream.io.vw_text import OnError, VWParseError, clean_line, iter_adf,
 from regcb_stream.progress import ProgressTable
 
 MAX_BLOCK = 512  # examples read ahead at most (larger blocks cost memory, not time)
+MAX_TEXT = 1 << 19  # characters of single-line text per block, about (long lines: fewer)
 MAX_ROWS = 2048  # ADF action lines read ahead at most
 
 
@@ -45,6 +47,7 @@ class StreamSettings:
     interactions: tuple[str, ...] = ()
     constant: bool = True
     cost_range: tuple[float, float] = (0.0, 1.0)
+    hash_bits: int = DEFAULT_BITS  # VW's -b: features are keyed by VW's hashes
 
 
 class Driver:
@@ -82,11 +85,15 @@ class Driver:
         self.first_only = first_only
         self.vw_compat = vw_compat
         self._warned_range = False
+        self._oracle_kind: str | None = None
         self._labels = list(range(settings.n_actions or 0))
-        columns = learner.encoder.columns
-        self._text = TextEncoder(lambda keys: columns("x", keys), settings.interactions)
-        self._adf = AdfEncoder(lambda keys: columns("a", keys), settings.interactions,
-                               settings.constant)
+        columns, bits = learner.encoder.columns, settings.hash_bits
+        if learner.encoder.hash_bits != bits:
+            raise ValueError(f"the learner hashes {learner.encoder.hash_bits} bits, the "
+                             f"stream's settings say {bits}")
+        self._text = TextEncoder(lambda keys: columns("h", keys), settings.interactions, bits)
+        self._adf = AdfEncoder(lambda keys: columns("h", keys), settings.interactions,
+                               settings.constant, bits)
 
     def run(self, lines, on_error: OnError | None = None) -> None:
         """Process every example of an iterable of text lines (a file).
@@ -104,12 +111,15 @@ class Driver:
                 self._adf_batch(batch, on_error)
             return
         take = getattr(lines, "take", None) or functools.partial(_take, iter(lines))
-        count = 0
-        while chunk := take(MAX_BLOCK):
+        count, limit = 0, 64  # a first block short enough whatever the lines
+        while chunk := take(limit):
             numbered = [(no, text) for no, raw in enumerate(chunk, count + 1)
                         if (text := clean_line(raw))]
             count += len(chunk)
-            self._cb_batch(numbered, on_error)
+            for part in _narrow(numbered):
+                self._cb_batch(part, on_error)
+            width = sum(map(len, chunk)) // len(chunk) + 1
+            limit = max(16, min(MAX_BLOCK, MAX_TEXT // width))
 
     def _batches(self, records, ready):
         """Lists of the ADF examples available (at most ``MAX_BLOCK``, or ``MAX_ROWS``
@@ -185,6 +195,7 @@ class Driver:
         learned = played >= 0
         self._check_costs(costs, learned, line_nos)
         decision = self.learner.replay(contexts, actions, played, -costs, probs, weights)
+        self._note_oracle(line_nos[-1])
         pmfs, orders = self._shown(decision.pmf, decision.prediction)
         self._write(pmfs, orders, tags)
         n = len(played)
@@ -196,6 +207,14 @@ class Driver:
         firsts = orders[:, 0].tolist()
         predictions = [(a, float(p[a])) for a, p in zip(firsts, pmfs)]
         self.progress.update_block(losses, labels, predictions, n_features)
+
+    def _note_oracle(self, line_no: int) -> None:
+        """Say when the learner's oracle changes kind (exact ridge hands over to bounded
+        ridge as the features grow)."""
+        kind = self.learner.oracle_in_use.split(",")[0]
+        if self._oracle_kind not in (None, kind):
+            self.progress.note(f"line {line_no}: the oracle is now {self.learner.oracle_in_use}")
+        self._oracle_kind = kind
 
     def _shown(self, pmfs: np.ndarray, predictions: np.ndarray):
         """The distributions as written (``--first_only``, VW's ties) and the print order
@@ -239,6 +258,19 @@ class Driver:
                 "VW does), bounds stay clipped to the range",
                 file=sys.stderr,
             )
+
+
+def _narrow(numbered: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
+    """A block cut where its lines would pad to more than ``MAX_TEXT`` characters (a block
+    is encoded as rows as wide as its longest line: one very long line goes alone)."""
+    parts, start, widest = [], 0, 0
+    for i, (_, text) in enumerate(numbered):
+        widest = max(widest, len(text))
+        if i > start and (i + 1 - start) * widest > MAX_TEXT:
+            parts.append(numbered[start:i])
+            start, widest = i, len(text)
+    parts.append(numbered[start:])
+    return parts
 
 
 def _take(lines, limit: int) -> list[str]:

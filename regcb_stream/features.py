@@ -9,6 +9,11 @@ Actions are either labels (the product class: one model per action) or dicts of 
 features (the joint class: one model over the concatenation of context features, action
 features and, with ``cross=True``, their products, like VW's ``-q sa``).
 
+With ``hash_bits``, feature names are hashed as VW hashes them (``-b hash_bits``: a name as a
+feature of the default namespace, a cross as VW's ``-q`` cross), so memory stays bounded
+however many names a stream has; names that share a slot share a column (their values add
+up, as in VW). Columns are numbered in order of first appearance either way.
+
 >>> encoder = FeatureEncoder()
 >>> encoder.context([0.5, 2.0])
 array([1. , 0.5, 2. ])
@@ -26,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from regcb_stream.io.hashing import cross_hash, feature_hash, mask
 
 
 @dataclass(frozen=True)
@@ -56,9 +63,11 @@ class EncodedRows:
 class FeatureEncoder:
     """Maps contexts (and action feature dicts) to float vectors of a growing dimension."""
 
-    def __init__(self, cross: bool = True, intercept: bool = True):
+    def __init__(self, cross: bool = True, intercept: bool = True, hash_bits: int | None = None):
         self.cross = cross
         self.intercept = intercept
+        self.hash_bits = hash_bits
+        self._slots = None if hash_bits is None else SlotColumns(hash_bits)
         # feature key -> column, one table per kind of feature: context ("x"), action ("a"),
         # context x action ("xa"); column 0 is the intercept
         self._index: dict[str, dict] = {"x": {}, "a": {}, "xa": {}}
@@ -69,6 +78,14 @@ class FeatureEncoder:
     @property
     def dim(self) -> int:
         return 1 + (self._dense_dim or 0) + self._n_named
+
+    @property
+    def max_dim(self) -> int | None:
+        """The most columns there can be (with ``hash_bits``: the intercept and every
+        slot), or None."""
+        if self.hash_bits is None:
+            return None
+        return 1 + (self._dense_dim or 0) + (1 << self.hash_bits)
 
     @property
     def dense_dim(self) -> int | None:
@@ -117,8 +134,9 @@ class FeatureEncoder:
 
     def columns(self, kind: str, keys: list) -> list[int]:
         """Columns of feature keys, registering new ones: ``kind`` is ``"x"`` for context
-        features and ``"a"`` for the features of (context, action) rows."""
-        if kind == "x":
+        features, ``"a"`` for the features of (context, action) rows, and with
+        ``hash_bits``, ``"h"`` for VW's hashes of either (an array or a list of ints)."""
+        if kind in "xh":
             self._set_kind(sparse=True)
         return self._columns(kind, keys)
 
@@ -190,6 +208,8 @@ class FeatureEncoder:
 
     def _columns(self, kind: str, keys: list) -> list[int]:
         """Columns of feature keys of one kind, registering new keys."""
+        if self._slots is not None:
+            return self._hashed_columns(kind, keys).tolist()
         table = self._index[kind]
         try:
             return [table[key] for key in keys]
@@ -199,6 +219,19 @@ class FeatureEncoder:
                     self._n_named += 1
                     table[key] = (self._dense_dim or 0) + self._n_named
             return [table[key] for key in keys]
+
+    def _hashed_columns(self, kind: str, keys) -> np.ndarray:
+        """Columns of keys by their VW hashes (``kind`` "h": the hashes themselves)."""
+        if kind == "xa":
+            hashes = [cross_hash(_name_hash(s), _name_hash(a)) for s, a in keys]
+        elif kind != "h":
+            hashes = [_name_hash(key) for key in keys]
+        else:
+            hashes = keys
+        columns, fresh = self._slots(np.asarray(hashes, dtype=np.uint64),
+                                     1 + (self._dense_dim or 0) + self._n_named)
+        self._n_named += fresh
+        return columns
 
     def _rows(self, rows: list[tuple[list[int], list[float]]]) -> np.ndarray:
         """Dense ``(len(rows), dim)`` array from (columns, values) per row (the columns of
@@ -240,6 +273,55 @@ class FeatureEncoder:
                 f"contexts were {kinds[self._sparse]}, got one of {kinds[sparse]}: "
                 "use one kind of context per learner"
             )
+
+
+def _name_hash(key) -> int:
+    """VW's hash of a feature named ``key`` in the default namespace: a name of digits
+    hashes to its number, so an int key (a slot, from ``iter_vw(hash_bits=...)``) stays
+    itself."""
+    if isinstance(key, (int, np.integer)) and 0 <= key < 2**32:
+        return int(key)
+    return feature_hash(0, str(key))
+
+
+class SlotColumns:
+    """The columns of VW's hashed slots (``hash & mask(bits)``), numbered in order of first
+    appearance: a table of ``2**bits`` entries (for ``bits <= 22``; a dict above).
+
+    >>> slots = SlotColumns(bits=4)
+    >>> columns, fresh = slots(np.array([21, 3, 5, 21], np.uint64), first=1)
+    >>> columns.tolist(), fresh
+    ([1, 2, 1, 1], 2)
+    """
+
+    TABLE_BITS = 22
+
+    def __init__(self, bits: int):
+        self.mask = mask(bits)
+        self._table = np.full(1 << bits, -1, np.int64) if bits <= self.TABLE_BITS else None
+        self._dict: dict[int, int] = {}
+
+    def __call__(self, hashes: np.ndarray, first: int) -> tuple[np.ndarray, int]:
+        """Columns of ``hashes``; new slots get columns ``first, first + 1, ...``. Returns
+        the columns and the number of new slots."""
+        slots = (hashes & np.uint64(self.mask)).astype(np.int64)
+        if self._table is None:
+            unique, inverse = np.unique(slots, return_inverse=True)
+            known = [self._dict.get(s, -1) for s in unique.tolist()]
+            columns = np.array(known, np.int64)[inverse.reshape(-1)]
+        else:
+            columns = self._table[slots]
+        new = columns < 0
+        if not new.any():
+            return columns, 0
+        fresh, first_seen = np.unique(slots[new], return_index=True)
+        fresh = fresh[np.argsort(first_seen)]
+        numbers = first + np.arange(len(fresh))
+        if self._table is None:
+            self._dict.update(zip(fresh.tolist(), numbers.tolist()))
+            return self(hashes, first + len(fresh))[0], len(fresh)
+        self._table[fresh] = numbers
+        return self._table[slots], len(fresh)
 
 
 def _dense_values(context) -> np.ndarray:

@@ -108,6 +108,10 @@ class RegCB:
         ``-q sa``).
     intercept
         Add a constant feature (VW's constant; False for ``--noconstant``).
+    hash_bits
+        Hash the names of dict features as VW does with ``-b hash_bits`` (None: keep every
+        name): memory stays bounded however many names a stream has (names sharing a slot
+        share a weight, as in VW).
 
     Examples
     --------
@@ -141,6 +145,7 @@ class RegCB:
         allow_out_of_range: bool = False,
         cross: bool = True,
         intercept: bool = True,
+        hash_bits: int | None = None,
     ):
         self.variant = variant
         self.oracle = oracle
@@ -156,13 +161,14 @@ class RegCB:
         self.allow_out_of_range = allow_out_of_range
         self.cross = cross
         self.intercept = intercept
+        self.hash_bits = hash_bits
         _check_params(self)
 
         self._rule = policies.decision_rule(variant)
         self._range = (float(reward_range[0]), float(reward_range[1]))
         self._oracle = _make_oracle(oracle, self._range)
         self._sparse_input = getattr(self._oracle, "sparse_input", False)
-        self._encoder = FeatureEncoder(cross=cross, intercept=intercept)
+        self._encoder = FeatureEncoder(cross=cross, intercept=intercept, hash_bits=hash_bits)
         self._sampler = None  # the generator of the draws, made at the first draw
         self._budget_kind = budget or ("beta" if beta is not None else "mellowness")
         self._selector = BudgetSelector(budget_grid) if self._budget_kind == "auto" else None
@@ -648,6 +654,8 @@ class RegCB:
         if not getattr(self._oracle, "fits", lambda *_: True)(n_models, dim):
             self._oracle = self._oracle.bounded(n_models)
             self._one_row_ready = self._one_row_oracle()
+        if hasattr(self._oracle, "dim_limit"):  # room for every hashed slot at most
+            self._oracle.dim_limit = self._encoder.max_dim
         self._oracle.grow(n_models, dim)
 
     def _rebuild(self) -> None:
@@ -848,6 +856,8 @@ def _check_params(learner: RegCB) -> None:
         "reward_range": _is_range(learner.reward_range),
         "warm_start_epochs": isinstance(learner.warm_start_epochs, int)
         and learner.warm_start_epochs >= 0,
+        "hash_bits": learner.hash_bits is None or (
+            isinstance(learner.hash_bits, int) and 1 <= learner.hash_bits <= 32),
     }
     expected = {
         "variant": f"one of {policies.VARIANTS}",
@@ -858,6 +868,7 @@ def _check_params(learner: RegCB) -> None:
         "horizon": "None or an int >= 1",
         "reward_range": "a pair (low, high) of finite numbers with low < high",
         "warm_start_epochs": "an int >= 0",
+        "hash_bits": "None or an int from 1 to 32",
     }
     for name, ok in checks.items():
         if not ok:

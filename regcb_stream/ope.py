@@ -45,6 +45,7 @@ The command prints one row per estimator (value, interval, VW's loss) and exits 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 from statistics import NormalDist
@@ -182,7 +183,7 @@ class ConstantPolicy:
 
 class ModelPolicy:
     """A learner saved by ``regcb-stream -f``, as a fixed policy over `iter_vw` examples read
-    with the model's settings (``merge_shared=True``, its ``-q`` interactions)."""
+    with the model's settings (``merge_shared=True``, its ``-q`` interactions, its ``-b``)."""
 
     def __init__(self, learner, settings: dict):
         self.learner = learner
@@ -195,6 +196,11 @@ class ModelPolicy:
         return cls(*load_model(path))
 
     def pmf(self, context, actions) -> list[float]:
+        bits = self.settings.get("hash_bits")
+        if bits and any(isinstance(key, str) for row in [context, *actions[:1]]
+                        if isinstance(row, dict) for key in itertools.islice(row, 1)):
+            raise ValueError(f"the model hashes its features: read the examples with "
+                             f"iter_vw(..., hash_bits={bits})")
         if self.settings["adf"]:
             return self.learner.pmf(context, actions)
         return self.learner.pmf(context, list(range(len(actions))))  # the CLI's labels 0..K-1
@@ -226,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     from regcb_stream.integrations.river import iter_vw
 
     source = sys.stdin if args.data == "-" else args.data
-    examples = iter_vw(source, adf, n_actions, interactions=interactions, merge_shared=True)
+    bits = policy.settings.get("hash_bits") if isinstance(policy, ModelPolicy) else None
+    examples = iter_vw(source, adf, n_actions, interactions=interactions, merge_shared=True,
+                       hash_bits=bits)
     try:
         estimates = evaluate(policy, examples, alpha=args.alpha)
     except (OSError, ValueError) as error:  # unreadable file, bad example, empty log

@@ -22,8 +22,9 @@ import os
 import pickle
 
 FORMAT = "regcb-stream model"
-VERSION = 4  # 2: RidgeOracle folds rows lazily, learns a prior; 3: budget kinds, automatic budget;
-# 4: the compiled ridge state (rows learned at once, the joint model in blocks)
+VERSION = 5  # 2: RidgeOracle folds rows lazily, learns a prior; 3: budget kinds, automatic budget;
+# 4: the compiled ridge state (rows learned at once, the joint model in blocks); 5: hashed
+# features (-b), the bounded ridge oracle
 
 
 def save_model(path: str | os.PathLike, learner, settings: dict) -> None:

@@ -31,8 +31,9 @@ HEADER = (
 class ProgressTable:
     """Accumulates VW's counters and prints its progress rows to ``out``."""
 
-    def __init__(self, out: TextIO | None):
+    def __init__(self, out: TextIO | None, preamble: tuple[str, ...] = ()):
         self.out = out
+        self.preamble = preamble  # lines before the table (VW: the settings in force)
         self.examples = 0
         self.labelled = 0
         self.loss = 0.0
@@ -78,7 +79,7 @@ class ProgressTable:
         if self.out is None:
             return
         if self.examples == 1:
-            self.out.write(HEADER)
+            self.out.write("".join(line + "\n" for line in self.preamble) + HEADER)
         average = _loss(self.loss, self.labelled)
         since = _loss(*self._since)
         label_text = "unknown" if label is None else "{}:{}:{}".format(*map(_short, label))
@@ -89,9 +90,14 @@ class ProgressTable:
         )
         self._since = [0.0, 0]
 
-    def summary(self, budget: str | None = None) -> str:
-        """VW's closing block (plus the count of skipped examples in lenient mode and the
-        exploration ``budget`` in force, in words)."""
+    def note(self, text: str) -> None:
+        """A line of its own between the rows."""
+        if self.out is not None:
+            self.out.write(text + "\n")
+
+    def summary(self, budget: str | None = None, oracle: str | None = None) -> str:
+        """VW's closing block (plus the count of skipped examples in lenient mode, and the
+        exploration ``budget`` and the ``oracle`` in force, in words)."""
         lines = [
             "",
             "finished run",
@@ -105,6 +111,8 @@ class ProgressTable:
             lines.append(f"skipped examples = {self.skipped}")
         if budget:
             lines.append(f"exploration budget = {budget}")
+        if oracle:
+            lines.append(f"oracle = {oracle}")
         return "\n".join(lines) + "\n"
 
 

@@ -87,7 +87,7 @@ def test_exact_ridge_hands_over_when_it_outgrows_max_exact():
             assert isinstance(learner._oracle, RidgeOracle)
     oracle = learner._oracle
     assert isinstance(oracle, BoundedRidgeOracle) and oracle._hinv.shape[1] == 30
-    assert oracle.nbytes < 4 * 16 * (30**2 + 1.25 * oracle.dim + 1024)
+    assert oracle.nbytes < 4 * (24 * 30**2 + 8 * (1.25 * oracle.dim + 1024))
     assert "bounded ridge" in learner.oracle_in_use
 
 
@@ -106,7 +106,7 @@ def test_the_hand_over_keeps_the_exact_solution():
 def test_a_memory_limit_names_what_it_would_take():
     oracle = BoundedRidgeOracle(head=0, memory=2**20)
     oracle.grow(4, 1000)
-    with pytest.raises(MemoryLimitError, match=r"needs 2\.4 MB for 4 models of 40000 feat"):
+    with pytest.raises(MemoryLimitError, match=r"needs 1\.2 MB for 4 models of 40000 feat"):
         oracle.grow(4, 40_000)
 
 

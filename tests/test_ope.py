@@ -258,7 +258,8 @@ def test_cli_with_a_regcb_stream_model(tmp_path, capsys):
     assert main(["-d", str(log), "--policy-model", str(model)]) == 0
     table = {line.split()[0]: float(line.split()[1]) for line in
              capsys.readouterr().out.splitlines()[1:]}
-    expected = evaluate(ModelPolicy.load(model), iter_vw(log, adf=True, merge_shared=True))
+    expected = evaluate(ModelPolicy.load(model), iter_vw(log, adf=True, merge_shared=True,
+                                                         hash_bits=18))
     assert table == pytest.approx({k: round(v.value, 5) for k, v in expected.items()}, abs=1e-5)
 
 
@@ -309,11 +310,15 @@ def test_model_policy_is_the_policy_regcb_stream_plays(tmp_path, flags):
     played = read_predictions(tmp_path / "p.txt")
     policy = ModelPolicy.load(model)
     examples = iter_vw(io.StringIO(logged), adf, None if adf else 4,
-                       interactions=policy.settings["interactions"], merge_shared=True)
+                       interactions=policy.settings["interactions"], merge_shared=True,
+                       hash_bits=policy.settings["hash_bits"])
     ours = np.array([policy.pmf(c, a) for c, a, _ in examples])
     assert ours.shape == played.shape == (100, 4)
     assert np.abs(ours - played).max() <= 5e-7  # -p writes 6 decimals
     assert len({tuple(row) for row in played.round(6)}) > 1  # not one constant distribution
+    named = next(iter_vw(io.StringIO(logged), adf, None if adf else 4, merge_shared=True))
+    with pytest.raises(ValueError, match="hash_bits=18"):  # features keyed by name
+        policy.pmf(*named[:2])
 
 
 def test_cli_exit_statuses(tmp_path, capsys):

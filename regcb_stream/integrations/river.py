@@ -14,6 +14,7 @@ learns its unsupervised steps. `iter_vw` reads VW contextual-bandit text the way
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import typing
 from collections.abc import Mapping
@@ -21,7 +22,7 @@ from collections.abc import Mapping
 from river import bandit
 from river.stream import utils
 
-from regcb_stream.io.vw_features import flatten, flatten_adf
+from regcb_stream.io.vw_features import HashKeys, flatten, flatten_adf
 from regcb_stream.io.vw_text import iter_adf, iter_cb
 from regcb_stream.learner import DEFAULT_VARIANT, RegCB
 
@@ -236,6 +237,7 @@ def iter_vw(
     *,
     interactions: typing.Iterable[str] = (),
     merge_shared: bool = False,
+    hash_bits: int | None = None,
 ) -> typing.Iterator[tuple[dict, list, LoggedLabel | None]]:
     """Iterate over VW contextual-bandit text, one ``(context, actions, label)`` per example.
 
@@ -246,6 +248,9 @@ def iter_vw(
     ``merge_shared`` the context is ``{}`` and each action dict also holds the shared
     features and the ``-q`` crosses between shared and action namespaces, as VW (and
     ``regcb-stream --cb_explore_adf``) sees them. ``label`` is None for an unlabelled example.
+    With ``hash_bits``, keys are VW's slots instead (``feature_hash & (2**hash_bits - 1)``, as
+    VW's ``-b`` hashes them; features sharing a slot are summed), which
+    ``RegCB(hash_bits=...)`` takes as they are.
 
     Parameters
     ----------
@@ -259,6 +264,8 @@ def iter_vw(
         VW's ``-q`` crosses (``"sa"``), computed within each line unless ``merge_shared``.
     merge_shared
         ADF only: merge the shared features into each action, as VW does.
+    hash_bits
+        Key features by their VW slot in a table of ``2**hash_bits`` (VW's ``-b``).
 
     Examples
     --------
@@ -273,20 +280,24 @@ def iter_vw(
     >>> data = io.StringIO("shared |u a\\n|x b\\n0:0.5:0.25 |x c\\n\\n")
     >>> next(iter_vw(data, adf=True))
     ({'u^a': 1.0}, [{'x^b': 1.0}, {'x^c': 1.0}], LoggedLabel(index=1, cost=0.5, prob=0.25))
+    >>> next(iter_vw(io.StringIO("1:0:0.5 |s x:2"), n_actions=2, hash_bits=18))[0]
+    {45013: 2.0}
 
     """
     if not adf and (n_actions is None or n_actions < 1):
         raise ValueError(f"single-line input needs n_actions >= 1, got {n_actions!r}")
     interactions = tuple(interactions)
+    flat = functools.partial(_flat, bits=hash_bits)
     should_close = isinstance(filepath_or_buffer, (str, os.PathLike))
     buffer = _open(filepath_or_buffer) if should_close else filepath_or_buffer
     try:
         if adf:
             for ex in iter_adf(buffer):
-                yield (*_adf_inputs(ex, interactions, merge_shared), _logged(ex.label, 0))
+                yield (*_adf_inputs(ex, interactions, merge_shared, flat),
+                       _logged(ex.label, 0))
         else:
             for ex in iter_cb(buffer, n_actions):
-                context = flatten(ex.features, interactions, constant=False)
+                context = flat(flatten, ex.features, interactions)
                 yield context, list(range(1, n_actions + 1)), _logged(ex.label, 1)
     finally:
         if should_close:
@@ -299,11 +310,27 @@ def _open(path) -> typing.TextIO:
     return open(path, encoding="utf-8", newline="\n")  # as VW: a lone \r ends no line
 
 
-def _adf_inputs(example, interactions: tuple, merge_shared: bool) -> tuple[dict, list]:
+def _flat(function, *args, bits: int | None):
+    """``flatten`` or ``flatten_adf`` without the constant, keyed by names, or with ``bits``
+    by VW slots (summing the features that share one)."""
+    if bits is None:
+        return function(*args, constant=False)
+    out = function(*args, constant=False, keys=HashKeys())
+    for row in out if isinstance(out, list) else [out]:
+        slots: dict[int, float] = {}
+        for key, value in row.items():
+            slot = key & ((1 << bits) - 1)
+            slots[slot] = slots.get(slot, 0.0) + value
+        row.clear()
+        row.update(slots)
+    return out
+
+
+def _adf_inputs(example, interactions: tuple, merge_shared: bool, flat) -> tuple[dict, list]:
     if merge_shared:
-        return {}, flatten_adf(example.shared, example.actions, interactions, constant=False)
-    context = flatten(example.shared or (), interactions, constant=False)
-    return context, [flatten(a, interactions, constant=False) for a in example.actions]
+        return {}, flat(flatten_adf, example.shared, example.actions, interactions)
+    context = flat(flatten, example.shared or (), interactions)
+    return context, [flat(flatten, a, interactions) for a in example.actions]
 
 
 def _logged(label, first: int) -> LoggedLabel | None:

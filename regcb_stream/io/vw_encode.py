@@ -11,6 +11,11 @@ parser, so the result is always the reference's (the tests compare the two on fu
 input); zero-valued features only differ in that a template registers their column.
 `AdfEncoder.encode_block` does the same for the shared lines of a block of ADF examples.
 
+With ``hash_bits`` (VW's ``-b``), features are keyed by VW's hashes (`vw_features.HashKeys`)
+and ``columns`` maps hashes to columns; `TextEncoder` then reads lines without crosses in one
+compiled pass (``_scan.hashes``), whatever their names, with no templates to build. Features
+whose hashes share a slot share a column: their values add up, as in VW.
+
 >>> keys = {}
 >>> encoder = TextEncoder(lambda names: [keys.setdefault(k, len(keys) + 1) for k in names])
 >>> block = encoder.encode(["s a:2 b:0.5", "s a:1 b:4 |t c", "s :3"])
@@ -33,6 +38,7 @@ from regcb_stream.features import EncodedRows
 from regcb_stream.io.vw_features import (
     DEFAULT_NS,
     FieldError,
+    HashKeys,
     flatten,
     flatten_adf,
     parse_namespaces,
@@ -67,17 +73,24 @@ class TextEncoder:
         `vw_features.flatten` makes them) to columns, registering new keys.
     interactions
         VW's ``-q`` crosses: lines with crosses take the reference path.
+    hash_bits
+        Key features by VW's hashes (``columns`` then maps hashes), read ``-b`` bits.
     """
 
-    def __init__(self, columns: Columns, interactions: Iterable[str] = ()):
+    def __init__(self, columns: Columns, interactions: Iterable[str] = (),
+                 hash_bits: int | None = None):
         self._columns = columns
         self.interactions = tuple(interactions)
+        self.hash_bits = hash_bits
+        self._keys = None if hash_bits is None else HashKeys()
         self._templates: dict[tuple[str, ...], tuple | None] = {}
 
     def encode(self, bodies: list[str]) -> EncodedBlock:
         """Encode the feature text of a block of lines."""
-        if self.interactions:
+        if self.interactions or (self._keys and _scan is None):
             return self._finish(len(bodies), [], np.ones(len(bodies), bool), bodies)
+        if self._keys:
+            return self._encode_hashed(bodies)
         groups, slow = _scan_groups(bodies)
         parts = []
         for lines, names, values in groups:
@@ -99,21 +112,44 @@ class TextEncoder:
             return np.array(self._columns(keys), np.intp)
         return _memo(self._templates, names, make)
 
+    def _encode_hashed(self, bodies: list[str]) -> EncodedBlock:
+        """Every line's hashes in one compiled pass; the slow lines by the reference."""
+        offsets, _, hashes, values, slow = _scan.hashes(list(bodies), self.hash_bits)
+        offsets, values = np.frombuffer(offsets, np.int64), np.frombuffer(values, float)
+        slow = np.frombuffer(slow, bool).copy()
+        columns = np.asarray(self._columns(np.frombuffer(hashes, np.uint32)), np.intp)
+        counts = np.diff(offsets)
+        line = np.repeat(np.arange(len(bodies)), counts)
+        position = np.arange(len(line)) - offsets[line]
+        return self._finish(len(bodies), [(line, position, columns, values)], slow, bodies)
+
     def _finish(self, n: int, groups: list, slow: np.ndarray, bodies=None) -> EncodedBlock:
-        """Padded rows from the template groups, plus the slow lines by the reference."""
+        """Padded rows from the template groups (or the hashed lines' entries), plus the
+        slow lines by the reference."""
         reference, errors = {}, {}
         for i in np.flatnonzero(slow).tolist():
             try:
-                features = flatten(parse_namespaces(bodies[i]), self.interactions, False)
+                features = flatten(parse_namespaces(bodies[i]), self.interactions, False,
+                                   self._keys)
             except FieldError as error:
                 errors[i] = error
                 continue
             reference[i] = (self._columns(list(features)), list(features.values()))
-        width = max([g[1].size for g in groups] + [len(c) for c, _ in reference.values()] + [1])
+        widths = [int(g[1].max(initial=-1)) + 1 if len(g) == 4 else g[1].size for g in groups]
+        width = max(widths + [len(c) for c, _ in reference.values()] + [1])
         rows = _pad(reference, n, width)
-        for lines, columns, values in groups:
-            rows.index[lines, : columns.size], rows.value[lines, : columns.size] = columns, values
-        return EncodedBlock(rows, (rows.value != 0).sum(axis=1), errors)
+        for group in groups:
+            if len(group) == 4:  # hashed entries: (line, position, column, value)
+                line, position, columns, values = group
+                rows.index[line, position], rows.value[line, position] = columns, values
+            else:
+                lines, columns, values = group
+                rows.index[lines, : columns.size] = columns
+                rows.value[lines, : columns.size] = values
+        n_features = (rows.value != 0).sum(axis=1)  # (VW counts features sharing a slot)
+        if self._keys is not None:
+            rows = _merge_repeats(rows)
+        return EncodedBlock(rows, n_features, errors)
 
 
 def _scan_groups(bodies: list[str]) -> tuple[list, np.ndarray]:
@@ -135,6 +171,24 @@ def _scan_groups(bodies: list[str]) -> tuple[list, np.ndarray]:
         width = int(count[first])
         groups.append((lines, names, values[starts[lines, None] + np.arange(width)]))
     return groups, slow
+
+
+def _merge_repeats(rows: EncodedRows) -> EncodedRows:
+    """Rows whose columns repeat (features whose hashes share a slot) with each column once,
+    its values summed (padding, column 0, is not a feature column)."""
+    ordered = np.sort(rows.index, axis=-1)
+    repeats = ((ordered[..., 1:] == ordered[..., :-1]) & (ordered[..., 1:] > 0)).any(axis=-1)
+    if not repeats.any():
+        return rows
+    index, value = rows.index.copy(), rows.value.copy()
+    for at in zip(*np.nonzero(repeats)):
+        summed: dict[int, float] = {}
+        for column, v in zip(index[at].tolist(), value[at].tolist()):
+            if column:
+                summed[column] = summed.get(column, 0.0) + v
+        index[at], value[at] = 0, 0.0
+        index[at][: len(summed)], value[at][: len(summed)] = list(summed), list(summed.values())
+    return EncodedRows(index, value)
 
 
 def _layout(names: tuple[str, ...]) -> tuple:
@@ -180,10 +234,11 @@ class AdfEncoder:
     """
 
     def __init__(self, columns: Columns, interactions: Iterable[str] = (),
-                 constant: bool = True):
+                 constant: bool = True, hash_bits: int | None = None):
         self._columns = columns
         self.interactions = tuple(interactions)
         self.constant = constant
+        self._keys = None if hash_bits is None else HashKeys()
         self._templates: dict[tuple, tuple | None] = {}
 
     def encode(self, shared, actions) -> tuple[EncodedRows, int]:
@@ -248,10 +303,11 @@ class AdfEncoder:
         return EncodedBlock(EncodedRows(index, value), n_features, errors)
 
     def _reference(self, shared, actions) -> tuple[EncodedRows, int]:
-        rows = flatten_adf(shared, actions, self.interactions, constant=False)
+        rows = flatten_adf(shared, actions, self.interactions, False, self._keys)
         n_features = sum(map(len, rows)) + self.constant * len(rows)
         encoded = {i: (self._columns(list(row)), list(row.values())) for i, row in enumerate(rows)}
-        return _pad(encoded, len(rows)), n_features
+        encoded = _pad(encoded, len(rows))
+        return (encoded if self._keys is None else _merge_repeats(encoded)), n_features
 
     def _template(self, names: tuple, actions: tuple) -> tuple | None:
         """Columns and ``(coef, i, j)`` per entry of the rows of examples whose shared line
@@ -266,12 +322,14 @@ class AdfEncoder:
                                       enumerate(feats))))
             count += len(feats)
         try:
-            rows = flatten_adf(tuple(slots), actions, self.interactions, constant=False)
+            rows = flatten_adf(tuple(slots), actions, self.interactions, False, self._keys)
             terms = [[_Slot.of(v) for v in row.values()] for row in rows]
         except _NotAMonomial:
             return None
         encoded = _pad({i: (self._columns(list(row)), [1.0] * len(row))
                         for i, row in enumerate(rows)}, len(rows))
+        if _merge_repeats(encoded) is not encoded:
+            return None  # hashes that share a slot: the reference path sums them
         coef, first, second = (np.zeros(encoded.index.shape, t) for t in (float, np.intp, np.intp))
         for r, row in enumerate(terms):
             for c, term in enumerate(row):

@@ -10,7 +10,9 @@ number plus the namespace hash).
 Keys made by `flatten` / `flatten_adf` follow VW's ``--audit`` names: ``"ns^feature"``, just
 ``"feature"`` in the default namespace, ``"a^x*b^y"`` for a quadratic cross, and ``"constant"``
 for VW's constant feature (``Constant`` in VW's audit). Duplicate keys are summed. The scheme is
-not injective when names contain ``^`` or ``*``, which only merges such features.
+not injective when names contain ``^`` or ``*``, which only merges such features. With
+``keys=HashKeys()`` the keys are VW's own unmasked hashes instead (`regcb_stream.io.hashing`:
+a feature's ``feature_hash``, a cross's ``cross_hash``), which ``-b`` bits then mask.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 from itertools import combinations_with_replacement
+
+from regcb_stream.io.hashing import cross_hash, feature_hash, namespace_hash
 
 Feature = tuple[str, float]
 Namespace = tuple[str, tuple[Feature, ...]]
@@ -27,6 +31,30 @@ DEFAULT_NS = " "
 CONSTANT_KEY = "constant"
 _NAN = float("nan")
 FLOAT32_MIN, FLOAT32_MAX = 1.1754943508222875e-38, 3.4028234663852886e38  # VW stores float32
+
+
+class HashKeys:
+    """`flatten`'s keys as VW's unmasked hashes: a feature ``feature_hash(namespace_hash(ns),
+    name)``, a ``-q`` cross ``cross_hash(first, second)``, the constant VW's 11650396.
+
+    >>> hashed = flatten((("a", (("x", 1.0),)), ("b", (("y", 2.0),))), ["ab"], False, HashKeys())
+    >>> [(key & (2**18 - 1), value) for key, value in hashed.items()]  # VW's -b 18 slots
+    [(55432, 1.0), (152274, 2.0), (167114, 2.0)]
+    """
+
+    constant = 11650396  # VW's constant feature (constant.h)
+
+    def __init__(self):
+        self._namespaces: dict[str, int] = {}
+
+    def features(self, namespace: str, feats: tuple[Feature, ...]) -> tuple:
+        """A namespace's features keyed by their hashes."""
+        seed = self._namespaces.get(namespace)
+        if seed is None:
+            seed = self._namespaces[namespace] = namespace_hash(namespace)
+        return tuple([(feature_hash(seed, name), value) for name, value in feats])
+
+    cross = staticmethod(cross_hash)
 
 
 class FieldError(Exception):
@@ -160,8 +188,9 @@ def merge_shared(shared: Features | None, action: Features) -> Features:
 
 
 def flatten(
-    namespaces: Features, interactions: Iterable[str] = (), constant: bool = True
-) -> dict[str, float]:
+    namespaces: Features, interactions: Iterable[str] = (), constant: bool = True,
+    keys: HashKeys | None = None,
+) -> dict:
     """Flatten namespaces to ``{key: value}`` with VW's ``-q`` crosses and constant feature.
 
     Parameters
@@ -175,10 +204,12 @@ def flatten(
         twice in either order is crossed once, keys in sorted character order.
     constant : bool
         Add VW's constant feature (key ``"constant"``, value 1); False for ``--noconstant``.
+    keys : HashKeys, optional
+        Key features by VW's hashes instead of their names.
 
     Returns
     -------
-    dict of str to float
+    dict of str (or int) to float
         Keys as described in the module docstring; values of repeated keys are summed.
 
     Examples
@@ -187,14 +218,15 @@ def flatten(
     {'User^u': 2.0, 'Ad^a': 0.5, 'x': 1.0, 'constant': 1.0, 'User^u*Ad^a': 1.0}
     """
     groups: dict[str, list[Feature]] | None = {} if interactions else None
-    out = _collect({}, namespaces, groups, constant)
+    out = _collect({}, namespaces, groups, constant, keys)
     if groups:
-        _interact(out, groups, interactions)
+        _interact(out, groups, interactions, keys)
     return out
 
 
 def flatten_adf(shared: Features | None, actions: Iterable[Features],
-                interactions: Iterable[str] = (), constant: bool = True) -> list[dict[str, float]]:
+                interactions: Iterable[str] = (), constant: bool = True,
+                keys: HashKeys | None = None) -> list[dict]:
     """`flatten` of each action merged with the shared features, doing the shared part once.
 
     Examples
@@ -205,25 +237,27 @@ def flatten_adf(shared: Features | None, actions: Iterable[Features],
     """
     interactions = tuple(interactions)
     shared_groups: dict[str, list[Feature]] = {}
-    base = _collect({}, shared or (), shared_groups, constant)
+    base = _collect({}, shared or (), shared_groups, constant, keys)
     result = []
     for action in actions:
         groups: dict[str, list[Feature]] | None = {} if interactions else None
-        out = _collect(base.copy(), action, groups, False)
+        out = _collect(base.copy(), action, groups, False, keys)
         if groups is not None:
             for c, feats in shared_groups.items():
                 groups[c] = groups[c] + feats if c in groups else feats
-            _interact(out, groups, interactions)
+            _interact(out, groups, interactions, keys)
         result.append(out)
     return result
 
 
-def _collect(out: dict[str, float], namespaces: Features,
-             groups: dict[str, list[Feature]] | None, constant: bool) -> dict[str, float]:
+def _collect(out: dict, namespaces: Features, groups: dict[str, list[Feature]] | None,
+             constant: bool, keys: HashKeys | None = None) -> dict:
     """Add keyed features (and the constant) to `out`; group them by first letter if asked."""
     get = out.get
     for name, feats in namespaces:
-        if name != DEFAULT_NS:
+        if keys is not None:
+            feats = keys.features(name, feats)
+        elif name != DEFAULT_NS:
             prefix = name + "^"
             feats = tuple([(prefix + f, v) for f, v in feats])
         for key, value in feats:
@@ -231,21 +265,23 @@ def _collect(out: dict[str, float], namespaces: Features,
         if groups is not None:
             groups.setdefault(name[0], []).extend(feats)
     if constant:
-        out[CONSTANT_KEY] = get(CONSTANT_KEY, 0.0) + 1.0
+        key = CONSTANT_KEY if keys is None else keys.constant
+        out[key] = get(key, 0.0) + 1.0
     return out
 
 
-def _interact(out: dict[str, float], groups: dict[str, list[Feature]], specs) -> None:
+def _interact(out: dict, groups: dict[str, list[Feature]], specs,
+              keys: HashKeys | None = None) -> None:
     for a, b in _expand(tuple(specs), tuple(sorted(groups))):
-        _cross(out, groups[a], groups[b], a == b)
+        _cross(out, groups[a], groups[b], a == b, keys)
 
 
-def _cross(out: dict[str, float], left: list[Feature], right: list[Feature], same: bool) -> None:
+def _cross(out: dict, left: list[Feature], right: list[Feature], same: bool,
+           keys: HashKeys | None) -> None:
     get = out.get
     for i, (k1, v1) in enumerate(left):
-        prefix = k1 + "*"
         for k2, v2 in right[i:] if same else right:
-            key = prefix + k2
+            key = k1 + "*" + k2 if keys is None else keys.cross(k1, k2)
             out[key] = get(key, 0.0) + v1 * v2
 
 

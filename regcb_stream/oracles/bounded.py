@@ -21,7 +21,9 @@ class BoundedRidgeOracle:
     """Ridge regression per model with the Gram matrix ``A = l2 I + sum w x x^T`` kept
     exactly on its first ``head`` columns and as its diagonal ``P`` on the others: memory
     ``O(head^2 + D)`` per model and work ``O(head^2 + nonzeros)`` per label, however many
-    features there are (VW's ``-b 18`` allows 262,144). Columns are numbered in order of
+    features there are (VW's ``-b 18`` allows 262,144). The tail's diagonal and solution are
+    stored as float32, as VW stores its weights (8 bytes per feature and model); the
+    arithmetic is in double. Columns are numbered in order of
     appearance, so the head holds the intercept and the first features seen (in a stream,
     mostly the frequent ones).
 
@@ -35,6 +37,8 @@ class BoundedRidgeOracle:
 
     - With at most ``head`` columns, this is exact ridge (``RidgeOracle``'s numbers, up to
       rounding).
+    - Beyond the head, the float32 storage rounds each tail weight to 7 significant
+      digits.
     - Beyond the head, correlations between two tail columns, and between the tail and the
       head, are dropped. Where tail features never share a row (one-hot contexts, hashed
       names that rarely co-occur) nothing is lost. Otherwise ``x.A~^-1 x`` is not a bound
@@ -95,10 +99,12 @@ class BoundedRidgeOracle:
         self.head = int(head)
         self.memory = memory
         self._dim = 0
-        self._hinv = np.zeros((0, 0, 0))  # (models, h, h): the head's inverse and Gram
-        self._hgram = np.zeros((0, 0, 0))
-        self._prec = np.zeros((0, 0))  # (models, capacity): the diagonal of A
-        self._theta = np.zeros((0, 0))
+        self.dim_limit: int | None = None  # the most features there can be (hashing)
+        self._hinv = np.zeros((0, 0, 0))  # (models, h, h): the head's inverse, Gram and
+        self._hgram = np.zeros((0, 0, 0))  # solution
+        self._htheta = np.zeros((0, 0))
+        self._prec = np.zeros((0, 0), np.float32)  # (models, capacity): the tail's A_jj
+        self._theta = np.zeros((0, 0), np.float32)  # and solution
         self._updates = np.zeros(0, np.int64)  # head updates since a fresh inverse
         self._pending: list[tuple] = []  # labels since the last rebuild, in order
 
@@ -126,7 +132,8 @@ class BoundedRidgeOracle:
     @property
     def nbytes(self) -> int:
         """Memory of the statistics."""
-        return sum(a.nbytes for a in (self._hinv, self._hgram, self._prec, self._theta))
+        return sum(a.nbytes for a in (self._hinv, self._hgram, self._htheta, self._prec,
+                                      self._theta))
 
     def grow(self, n_models: int, dim: int) -> None:
         """Add empty models and unseen features (the head takes them while it has room;
@@ -136,19 +143,21 @@ class BoundedRidgeOracle:
         h, cap = min(self._dim, self.head), self._theta.shape[1]
         if self._dim > cap:  # in pages of 1024 columns
             cap = -(-max(self._dim, cap + cap // 4) // 1024) * 1024
+            cap = min(cap, max(self._dim, self.dim_limit or cap))
         if self.memory is not None:
-            need = 16 * m * (h * h + self._dim)
+            need = m * (24 * h * h + 8 * self._dim)
             if need > self.memory:
                 raise MemoryLimitError(
                     f"the bounded ridge oracle needs {need / 2**20:.1f} MB for {m} models of "
                     f"{self._dim} features, over its memory limit of "
                     f"{self.memory / 2**20:.1f} MB")
-            cap = max(self._dim, min(cap, self.memory // (16 * m) - h * h))
+            cap = max(self._dim, min(cap, (self.memory // m - 24 * h * h) // 8))
         if (m, h, cap) == (m0, h0, self._theta.shape[1]):
             return
         eye = np.eye(h)
         self._hinv = _grown(self._hinv, (m, h, h), eye / self.l2)
         self._hgram = _grown(self._hgram, (m, h, h), eye * self.l2)
+        self._htheta = _grown(self._htheta, (m, h), 0.0)
         self._prec = _grown(self._prec, (m, cap), float(self.l2))
         self._theta = _grown(self._theta, (m, cap), 0.0)
         self._updates = np.r_[self._updates, np.zeros(m - m0, np.int64)]
@@ -186,24 +195,25 @@ class BoundedRidgeOracle:
         """One label (see the class docstring); whether the head is due a fresh inverse."""
         h, cap = self._hinv.shape[1], self._theta.shape[1]
         if self.compiled:
-            return _ridge.bounded_learn(self._hinv, self._hgram, self._prec, self._theta,
-                                        self._updates, model, index, value, len(value), h, cap,
-                                        weight, residual, self.refresh_every)
+            return _ridge.bounded_learn(self._hinv, self._hgram, self._htheta, self._prec,
+                                        self._theta, self._updates, model, index, value,
+                                        len(value), h, cap, weight, residual, self.refresh_every)
         cols = index if index.size else np.arange(len(value))
         cols, value = cols[value != 0], value[value != 0]
         prec, theta = self._prec[model], self._theta[model]
         head, tail = cols < h, cols[cols >= h]
-        x_head = np.zeros(h)
+        x_head, x_tail = np.zeros(h), value[~head]
         x_head[cols[head]] = value[head]
         spread = self._hinv[model] @ x_head
         quad = x_head @ spread
-        step = weight * (residual - value @ theta[cols]) / (
-            1.0 + weight * (quad + value[~head] ** 2 @ (1.0 / prec[tail])))
-        theta[tail] += step * value[~head] / prec[tail]
-        prec[tail] += weight * value[~head] ** 2
+        p_tail = prec[tail].astype(float)
+        fit = x_head @ self._htheta[model] + x_tail @ theta[tail].astype(float)
+        step = weight * (residual - fit) / (1.0 + weight * (quad + x_tail**2 @ (1.0 / p_tail)))
+        theta[tail] = theta[tail] + step * x_tail / p_tail
+        prec[tail] = p_tail + weight * x_tail**2
         if not head.any():
             return False
-        theta[:h] += step * spread
+        self._htheta[model] += step * spread
         self._hinv[model] -= np.multiply.outer(spread, weight / (1.0 + weight * quad) * spread)
         self._hgram[model] += weight * np.multiply.outer(x_head, x_head)
         self._updates[model] += 1
@@ -227,14 +237,16 @@ class BoundedRidgeOracle:
         h, cap = self._hinv.shape[1], self._theta.shape[1]
         if self.compiled:
             pred, var = np.empty((n, k)), np.empty((n, k))
-            _ridge.bounded_moments(self._hinv, self._hgram, self._prec, self._theta,
-                                   self._updates, models, index, value, n, r, k, width, h, cap,
-                                   self.prior_mean, pred, var)
+            _ridge.bounded_moments(self._hinv, self._hgram, self._htheta, self._prec,
+                                   self._theta, self._updates, models, index, value, n, r, k,
+                                   width, h, cap, self.prior_mean, pred, var)
             return pred, var
         dense = SparseRows(None if index is _DENSE else index, value, cap).dense()
         dense = np.broadcast_to(dense, (n, k, cap))
-        pred = np.einsum("nkd,kd->nk", dense, self._theta[models]) + self.prior_mean
-        tail = np.einsum("nkd,kd->nk", dense[..., h:] ** 2, 1.0 / self._prec[models, h:])
+        theta = np.hstack([self._htheta, self._theta[:, h:].astype(float)])[models]
+        pred = np.einsum("nkd,kd->nk", dense, theta) + self.prior_mean
+        tail = np.einsum("nkd,kd->nk", dense[..., h:] ** 2,
+                         1.0 / self._prec[models, h:].astype(float))
         head = np.einsum("nkd,kde,nke->nk", dense[..., :h], self._hinv[models], dense[..., :h])
         return pred, np.maximum(head, 0.0) + tail
 
@@ -275,8 +287,9 @@ class BoundedRidgeOracle:
         start = 0
         while start < n:
             start, learned, stale = _ridge.bounded_run(
-                self._hinv, self._hgram, self._prec, self._theta, self._updates, models,
-                index, value, played, rewards, weights, budgets, *out, start, n, r, k, width,
+                self._hinv, self._hgram, self._htheta, self._prec, self._theta, self._updates,
+                models, index, value, played, rewards, weights, budgets, *out, start, n, r, k,
+                width,
                 self._hinv.shape[1], self._theta.shape[1], optimistic, self.refresh_every,
                 self.prior_mean, *reward_range, tolerance)
             budgets = budgets[learned:]
@@ -318,8 +331,10 @@ class BoundedRidgeOracle:
         oracle.reward_range = ridge.reward_range
         oracle.grow(ridge.n_models, ridge.dim)
         d, h = ridge.dim, oracle._hinv.shape[1]
-        oracle._prec[:, :d] = np.diagonal(ridge._a, axis1=1, axis2=2)
-        oracle._theta[:, :d] = np.linalg.solve(ridge._a, ridge._b[..., None])[..., 0]
+        theta = np.linalg.solve(ridge._a, ridge._b[..., None])[..., 0]
+        oracle._htheta[:] = theta[:, :h]
+        oracle._prec[:, h:d] = np.diagonal(ridge._a, axis1=1, axis2=2)[:, h:]
+        oracle._theta[:, h:d] = theta[:, h:]
         oracle._hgram[:] = ridge._a[:, :h, :h]
         oracle._hinv[:] = np.linalg.inv(oracle._hgram)
         return oracle
@@ -327,7 +342,7 @@ class BoundedRidgeOracle:
 
 def _grown(array: np.ndarray, shape: tuple[int, ...], fill) -> np.ndarray:
     """``array`` enlarged to ``shape``; new models and features start from ``fill``."""
-    out = np.empty(shape)
+    out = np.empty(shape, array.dtype)
     out[...] = fill
     out[tuple(slice(0, n) for n in array.shape)] = array
     return out

@@ -94,6 +94,9 @@ class VWOracle:
 
     learn_many = learn_row_by_row
 
+    def describe(self) -> str:
+        return "VW's regressor"
+
     def rebuild(self) -> None:
         self._frozen.copy_from(self._live, self._touched)
         self._touched.clear()
