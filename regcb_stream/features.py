@@ -34,6 +34,11 @@ import numpy as np
 
 from regcb_stream.io.hashing import cross_hash, feature_hash, mask
 
+try:
+    from regcb_stream.io import _scan
+except ImportError:  # not built: numpy
+    _scan = None
+
 
 @dataclass(frozen=True)
 class EncodedRows:
@@ -132,7 +137,7 @@ class FeatureEncoder:
             value[i, 1 : 1 + len(values)] = values
         return index, value
 
-    def columns(self, kind: str, keys: list) -> list[int]:
+    def columns(self, kind: str, keys: list) -> list[int] | np.ndarray:
         """Columns of feature keys, registering new ones: ``kind`` is ``"x"`` for context
         features, ``"a"`` for the features of (context, action) rows, and with
         ``hash_bits``, ``"h"`` for VW's hashes of either (an array or a list of ints)."""
@@ -208,8 +213,9 @@ class FeatureEncoder:
 
     def _columns(self, kind: str, keys: list) -> list[int]:
         """Columns of feature keys of one kind, registering new keys."""
-        if self._slots is not None:
-            return self._hashed_columns(kind, keys).tolist()
+        if self._slots is not None:  # (VW's hashes: an array, for the VW readers)
+            columns = self._hashed_columns(kind, keys)
+            return columns if kind == "h" else columns.tolist()
         table = self._index[kind]
         try:
             return [table[key] for key in keys]
@@ -304,6 +310,11 @@ class SlotColumns:
     def __call__(self, hashes: np.ndarray, first: int) -> tuple[np.ndarray, int]:
         """Columns of ``hashes``; new slots get columns ``first, first + 1, ...``. Returns
         the columns and the number of new slots."""
+        if self._table is not None and _scan is not None:  # one compiled pass, in order
+            columns = np.empty(len(hashes), np.int64)
+            fresh = _scan.slot_columns(np.ascontiguousarray(hashes, np.uint64), self._table,
+                                       first, columns)
+            return columns, fresh
         slots = (hashes & np.uint64(self.mask)).astype(np.int64)
         if self._table is None:
             unique, inverse = np.unique(slots, return_inverse=True)

@@ -121,42 +121,42 @@ def test_anonymous_features_are_vws_audit_indices():
         assert anonymous_hash(h, k) & mask(18) == feature_hash(h, str(k)) & mask(18)
 
 
-def compiled(bodies: list[str], bits: int) -> tuple:
-    offsets, slots, hashes, values, slow = _scan.hashes(bodies, bits)
-    return (np.frombuffer(offsets, np.int64), np.frombuffer(slots, np.int64),
-            np.frombuffer(hashes, np.uint32), np.frombuffer(values), np.frombuffer(slow, bool))
+def compiled(bodies: list[str]) -> tuple:
+    offsets, initials, hashes, values, slow = _scan.hashes(bodies)
+    return (np.frombuffer(offsets, np.int64), initials, np.frombuffer(hashes, np.uint32),
+            np.frombuffer(values), np.frombuffer(slow, bool))
 
 
-def reference(body: str) -> list[int]:
-    """`feature_hash` of each feature token of a fast line (printable ASCII, no tab)."""
-    hashes = []
+def reference(body: str) -> tuple[list[int], bytes]:
+    """`feature_hash` of each feature token of a fast line (printable ASCII, no tab), and
+    the first character of its namespace."""
+    hashes, initials = [], b""
     for segment in body.split("|"):
         ns, *tokens = segment.split(" ")
-        hashes += [feature_hash(namespace_hash(ns), t.partition(":")[0]) for t in tokens if t]
-    return hashes
+        names = [t.partition(":")[0] for t in tokens if t]
+        hashes += [feature_hash(namespace_hash(ns), name) for name in names]
+        initials += (ns[:1] or " ").encode() * len(names)
+    return hashes, initials
 
 
-def check_compiled(bodies: list[str], bits: int) -> None:
-    offsets, slots, hashes, values, slow = compiled(bodies, bits)
+def check_compiled(bodies: list[str]) -> None:
+    offsets, initials, hashes, values, slow = compiled(bodies)
     _group, _first, count, scan_values, scan_slow = _scan.scan(bodies)
     np.testing.assert_array_equal(slow, np.frombuffer(scan_slow, bool))
     np.testing.assert_array_equal(np.diff(offsets), np.frombuffer(count, np.int64))
     np.testing.assert_array_equal(values, np.frombuffer(scan_values))
-    np.testing.assert_array_equal(slots, hashes.astype(np.int64) & mask(bits))
     for i, body in enumerate(bodies):
-        want = [] if slow[i] else reference(body)
+        want, starts = ([], b"") if slow[i] else reference(body)
         assert hashes[offsets[i]:offsets[i + 1]].tolist() == want, body
+        assert initials[offsets[i]:offsets[i + 1]] == starts, body
 
 
 def test_compiled_hashes_equal_the_reference():
     bodies = ["a x:1 |b y:2", " x 007 |abc 12345678901234567890 zz:0", "", "|", "  |  a ",
               "User price:1.5 id_4 |Item 0 abcd abcde abcdefg:-3", f"n {LONG_DIGITS[:60]}",
               "a :3", "é x", "a:2 x", "a x:abc", "a\tx", "a x:1e39"]
-    for bits in (1, 10, DEFAULT_BITS, 32):
-        check_compiled(bodies, bits)
-    assert compiled(bodies, 18)[4].tolist()[-6:] == [True] * 6
-    with pytest.raises(ValueError):
-        _scan.hashes(bodies, 33)
+    check_compiled(bodies)
+    assert compiled(bodies)[4].tolist()[-6:] == [True] * 6
 
 
 @st.composite
@@ -176,6 +176,6 @@ def lines(draw) -> str:
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(lines(), max_size=8), st.integers(1, 32))
-def test_compiled_hashes_equal_the_reference_on_random_lines(bodies, bits):
-    check_compiled(bodies, bits)
+@given(st.lists(lines(), max_size=8))
+def test_compiled_hashes_equal_the_reference_on_random_lines(bodies):
+    check_compiled(bodies)

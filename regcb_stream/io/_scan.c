@@ -14,10 +14,14 @@
  * value that is not a plain decimal number ([+-]digits[.digits][e[+-]digits]), that has
  * magnitude outside float32's normal range, or that is not finite.
  *
- * hashes(lines, bits) reads the same texts and returns, for each feature token of each
- * fast line, VW's hash of it (-b bits, --hash strings, hash seed 0) and its value: the
- * compiled form of regcb_stream.io.hashing.feature_hash, with scan's slow lines and its
- * values (zero values kept: VW drops such features).
+ * hashes(lines) reads the same texts and returns, for each feature token of each fast
+ * line, VW's unmasked hash of it (--hash strings, hash seed 0), the first character of its
+ * namespace (what -q matches) and its value: the compiled form of
+ * regcb_stream.io.hashing.feature_hash, with scan's slow lines and its values (zero values
+ * kept: VW drops such features).
+ *
+ * slot_columns and merge_repeats number hashed slots as columns and merge the columns a
+ * row repeats (features whose hashes share a slot), for vw_encode's hashed rows.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -163,11 +167,13 @@ static uint64_t names_hash(const char *p, const char *end) {
  * whether its names are those of the line model..model_end (NULL: no model); with hashes
  * (not NULL), also the tokens' VW hashes.  Returns 0 for a slow line. */
 static int scan_line(const char *p, const char *end, const char *model, const char *model_end,
-                     int *same, Py_ssize_t *count, double *values, uint32_t *hashes) {
+                     int *same, Py_ssize_t *count, double *values, uint32_t *hashes,
+                     char *initials) {
     Py_ssize_t n = 0;
     const char *stop = first_namespace(p, end);
     if (!separated(stop, end) || memchr(p, ':', stop - p)) return 0;  /* namespace scale */
     uint32_t space = hashes ? hash_name(p, stop - p, 0) : 0;  /* the namespace's hash */
+    char initial = stop > p ? *p : ' ';  /* its first character (' ': the default one) */
     const char *m = model;
     *same = 0;
     if (model) {
@@ -188,6 +194,7 @@ static int scan_line(const char *p, const char *end, const char *model, const ch
         if (*p == '|') {
             if (colon) return 0;  /* namespace scale */
             if (hashes) space = hash_name(p + 1, length - 1, 0);
+            initial = length > 1 ? p[1] : ' ';
         } else {
             if (colon == p) return 0;  /* anonymous feature */
             double value = 1.0;
@@ -198,6 +205,7 @@ static int scan_line(const char *p, const char *end, const char *model, const ch
                     return 0;
             }
             if (hashes) hashes[n] = hash_name(p, length, space);
+            if (initials) initials[n] = initial;
             values[n++] = value;
         }
         if (*same) {  /* the model's next name */
@@ -293,7 +301,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         group[i] = -1;
         slow[i] = !starts[i] ||
                   !scan_line(starts[i], stop, f >= 0 ? starts[f] : NULL, f >= 0 ? ends[f] : NULL,
-                             &same, &c, values + total, NULL);
+                             &same, &c, values + total, NULL, NULL);
         count[i] = slow[i] ? 0 : c;
         if (slow[i]) continue;
         total += c;
@@ -344,21 +352,17 @@ done:
 }
 
 PyDoc_STRVAR(hashes_doc,
-"hashes(lines, bits) -> (offsets, slots, hashes, values, slow)\n"
-"For a list of n feature texts (as scan's) and 1 <= bits <= 32, the feature tokens of\n"
-"line i are [offsets[i], offsets[i + 1]) of: slots (int64), hashes & (2**bits - 1);\n"
-"hashes (uint32), VW's unmasked hashes (hashing.feature_hash of the namespace's hash);\n"
+"hashes(lines) -> (offsets, initials, hashes, values, slow)\n"
+"For a list of n feature texts (as scan's), the feature tokens of line i are\n"
+"[offsets[i], offsets[i + 1]) of: initials (bytes), the first character of the token's\n"
+"namespace (' ' for the default one, as -q matches them); hashes (uint32), VW's unmasked\n"
+"hashes (hashing.feature_hash of the namespace's hash);\n"
 "values (float64), as scan's (zero values kept). offsets (n + 1,) int64; slow (n,) bool,\n"
 "as scan's: a slow line has no tokens here.");
 
 static PyObject *py_hashes(PyObject *self, PyObject *args) {
     PyObject *lines;
-    int bits;
-    if (!PyArg_ParseTuple(args, "O!i", &PyList_Type, &lines, &bits)) return NULL;
-    if (bits < 1 || bits > 32) {
-        PyErr_SetString(PyExc_ValueError, "bits must be in 1..32");
-        return NULL;
-    }
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &lines)) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(lines), length = 0;
     const char **starts = PyMem_Malloc((n + 1) * sizeof(char *));
     const char **ends = PyMem_Malloc((n + 1) * sizeof(char *));
@@ -367,7 +371,7 @@ static PyObject *py_hashes(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     uint32_t *hashes = NULL;
     double *values = NULL;
-    int64_t *slots = NULL;
+    char *initials = NULL;
     if (!starts || !ends || !offsets || !slow) {
         PyErr_NoMemory();
         goto done;
@@ -377,8 +381,8 @@ static PyObject *py_hashes(PyObject *self, PyObject *args) {
     Py_ssize_t bound = length / 2 + n + 1, total = 0;  /* >= the tokens */
     hashes = PyMem_Malloc(bound * sizeof(uint32_t));
     values = PyMem_Malloc(bound * sizeof(double));
-    slots = PyMem_Malloc(bound * sizeof(int64_t));
-    if (!hashes || !values || !slots) {
+    initials = PyMem_Malloc(bound);
+    if (!hashes || !values || !initials) {
         PyErr_NoMemory();
         goto done;
     }
@@ -387,14 +391,12 @@ static PyObject *py_hashes(PyObject *self, PyObject *args) {
         Py_ssize_t c = 0;
         int same;
         slow[i] = !starts[i] || !scan_line(starts[i], ends[i], NULL, NULL, &same, &c,
-                                           values + total, hashes + total);
+                                           values + total, hashes + total, initials + total);
         total += slow[i] ? 0 : c;
         offsets[i + 1] = total;
     }
-    uint32_t m = (uint32_t)((1ULL << bits) - 1);
-    for (Py_ssize_t j = 0; j < total; j++) slots[j] = hashes[j] & m;
     PyObject *o = PyBytes_FromStringAndSize((char *)offsets, (n + 1) * sizeof(int64_t));
-    PyObject *s = PyBytes_FromStringAndSize((char *)slots, total * sizeof(int64_t));
+    PyObject *s = PyBytes_FromStringAndSize(initials, total);
     PyObject *h = PyBytes_FromStringAndSize((char *)hashes, total * sizeof(uint32_t));
     PyObject *v = PyBytes_FromStringAndSize((char *)values, total * sizeof(double));
     PyObject *f = PyBytes_FromStringAndSize(slow, n);
@@ -411,7 +413,7 @@ done:
     PyMem_Free(slow);
     PyMem_Free(hashes);
     PyMem_Free(values);
-    PyMem_Free(slots);
+    PyMem_Free(initials);
     return result;
 }
 
@@ -534,11 +536,91 @@ static PyObject *py_known_run(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(i);
 }
 
+PyDoc_STRVAR(slot_columns_doc,
+"slot_columns(keys, table, first, out) -> fresh\n"
+"The columns of hashed keys (uint64) into out (int64): table[key & (len(table) - 1)], a\n"
+"table of 2**bits int64 entries (-1: a slot not seen yet), new slots numbered first,\n"
+"first + 1, ... in order of appearance; returns how many were new.");
+
+static PyObject *py_slot_columns(PyObject *self, PyObject *args) {
+    Py_buffer keys = {0}, table = {0}, out = {0};
+    Py_ssize_t first;
+    if (!PyArg_ParseTuple(args, "y*w*nw*", &keys, &table, &first, &out)) return NULL;
+    Py_ssize_t n = keys.len / 8, size = table.len / 8, fresh = 0;
+    int ok = out.len == keys.len && size > 0 && (size & (size - 1)) == 0;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "out must match keys, table a power of 2");
+    } else {
+        const uint64_t *k = keys.buf, m = (uint64_t)size - 1;
+        int64_t *t = table.buf, *o = out.buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t *slot = t + (k[i] & m);
+            if (*slot < 0) *slot = first + fresh++;
+            o[i] = *slot;
+        }
+    }
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&out);
+    if (!ok) return NULL;
+    return PyLong_FromSsize_t(fresh);
+}
+
+PyDoc_STRVAR(merge_repeats_doc,
+"merge_repeats(index, value, L) -> rows changed\n"
+"In place, for rows of L int64 columns and float64 values: a column that repeats in its\n"
+"row (column > 0) keeps its first entry, which takes the sum of the values, and the\n"
+"later entries become padding (column 0, value 0).");
+
+static PyObject *py_merge_repeats(PyObject *self, PyObject *args) {
+    Py_buffer index = {0}, value = {0};
+    Py_ssize_t L;
+    if (!PyArg_ParseTuple(args, "w*w*n", &index, &value, &L)) return NULL;
+    Py_ssize_t total = index.len / 8, changed = 0;
+    int64_t *col = index.buf, top = 0;
+    double *val = value.buf;
+    int ok = value.len == index.len && L > 0 && total % L == 0;
+    for (Py_ssize_t i = 0; ok && i < total; i++) {
+        if (col[i] < 0) ok = 0;
+        if (col[i] > top) top = col[i];
+    }
+    int64_t *stamp = ok ? PyMem_Calloc(top + 1, 2 * sizeof(int64_t)) : NULL;
+    if (!ok || !stamp) {
+        if (ok) PyErr_NoMemory();
+        else PyErr_SetString(PyExc_ValueError, "index and value: rows of L, columns >= 0");
+        ok = 0;
+    }
+    for (Py_ssize_t r = 0; ok && r < total / L; r++) {  /* stamp[2c]: row + 1, then where */
+        int merged = 0;
+        for (Py_ssize_t i = r * L; i < (r + 1) * L; i++) {
+            int64_t c = col[i];
+            if (c == 0) continue;
+            if (stamp[2 * c] == r + 1) {
+                val[stamp[2 * c + 1]] += val[i];
+                col[i] = 0;
+                val[i] = 0.0;
+                merged = 1;
+            } else {
+                stamp[2 * c] = r + 1;
+                stamp[2 * c + 1] = i;
+            }
+        }
+        changed += merged;
+    }
+    PyMem_Free(stamp);
+    PyBuffer_Release(&index);
+    PyBuffer_Release(&value);
+    if (!ok) return NULL;
+    return PyLong_FromSsize_t(changed);
+}
+
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS, scan_doc},
     {"hashes", py_hashes, METH_VARARGS, hashes_doc},
     {"labels", py_labels, METH_VARARGS, labels_doc},
     {"known_run", py_known_run, METH_VARARGS, known_run_doc},
+    {"slot_columns", py_slot_columns, METH_VARARGS, slot_columns_doc},
+    {"merge_repeats", py_merge_repeats, METH_VARARGS, merge_repeats_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from regcb_stream.features import EncodedRows
+from regcb_stream.io.hashed_adf import layout_rows, make_layout
 from regcb_stream.io.vw_features import (
     DEFAULT_NS,
     FieldError,
@@ -114,7 +115,7 @@ class TextEncoder:
 
     def _encode_hashed(self, bodies: list[str]) -> EncodedBlock:
         """Every line's hashes in one compiled pass; the slow lines by the reference."""
-        offsets, _, hashes, values, slow = _scan.hashes(list(bodies), self.hash_bits)
+        offsets, _, hashes, values, slow = _scan.hashes(list(bodies))
         offsets, values = np.frombuffer(offsets, np.int64), np.frombuffer(values, float)
         slow = np.frombuffer(slow, bool).copy()
         columns = np.asarray(self._columns(np.frombuffer(hashes, np.uint32)), np.intp)
@@ -148,7 +149,7 @@ class TextEncoder:
                 rows.value[lines, : columns.size] = values
         n_features = (rows.value != 0).sum(axis=1)  # (VW counts features sharing a slot)
         if self._keys is not None:
-            rows = _merge_repeats(rows)
+            _merge_repeats(rows)
         return EncodedBlock(rows, n_features, errors)
 
 
@@ -173,22 +174,33 @@ def _scan_groups(bodies: list[str]) -> tuple[list, np.ndarray]:
     return groups, slow
 
 
-def _merge_repeats(rows: EncodedRows) -> EncodedRows:
-    """Rows whose columns repeat (features whose hashes share a slot) with each column once,
-    its values summed (padding, column 0, is not a feature column)."""
-    ordered = np.sort(rows.index, axis=-1)
-    repeats = ((ordered[..., 1:] == ordered[..., :-1]) & (ordered[..., 1:] > 0)).any(axis=-1)
-    if not repeats.any():
-        return rows
-    index, value = rows.index.copy(), rows.value.copy()
-    for at in zip(*np.nonzero(repeats)):
-        summed: dict[int, float] = {}
-        for column, v in zip(index[at].tolist(), value[at].tolist()):
-            if column:
-                summed[column] = summed.get(column, 0.0) + v
-        index[at], value[at] = 0, 0.0
-        index[at][: len(summed)], value[at][: len(summed)] = list(summed), list(summed.values())
-    return EncodedRows(index, value)
+def _keyed_rows(rows: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hashed rows (dicts) as padded keys, values and presence, ``(1, K, L)`` each."""
+    width = max([len(row) for row in rows] + [1])
+    keys, values = np.zeros((1, len(rows), width), np.uint64), np.zeros((1, len(rows), width))
+    for r, row in enumerate(rows):
+        keys[0, r, : len(row)], values[0, r, : len(row)] = list(row), list(row.values())
+    return keys, values, np.arange(width) < np.array([[len(row)] for row in rows])
+
+
+def _merge_repeats(rows: EncodedRows) -> int:
+    """Merge, in place, the columns a row repeats (features whose hashes share a slot): the
+    first entry takes the sum of the values, the others become padding (column 0, value 0,
+    which every kernel skips). Returns the number of rows changed."""
+    index, value = rows.index, rows.value
+    if _scan is not None:
+        return _scan.merge_repeats(index, value, max(index.shape[-1], 1))
+    changed = 0
+    for at in np.ndindex(index.shape[:-1]):
+        first: dict[int, int] = {}
+        for position, column in enumerate(index[at].tolist()):
+            if column and column in first:
+                value[at][first[column]] += value[at][position]
+                index[at][position], value[at][position] = 0, 0.0
+                changed += 1
+            elif column:
+                first[column] = position
+    return changed
 
 
 def _layout(names: tuple[str, ...]) -> tuple:
@@ -269,6 +281,8 @@ class AdfEncoder:
         """
         n, k = len(actions), len(actions[0])
         bodies = ["" if body is None else body for body in shared]
+        if self._keys is not None and _scan is not None:
+            return self._hashed_block(bodies, shared, actions)
         groups, slow = _scan_groups(bodies)
         parts, errors, counts = [], {}, {}
         for lines, names, values in groups:
@@ -302,12 +316,75 @@ class AdfEncoder:
         n_features[list(counts)] = list(counts.values())
         return EncodedBlock(EncodedRows(index, value), n_features, errors)
 
+    def _hashed_block(self, bodies: list[str], shared: list, actions: list[tuple]
+                      ) -> EncodedBlock:
+        """``encode_block`` with hashing: the shared lines hashed in one compiled pass,
+        each (namespace initials, action lines) layout in a few vectorized operations
+        (`hashed_adf`), the slow lines by the reference; then every key's column, in
+        example order."""
+        offsets, initials, hashes, values, slow = _scan.hashes(bodies)
+        offsets, values = np.frombuffer(offsets, np.int64), np.frombuffer(values, float)
+        hashes, slow = np.frombuffer(hashes, np.uint32), np.frombuffer(slow, bool)
+        groups: dict[tuple, list[int]] = {}
+        for i in np.flatnonzero(~slow).tolist():
+            layout = (initials[offsets[i]:offsets[i + 1]], actions[i])
+            groups.setdefault(layout, []).append(i)
+        parts, errors, counts = [], {}, {}
+        for (starts, acts), members in groups.items():
+            layout = _memo(self._templates, ("hashed", starts, acts), lambda: make_layout(
+                starts, acts, self.interactions, _Slot))
+            at = offsets[members][:, None] + np.arange(len(starts))
+            keys, vals = layout_rows(layout, hashes[at], values[at])
+            if not layout.present.all():
+                vals = np.where(layout.present, vals, 0.0)
+            parts.append((members, keys, vals, layout.present))
+        for i in np.flatnonzero(slow).tolist():
+            try:
+                features = parse_namespaces(bodies[i]) if shared[i] is not None else None
+            except FieldError as error:
+                errors[i] = error
+                continue
+            rows = flatten_adf(features, actions[i], self.interactions, False, self._keys)
+            counts[i] = sum(map(len, rows)) + self.constant * len(rows)
+            parts.append(([i], *_keyed_rows(rows)))
+        return self._columns_in_order(len(actions), len(actions[0]), parts, errors, counts)
+
+    def _columns_in_order(self, n: int, k: int, parts: list, errors: dict, counts: dict
+                          ) -> EncodedBlock:
+        """Padded rows ``(n, K, L)`` from each part's (examples, keys, values, present),
+        the keys' columns registered in example order."""
+        if len(parts) == 1 and len(parts[0][0]) == n and parts[0][3].all():
+            _, keys, value, _ = parts[0]  # the usual case: one layout without padding
+            index = np.asarray(self._columns(keys.reshape(-1)), np.intp).reshape(keys.shape)
+            return self._finish_rows(index, value, errors, counts)
+        width = max([keys.shape[-1] for _, keys, _, _ in parts] + [1])
+        keys, value = np.zeros((n, k, width), np.uint64), np.zeros((n, k, width))
+        present = np.zeros((n, k, width), bool)
+        for members, part_keys, part_values, part_present in parts:
+            w = part_keys.shape[-1]
+            keys[members, :, :w], value[members, :, :w] = part_keys, part_values
+            present[members, :, :w] = part_present
+        index = np.zeros((n, k, width), np.intp)
+        index[present] = self._columns(keys[present])
+        return self._finish_rows(index, value, errors, counts)
+
+    def _finish_rows(self, index, value, errors: dict, counts: dict) -> EncodedBlock:
+        """The block of hashed rows: VW's feature counts (``counts``: those of the
+        reference path's examples), then the repeated columns merged."""
+        n_features = (value != 0).sum(axis=(1, 2)) + self.constant * index.shape[1]
+        n_features[list(counts)] = list(counts.values())
+        rows = EncodedRows(np.ascontiguousarray(index), np.ascontiguousarray(value))
+        _merge_repeats(rows)
+        return EncodedBlock(rows, n_features, errors)
+
     def _reference(self, shared, actions) -> tuple[EncodedRows, int]:
         rows = flatten_adf(shared, actions, self.interactions, False, self._keys)
         n_features = sum(map(len, rows)) + self.constant * len(rows)
         encoded = {i: (self._columns(list(row)), list(row.values())) for i, row in enumerate(rows)}
         encoded = _pad(encoded, len(rows))
-        return (encoded if self._keys is None else _merge_repeats(encoded)), n_features
+        if self._keys is not None:
+            _merge_repeats(encoded)
+        return encoded, n_features
 
     def _template(self, names: tuple, actions: tuple) -> tuple | None:
         """Columns and ``(coef, i, j)`` per entry of the rows of examples whose shared line
@@ -328,7 +405,7 @@ class AdfEncoder:
             return None
         encoded = _pad({i: (self._columns(list(row)), [1.0] * len(row))
                         for i, row in enumerate(rows)}, len(rows))
-        if _merge_repeats(encoded) is not encoded:
+        if self._keys is not None and _merge_repeats(encoded):
             return None  # hashes that share a slot: the reference path sums them
         coef, first, second = (np.zeros(encoded.index.shape, t) for t in (float, np.intp, np.intp))
         for r, row in enumerate(terms):

@@ -1,0 +1,126 @@
+"""ADF examples with hashed features (VW's ``-b``), a block at a time, whatever their names.
+
+Streams with many distinct feature names (hashed bag-of-words, ids) rarely repeat a shared
+line's names, so `vw_encode.AdfEncoder`'s templates, keyed by names, would be built once per
+example. With hashing, a row's layout depends only on the shared line's *namespace initials*
+(the first character of each feature's namespace, which is what ``-q`` matches) and on the
+action lines: the layout is built once per such pair by running the reference
+`vw_features.flatten_adf` on symbolic shared features, so every key of a row is a VW hash
+of the shared features' hashes ``H`` (``H[i]``, ``cross(H[i], c)``, ``cross(c, H[j])``,
+``cross(H[i], H[j])``, or a constant ``c`` of the action lines) and every value ``coef *
+s[i] * s[j]`` of their values. The compiled tokenizer (``_scan.hashes``) gives ``H`` and
+``s`` for the whole block; each layout then costs a few vectorized operations.
+
+Columns are registered in example order (one ``columns`` call for the block), so the
+numbering does not depend on how the stream is cut into blocks.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from regcb_stream.io.hashing import FNV_PRIME
+from regcb_stream.io.vw_features import DEFAULT_NS, HashKeys, flatten_adf
+
+_FNV = np.uint64(FNV_PRIME)
+
+
+class _Shared(NamedTuple):
+    """A symbolic key: ``H[i]`` (``j`` None, ``c`` None), or the cross ``cross(x, y)`` of
+    ``x = H[i]`` or ``c`` and ``y = H[j]`` or ``c``."""
+
+    i: int | None
+    j: int | None = None
+    c: int | None = None
+    cross: bool = False
+
+
+class _SymbolicKeys(HashKeys):
+    """`HashKeys` where the shared features are placeholders: their names are their
+    positions ``i`` in the shared line (ints), their keys ``_Shared(i)``."""
+
+    def features(self, namespace: str, feats: tuple) -> tuple:
+        if feats and isinstance(feats[0][0], int):
+            return tuple((_Shared(i), value) for i, value in feats)
+        return super().features(namespace, feats)
+
+    @staticmethod
+    def cross(k1, k2):
+        if not isinstance(k1, _Shared) and not isinstance(k2, _Shared):
+            return HashKeys.cross(k1, k2)
+        if (isinstance(k1, _Shared) and k1.cross) or (isinstance(k2, _Shared) and k2.cross):
+            raise ValueError("a cross of a cross")  # -q is two namespaces: never
+        i = k1.i if isinstance(k1, _Shared) else None
+        j = k2.i if isinstance(k2, _Shared) else None
+        constant = k2 if j is None else k1 if i is None else None
+        return _Shared(i, j, constant, cross=True)
+
+
+class Layout(NamedTuple):
+    """The rows ``(K, L)`` of one (shared initials, action lines) pair: each entry's key is
+    ``x1`` or ``cross(x1, x2)`` (``cross``) with ``x = hx[:, source]``, the shared hashes
+    followed by the layout's constants; its value ``coef * s[first] * s[second]``."""
+
+    source1: np.ndarray
+    source2: np.ndarray
+    cross: np.ndarray
+    constants: np.ndarray
+    coef: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+    present: np.ndarray  # False: padding
+
+
+def make_layout(initials: bytes, actions: tuple, interactions: tuple, slot_of) -> Layout:
+    """The layout of examples whose shared features have these namespace ``initials``
+    (``slot_of``: the `vw_encode._Slot` type of symbolic values)."""
+    namespaces, start = [], 0
+    for end in range(1, len(initials) + 1):  # runs of one initial: one namespace each
+        if end == len(initials) or initials[end] != initials[start]:
+            name = chr(initials[start])
+            feats = tuple((i, slot_of(1.0, i + 1)) for i in range(start, end))
+            namespaces.append((DEFAULT_NS if name == " " else name, feats))
+            start = end
+    rows = flatten_adf(tuple(namespaces), actions, interactions, False, _SymbolicKeys())
+    width = max([len(row) for row in rows] + [1])
+    constants: dict[int, int] = {}
+    n = len(initials)
+    shape = (len(rows), width)
+    s1, s2 = np.zeros(shape, np.intp), np.zeros(shape, np.intp)
+    cross, present = np.zeros(shape, bool), np.zeros(shape, bool)
+    coef, first, second = np.zeros(shape), np.zeros(shape, np.intp), np.zeros(shape, np.intp)
+    for r, row in enumerate(rows):
+        for c, (key, value) in enumerate(row.items()):
+            value = slot_of.of(value)
+            coef[r, c], first[r, c], second[r, c] = value.coef, value.first, value.second
+            present[r, c] = True
+            if not isinstance(key, _Shared):
+                s1[r, c] = n + constants.setdefault(key, len(constants))
+            elif not key.cross:
+                s1[r, c] = key.i
+            else:
+                cross[r, c] = True
+                s1[r, c] = key.i if key.i is not None else source_of(key.c, n, constants)
+                s2[r, c] = key.j if key.j is not None else source_of(key.c, n, constants)
+    return Layout(s1, s2, cross, np.array(list(constants), np.uint64), coef, first, second,
+                  present)
+
+
+def source_of(constant: int, n: int, constants: dict) -> int:
+    """The column of ``hx`` holding a layout's constant."""
+    return n + constants.setdefault(constant, len(constants))
+
+
+def layout_rows(layout: Layout, hashes: np.ndarray, values: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Keys (unmasked, uint64) and values ``(m, K, L)`` of ``m`` examples of one layout from
+    their shared hashes and values ``(m, n)``."""
+    m = len(hashes)
+    hx = np.hstack([hashes.astype(np.uint64), np.broadcast_to(layout.constants,
+                                                              (m, len(layout.constants)))])
+    x1, x2 = hx[:, layout.source1], hx[:, layout.source2]
+    keys = np.where(layout.cross, (x1 * _FNV) ^ x2, x1)
+    s = np.hstack([np.ones((m, 1)), values])
+    return keys, layout.coef * s[:, layout.first] * s[:, layout.second]

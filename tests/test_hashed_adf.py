@@ -1,0 +1,99 @@
+"""Hashed ADF examples (``-b``): the compiled, layout-by-layout path against the reference
+flattening, and the command's output with and without it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from regcb_stream.cli import main
+from regcb_stream.io import vw_encode
+from regcb_stream.io.hashing import mask
+from regcb_stream.io.vw_encode import AdfEncoder
+from regcb_stream.io.vw_features import HashKeys, flatten_adf
+from regcb_stream.io.vw_text import iter_adf
+
+pytest.importorskip("regcb_stream.io._scan")
+BITS = 12  # few slots: features share them, which the rows must sum
+
+
+def slots(keys) -> np.ndarray:
+    return np.asarray(keys, np.uint64) & np.uint64(mask(BITS))
+
+
+def row_dicts(block, n: int, k: int) -> list[list[dict]]:
+    out = []
+    for i in range(n):
+        rows = []
+        for a in range(k):
+            row: dict[int, float] = {}
+            for column, value in zip(block.rows.index[i, a].tolist(),
+                                     block.rows.value[i, a].tolist()):
+                if value:
+                    row[column] = row.get(column, 0.0) + value
+            rows.append(row)
+        out.append(rows)
+    return out
+
+
+def reference_rows(text: str, interactions) -> list[list[dict]]:
+    out = []
+    for ex in iter_adf(text.splitlines()):
+        rows = []
+        for row in flatten_adf(ex.shared, ex.actions, interactions, False, HashKeys()):
+            summed: dict[int, float] = {}
+            for key, value in row.items():
+                slot = int(slots([key])[0])
+                summed[slot] = summed.get(slot, 0.0) + value
+            rows.append({s: v for s, v in summed.items() if v})
+        out.append(rows)
+    return out
+
+
+NAME = st.sampled_from(["a", "b", "x1", "007", "w", "zz", "k9"])
+VALUE = st.sampled_from(["", ":2", ":-0.5", ":3e-1"])
+
+
+@st.composite
+def shared_lines(draw) -> str:
+    parts = []
+    for namespace in draw(st.lists(st.sampled_from(["s", "t", "", "sx", "u"]), min_size=1,
+                                   max_size=3)):
+        feats = [draw(NAME) + draw(VALUE) for _ in range(draw(st.integers(0, 4)))]
+        parts.append(namespace + " " + " ".join(feats))
+    return "shared |" + "|".join(parts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(shared=st.lists(shared_lines(), min_size=1, max_size=6),
+       interactions=st.sampled_from([(), ("sa",), ("sa", "ta"), ("ss",), ("::",), ("s:",)]))
+def test_the_layouts_give_the_reference_rows(shared, interactions):
+    actions = ["|a x y:2", "|a z |b q", "|a x"]
+    text = "".join(line + "\n" + "\n".join(actions) + "\n\n" for line in shared)
+    examples = list(iter_adf(text.splitlines(), shared_text=True))
+    encoder = AdfEncoder(slots, interactions, hash_bits=BITS)
+    block = encoder.encode_block([ex.shared for ex in examples], [ex.actions for ex in examples])
+    assert not block.errors
+    assert row_dicts(block, len(examples), 3) == reference_rows(text, interactions)
+
+
+def test_the_command_is_the_same_with_and_without_the_compiled_path(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    lines = []
+    for i in range(300):
+        names = " ".join(f"f{j}" for j in rng.integers(0, 5000, 20))
+        action = rng.integers(4)
+        lines.append(f"shared |s {names} |t c{i % 7}:0.5\n")
+        lines += [(f"0:{rng.integers(2)}:0.25 " if a == action else "") + f"|a a{a}\n"
+                  for a in range(4)]
+        lines.append("\n")
+    data = tmp_path / "adf.dat"
+    data.write_text("".join(lines))
+    flags = ["--cb_explore_adf", "-q", "sa", "-q", "ta", "--quiet", "-d", str(data), "-p"]
+    assert main([*flags, str(tmp_path / "fast.p")]) == 0
+    monkeypatch.setattr(vw_encode, "_scan", None)
+    assert main([*flags, str(tmp_path / "reference.p")]) == 0
+    fast = (tmp_path / "fast.p").read_text()
+    assert fast == (tmp_path / "reference.p").read_text() and fast.count("\n\n") == 300
