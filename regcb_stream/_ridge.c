@@ -870,18 +870,27 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
 /* -- the bounded ridge (BoundedRidgeOracle) ------------------------------------------
  * A kept exact on its first h columns (the head: inverse hinv and Gram hgram, (M, h, h),
  * solution htheta (M, h)) and as its diagonal beyond them (prec), so that A is approximated
- * by the block-diagonal matrix of the two.  The tail's prec and theta are float32 (M, S)
- * (their first h entries unused), S >= D their row stride (capacity); dense rows have
- * L <= S; the arithmetic is in double.  A row's moments cost O(head nonzeros^2 + L), a
+ * by the block-diagonal matrix of the two.  The tail's data precision prec (sum of w x^2)
+ * and theta are float32 (M, S) (their first h entries unused), S >= D their row stride
+ * (capacity); dense rows have L <= S; the arithmetic is in double.  A tail column's
+ * precision is prec + l2 * scale, scale = max(1, the mean over learned rows of their tail's
+ * sum of x^2), from tail = [that sum, the rows] (so a row's tail, however many features
+ * it has, starts with the prior of l2 observations of a typical tail).  A row's moments cost O(head nonzeros^2 + L), a
  * label O(h^2) when it touches the head, else O(L). */
 typedef struct {
     Py_ssize_t h, S;
-    double *hinv, *hgram, *htheta;
+    double *hinv, *hgram, *htheta, *tail, l2;
     float *prec, *theta;
     int64_t *up;
     int64_t *hcol;  /* scratch: a row's head entries (L), and A_HH^-1 x_H (h) */
     double *hval, *spread;
 } Bounded;
+
+/* the prior precision of a tail column */
+static double bounded_prior(const Bounded *B) {
+    double mean = B->tail[1] > 0.0 ? B->tail[0] / B->tail[1] : 1.0;
+    return B->l2 * (mean > 1.0 ? mean : 1.0);
+}
 
 /* a row's prediction (without the prior), its tail's sum x^2 / prec, and its head entries
  * into hcol and hval (returns their count) */
@@ -890,7 +899,7 @@ static Py_ssize_t bounded_split(const Bounded *B, Py_ssize_t m, const int64_t *i
                                 double *tail) {
     const float *prec = B->prec + m * B->S, *theta = B->theta + m * B->S;
     const double *htheta = B->htheta + m * B->h;
-    double p = 0.0, v = 0.0;
+    double p = 0.0, v = 0.0, prior = bounded_prior(B);
     Py_ssize_t nh = 0;
     for (Py_ssize_t l = 0; l < L; l++) {
         double x = value[l];
@@ -902,7 +911,7 @@ static Py_ssize_t bounded_split(const Bounded *B, Py_ssize_t m, const int64_t *i
             B->hval[nh++] = x;
         } else {
             p += (double)theta[col] * x;
-            v += x * x / (double)prec[col];
+            v += x * x / ((double)prec[col] + prior);
         }
     }
     *fit = p;
@@ -943,13 +952,17 @@ static int bounded_learn_row(const Bounded *B, Py_ssize_t m, const int64_t *inde
         for (Py_ssize_t j = 0; j < nh; j++) quad += B->hval[j] * spread[B->hcol[j]];
     }
     double step = weight * (residual - fit) / (1.0 + weight * (quad + tail));
+    double prior = bounded_prior(B), norm = 0.0;
     for (Py_ssize_t l = 0; l < L; l++) {
         double x = value[l];
         Py_ssize_t col = index ? index[l] : l;
         if (x == 0.0 || col < h) continue;
-        theta[col] = (float)((double)theta[col] + step * x / (double)prec[col]);
+        theta[col] = (float)((double)theta[col] + step * x / ((double)prec[col] + prior));
         prec[col] = (float)((double)prec[col] + weight * x * x);
+        norm += x * x;
     }
+    B->tail[0] += norm;
+    B->tail[1] += 1.0;
     if (!nh) return 0;
     for (Py_ssize_t i = 0; i < h; i++) htheta[i] += step * spread[i];
     double gain = weight / (1.0 + weight * quad);
@@ -985,14 +998,14 @@ static int bounded_rows_ok(Py_buffer *index, Py_buffer *value, Py_ssize_t n, Py_
 
 /* the state's buffers checked against M models, h and S; scratch for rows of length L */
 static int bounded_open(Bounded *B, Py_buffer *hinv, Py_buffer *hgram, Py_buffer *htheta,
-                        Py_buffer *prec, Py_buffer *theta, Py_buffer *up, Py_ssize_t h,
-                        Py_ssize_t S, Py_ssize_t L, Py_ssize_t *M) {
+                        Py_buffer *prec, Py_buffer *theta, Py_buffer *up, Py_buffer *tail,
+                        double l2, Py_ssize_t h, Py_ssize_t S, Py_ssize_t L, Py_ssize_t *M) {
     *M = theta->len / (S * (Py_ssize_t)sizeof(float));
     if (!(expect(hinv, *M * h * h, 8, "hinv") && expect(hgram, *M * h * h, 8, "hgram") &&
           expect(htheta, *M * h, 8, "htheta") && expect(prec, *M * S, 4, "prec") &&
-          expect(up, *M, 8, "updates")))
+          expect(up, *M, 8, "updates") && expect(tail, 2, 8, "tail")))
         return 0;
-    B->h = h, B->S = S;
+    B->h = h, B->S = S, B->tail = tail->buf, B->l2 = l2;
     B->hinv = hinv->buf, B->hgram = hgram->buf, B->htheta = htheta->buf;
     B->prec = prec->buf, B->theta = theta->buf;
     B->up = up->buf;
@@ -1014,22 +1027,23 @@ static void bounded_close(Bounded *B) {
 }
 
 PyDoc_STRVAR(bounded_moments_doc,
-"bounded_moments(hinv, hgram, htheta, prec, theta, updates, models, index, value, n, R, K,\n"
-"                L, h, S, prior, pred, var)\n"
+"bounded_moments(hinv, hgram, htheta, prec, theta, updates, tail, l2, models, index, value,\n"
+"                n, R, K, L, h, S, prior, pred, var)\n"
 "Prediction and x^T A~^-1 x of every (row, action) into pred and var (n, K).");
 
 static PyObject *py_bounded_moments(PyObject *self, PyObject *args) {
     Py_buffer hinv = {0}, hgram = {0}, htheta = {0}, prec = {0}, theta = {0}, up = {0},
-              models = {0}, index = {0}, value = {0}, pred = {0}, var = {0};
+              tail = {0}, models = {0}, index = {0}, value = {0}, pred = {0}, var = {0};
     Py_ssize_t n, R, K, L, h, S, M;
-    double prior;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*nnnnnndw*w*", &hinv, &hgram, &htheta, &prec,
-                          &theta, &up, &models, &index, &value, &n, &R, &K, &L, &h, &S, &prior,
-                          &pred, &var))
+    double prior, l2;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*dy*y*y*nnnnnndw*w*", &hinv, &hgram, &htheta,
+                          &prec, &theta, &up, &tail, &l2, &models, &index, &value, &n, &R, &K,
+                          &L, &h, &S, &prior, &pred, &var))
         return NULL;
     Bounded B;
     int ok = bounded_rows_ok(&index, &value, n * R, L, S) &&
-             bounded_open(&B, &hinv, &hgram, &htheta, &prec, &theta, &up, h, S, L, &M);
+             bounded_open(&B, &hinv, &hgram, &htheta, &prec, &theta, &up, &tail, l2, h, S, L,
+                          &M);
     if (ok) {
         ok = expect(&models, K, 8, "models") && expect(&pred, n * K, 8, "pred") &&
              expect(&var, n * K, 8, "var") && models_ok(models.buf, K, M);
@@ -1045,28 +1059,30 @@ static PyObject *py_bounded_moments(PyObject *self, PyObject *args) {
             }
         bounded_close(&B);
     }
-    RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &models, &index, &value, &pred, &var);
+    RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &tail, &models, &index, &value, &pred,
+            &var);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(bounded_learn_doc,
-"bounded_learn(hinv, hgram, htheta, prec, theta, updates, model, index, value, L, h, S,\n"
-"              weight, residual, refresh) -> whether the head is due a fresh inverse\n"
+"bounded_learn(hinv, hgram, htheta, prec, theta, updates, tail, l2, model, index, value, L,\n"
+"              h, S, weight, residual, refresh) -> whether the head is due a fresh inverse\n"
 "One label of one model (an empty index: a dense row).");
 
 static PyObject *py_bounded_learn(PyObject *self, PyObject *args) {
     Py_buffer hinv = {0}, hgram = {0}, htheta = {0}, prec = {0}, theta = {0}, up = {0},
-              index = {0}, value = {0};
+              tail = {0}, index = {0}, value = {0};
     Py_ssize_t model, L, h, S, refresh, M;
-    double weight, residual;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*ny*y*nnnddn", &hinv, &hgram, &htheta, &prec,
-                          &theta, &up, &model, &index, &value, &L, &h, &S, &weight, &residual,
-                          &refresh))
+    double l2, weight, residual;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*w*dny*y*nnnddn", &hinv, &hgram, &htheta, &prec,
+                          &theta, &up, &tail, &l2, &model, &index, &value, &L, &h, &S, &weight,
+                          &residual, &refresh))
         return NULL;
     Bounded B;
     int due = 0, ok = bounded_rows_ok(&index, &value, 1, L, S) &&
-                      bounded_open(&B, &hinv, &hgram, &htheta, &prec, &theta, &up, h, S, L, &M);
+                      bounded_open(&B, &hinv, &hgram, &htheta, &prec, &theta, &up, &tail, l2,
+                                   h, S, L, &M);
     if (ok) {
         if (model < 0 || model >= M) {
             PyErr_Format(PyExc_ValueError, "model %zd out of range", model);
@@ -1077,14 +1093,14 @@ static PyObject *py_bounded_learn(PyObject *self, PyObject *args) {
         }
         bounded_close(&B);
     }
-    RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &index, &value);
+    RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &tail, &index, &value);
     if (!ok) return NULL;
     return PyBool_FromLong(due);
 }
 
 PyDoc_STRVAR(bounded_run_doc,
-"bounded_run(hinv, hgram, htheta, prec, theta, updates, models, index, value, played,\n"
-"            reward, weight, budget, pmf, pred, low, high, start, n, R, K, L, h, S,\n"
+"bounded_run(hinv, hgram, htheta, prec, theta, updates, tail, l2, models, index, value,\n"
+"            played, reward, weight, budget, pmf, pred, low, high, start, n, R, K, L, h, S,\n"
 "            optimistic, refresh, prior, lo, hi, tol) -> (stop, learned, stale)\n"
 "run_online for the bounded ridge: examples start..n-1 in order, bounds with\n"
 "budget[labels so far] (uniform play while it is NaN), the rule's distribution, then the\n"
@@ -1093,20 +1109,21 @@ PyDoc_STRVAR(bounded_run_doc,
 
 static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
     Py_buffer hinv = {0}, hgram = {0}, htheta = {0}, prec = {0}, theta = {0}, up = {0},
-              models = {0}, index = {0}, value = {0}, played = {0}, reward = {0},
+              tail = {0}, models = {0}, index = {0}, value = {0}, played = {0}, reward = {0},
               weight = {0}, budget = {0}, pmf = {0}, pred = {0}, low = {0}, high = {0};
     Py_ssize_t start, n, R, K, L, h, S, refresh, M;
     int optimistic;
-    double prior, lo, hi, tol;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnnpndddd", &hinv,
-                          &hgram, &htheta, &prec, &theta, &up, &models, &index, &value,
-                          &played, &reward, &weight, &budget, &pmf, &pred, &low, &high, &start,
-                          &n, &R, &K, &L, &h, &S, &optimistic, &refresh, &prior, &lo, &hi,
-                          &tol))
+    double l2, prior, lo, hi, tol;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*w*dy*y*y*y*y*y*y*w*w*w*w*nnnnnnnpndddd", &hinv,
+                          &hgram, &htheta, &prec, &theta, &up, &tail, &l2, &models, &index,
+                          &value, &played, &reward, &weight, &budget, &pmf, &pred, &low, &high,
+                          &start, &n, &R, &K, &L, &h, &S, &optimistic, &refresh, &prior, &lo,
+                          &hi, &tol))
         return NULL;
     Bounded B;
     int ok = bounded_rows_ok(&index, &value, n * R, L, S) &&
-             bounded_open(&B, &hinv, &hgram, &htheta, &prec, &theta, &up, h, S, L, &M);
+             bounded_open(&B, &hinv, &hgram, &htheta, &prec, &theta, &up, &tail, l2, h, S, L,
+                          &M);
     int opened = ok;
     ok = ok && expect(&models, K, 8, "models") && expect(&played, n, 8, "played") &&
          expect(&reward, n, 8, "reward") && expect(&weight, n, 8, "weight") &&
@@ -1160,8 +1177,8 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
     }
     if (opened) bounded_close(&B);
     PyMem_Free(var);
-    RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &models, &index, &value, &played,
-            &reward, &weight, &budget, &pmf, &pred, &low, &high);
+    RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &tail, &models, &index, &value,
+            &played, &reward, &weight, &budget, &pmf, &pred, &low, &high);
     if (!ok) return NULL;
     return Py_BuildValue("nnn", i, learned, stale);
 }

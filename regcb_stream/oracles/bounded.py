@@ -28,7 +28,11 @@ class BoundedRidgeOracle:
     mostly the frequent ones).
 
     ``A`` is approximated by the block-diagonal ``A~`` of the head's block ``A_HH`` and
-    ``P``. Learning is recursive least squares with ``A~^-1``: a label moves ``theta`` by
+    ``P``. A tail column's prior precision is ``l2`` times the mean squared norm of the
+    learned rows' tails (at least 1; ``tail_prior``): the prior is worth ``l2`` observations
+    of a typical row's tail, not of each of its features, so that a row of many features
+    seen once (hashed names) does not start with a width that spans the whole reward range
+    for every action. Learning is recursive least squares with ``A~^-1``: a label moves ``theta`` by
     ``w (y - theta.x) A~^-1 x / (1 + w x.A~^-1 x)`` (the prediction moves toward the label,
     never past it), then ``A_HH^-1`` takes its Sherman-Morrison update and ``P`` its
     ``w x^2``. The bounds are ``theta.x +- sqrt(budget x.A~^-1 x)``.
@@ -103,8 +107,9 @@ class BoundedRidgeOracle:
         self._hinv = np.zeros((0, 0, 0))  # (models, h, h): the head's inverse, Gram and
         self._hgram = np.zeros((0, 0, 0))  # solution
         self._htheta = np.zeros((0, 0))
-        self._prec = np.zeros((0, 0), np.float32)  # (models, capacity): the tail's A_jj
+        self._prec = np.zeros((0, 0), np.float32)  # (models, capacity): the tail's sum w x^2
         self._theta = np.zeros((0, 0), np.float32)  # and solution
+        self._tail = np.zeros(2)  # learned rows' sum of their tail's squared norms, and rows
         self._updates = np.zeros(0, np.int64)  # head updates since a fresh inverse
         self._pending: list[tuple] = []  # labels since the last rebuild, in order
 
@@ -123,6 +128,13 @@ class BoundedRidgeOracle:
     @property
     def prior_mean(self) -> float:
         return self.reward_range[1] if self.prior == "optimistic" else float(self.prior)
+
+    @property
+    def tail_prior(self) -> float:
+        """The prior precision of a tail column: ``l2`` times the mean squared norm of the
+        learned rows' tails (at least 1)."""
+        sum_sq, rows = self._tail
+        return self.l2 * max(1.0, sum_sq / rows if rows else 1.0)
 
     @property
     def refresh_every(self) -> int:
@@ -158,7 +170,7 @@ class BoundedRidgeOracle:
         self._hinv = _grown(self._hinv, (m, h, h), eye / self.l2)
         self._hgram = _grown(self._hgram, (m, h, h), eye * self.l2)
         self._htheta = _grown(self._htheta, (m, h), 0.0)
-        self._prec = _grown(self._prec, (m, cap), float(self.l2))
+        self._prec = _grown(self._prec, (m, cap), 0.0)
         self._theta = _grown(self._theta, (m, cap), 0.0)
         self._updates = np.r_[self._updates, np.zeros(m - m0, np.int64)]
 
@@ -196,8 +208,9 @@ class BoundedRidgeOracle:
         h, cap = self._hinv.shape[1], self._theta.shape[1]
         if self.compiled:
             return _ridge.bounded_learn(self._hinv, self._hgram, self._htheta, self._prec,
-                                        self._theta, self._updates, model, index, value,
-                                        len(value), h, cap, weight, residual, self.refresh_every)
+                                        self._theta, self._updates, self._tail, float(self.l2),
+                                        model, index, value, len(value), h, cap, weight,
+                                        residual, self.refresh_every)
         cols = index if index.size else np.arange(len(value))
         cols, value = cols[value != 0], value[value != 0]
         prec, theta = self._prec[model], self._theta[model]
@@ -206,11 +219,12 @@ class BoundedRidgeOracle:
         x_head[cols[head]] = value[head]
         spread = self._hinv[model] @ x_head
         quad = x_head @ spread
-        p_tail = prec[tail].astype(float)
+        p_tail = prec[tail].astype(float) + self.tail_prior
         fit = x_head @ self._htheta[model] + x_tail @ theta[tail].astype(float)
         step = weight * (residual - fit) / (1.0 + weight * (quad + x_tail**2 @ (1.0 / p_tail)))
         theta[tail] = theta[tail] + step * x_tail / p_tail
-        prec[tail] = p_tail + weight * x_tail**2
+        prec[tail] = prec[tail].astype(float) + weight * x_tail**2
+        self._tail += [x_tail @ x_tail, 1.0]
         if not head.any():
             return False
         self._htheta[model] += step * spread
@@ -238,15 +252,16 @@ class BoundedRidgeOracle:
         if self.compiled:
             pred, var = np.empty((n, k)), np.empty((n, k))
             _ridge.bounded_moments(self._hinv, self._hgram, self._htheta, self._prec,
-                                   self._theta, self._updates, models, index, value, n, r, k,
-                                   width, h, cap, self.prior_mean, pred, var)
+                                   self._theta, self._updates, self._tail, float(self.l2),
+                                   models, index, value, n, r, k, width, h, cap,
+                                   self.prior_mean, pred, var)
             return pred, var
         dense = SparseRows(None if index is _DENSE else index, value, cap).dense()
         dense = np.broadcast_to(dense, (n, k, cap))
         theta = np.hstack([self._htheta, self._theta[:, h:].astype(float)])[models]
         pred = np.einsum("nkd,kd->nk", dense, theta) + self.prior_mean
         tail = np.einsum("nkd,kd->nk", dense[..., h:] ** 2,
-                         1.0 / self._prec[models, h:].astype(float))
+                         1.0 / (self._prec[models, h:].astype(float) + self.tail_prior))
         head = np.einsum("nkd,kde,nke->nk", dense[..., :h], self._hinv[models], dense[..., :h])
         return pred, np.maximum(head, 0.0) + tail
 
@@ -288,8 +303,8 @@ class BoundedRidgeOracle:
         while start < n:
             start, learned, stale = _ridge.bounded_run(
                 self._hinv, self._hgram, self._htheta, self._prec, self._theta, self._updates,
-                models, index, value, played, rewards, weights, budgets, *out, start, n, r, k,
-                width,
+                self._tail, float(self.l2), models, index, value, played, rewards, weights,
+                budgets, *out, start, n, r, k, width,
                 self._hinv.shape[1], self._theta.shape[1], optimistic, self.refresh_every,
                 self.prior_mean, *reward_range, tolerance)
             budgets = budgets[learned:]
@@ -333,7 +348,7 @@ class BoundedRidgeOracle:
         d, h = ridge.dim, oracle._hinv.shape[1]
         theta = np.linalg.solve(ridge._a, ridge._b[..., None])[..., 0]
         oracle._htheta[:] = theta[:, :h]
-        oracle._prec[:, h:d] = np.diagonal(ridge._a, axis1=1, axis2=2)[:, h:]
+        oracle._prec[:, h:d] = np.diagonal(ridge._a, axis1=1, axis2=2)[:, h:] - ridge.l2
         oracle._theta[:, h:d] = theta[:, h:]
         oracle._hgram[:] = ridge._a[:, :h, :h]
         oracle._hinv[:] = np.linalg.inv(oracle._hgram)
