@@ -894,6 +894,35 @@ static double bounded_prior(const Bounded *B) {
 
 /* a row's prediction (without the prior), its tail's sum x^2 / prec, and its head entries
  * into hcol and hval (returns their count) */
+/* sum theta x and sum x^2 / (prec + prior) over n contiguous tail entries, in four lanes */
+WIDE static void tail_sums(const float *theta, const float *prec, const double *x,
+                           Py_ssize_t n, double prior, double *p, double *v) {
+    Py_ssize_t i = 0;
+    double p0 = 0.0, v0 = 0.0;
+#if defined(__GNUC__)
+    typedef float floats __attribute__((vector_size(16)));
+    lanes sp = {0.0, 0.0, 0.0, 0.0}, sv = {0.0, 0.0, 0.0, 0.0};
+    lanes pr = {prior, prior, prior, prior};
+    for (; i + 4 <= n; i += 4) {
+        floats t4, q4;
+        lanes xv;
+        memcpy(&t4, theta + i, sizeof t4);
+        memcpy(&q4, prec + i, sizeof q4);
+        memcpy(&xv, x + i, sizeof xv);
+        sp += __builtin_convertvector(t4, lanes) * xv;
+        sv += xv * xv / (__builtin_convertvector(q4, lanes) + pr);
+    }
+    p0 = (sp[0] + sp[1]) + (sp[2] + sp[3]);
+    v0 = (sv[0] + sv[1]) + (sv[2] + sv[3]);
+#endif
+    for (; i < n; i++) {
+        p0 += (double)theta[i] * x[i];
+        v0 += x[i] * x[i] / ((double)prec[i] + prior);
+    }
+    *p += p0;
+    *v += v0;
+}
+
 static Py_ssize_t bounded_split(const Bounded *B, Py_ssize_t m, const int64_t *index,
                                 const double *value, Py_ssize_t L, double *fit,
                                 double *tail) {
@@ -901,6 +930,11 @@ static Py_ssize_t bounded_split(const Bounded *B, Py_ssize_t m, const int64_t *i
     const double *htheta = B->htheta + m * B->h;
     double p = 0.0, v = 0.0, prior = bounded_prior(B);
     Py_ssize_t nh = 0;
+    index = unless_dense(index, L);
+    if (!index && L > B->h) {  /* a dense row: its tail in contiguous sums */
+        tail_sums(theta + B->h, prec + B->h, value + B->h, L - B->h, prior, &p, &v);
+        L = B->h;
+    }
     for (Py_ssize_t l = 0; l < L; l++) {
         double x = value[l];
         if (x == 0.0) continue;
