@@ -66,6 +66,17 @@ def test_compiled_kernels_match_the_numpy_reference(head, schedule):
         slow.learn(x, actions[a], r, 0.25)
 
 
+@pytest.mark.skipif(not BoundedRidgeOracle.compiled, reason="the kernels are not built")
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_dense_rows_match_the_numpy_reference(variant):
+    X, played, rewards = logged(600, seed=3)
+    actions = list(range(26))
+    fast = RegCB(variant, oracle=BoundedRidgeOracle(prior="optimistic", head=5), seed=0)
+    slow = RegCB(variant, oracle=reference(prior="optimistic", head=5), seed=0)
+    assert_same(fast.replay(X, actions, played, rewards), slow.replay(X, actions, played,
+                                                                      rewards))
+
+
 def test_the_head_is_refreshed_from_its_gram_matrix():
     oracle = BoundedRidgeOracle(head=3)
     oracle.grow(1, 3)
