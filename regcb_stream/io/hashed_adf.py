@@ -116,11 +116,12 @@ def source_of(constant: int, n: int, constants: dict) -> int:
 def layout_rows(layout: Layout, hashes: np.ndarray, values: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Keys (unmasked, uint64) and values ``(m, K, L)`` of ``m`` examples of one layout from
-    their shared hashes and values ``(m, n)``."""
+    their shared hashes and values ``(m, n)`` (hashes ``(1, n)``: the same for all, keys
+    ``(1, K, L)``)."""
     m = len(hashes)
     hx = np.hstack([hashes.astype(np.uint64), np.broadcast_to(layout.constants,
                                                               (m, len(layout.constants)))])
     x1, x2 = hx[:, layout.source1], hx[:, layout.source2]
     keys = np.where(layout.cross, (x1 * _FNV) ^ x2, x1)
-    s = np.hstack([np.ones((m, 1)), values])
+    s = np.hstack([np.ones((len(values), 1)), values])
     return keys, layout.coef * s[:, layout.first] * s[:, layout.second]

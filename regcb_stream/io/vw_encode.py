@@ -334,7 +334,10 @@ class AdfEncoder:
             layout = _memo(self._templates, ("hashed", starts, acts), lambda: make_layout(
                 starts, acts, self.interactions, _Slot))
             at = offsets[members][:, None] + np.arange(len(starts))
-            keys, vals = layout_rows(layout, hashes[at], values[at])
+            names = hashes[at]
+            if len(members) > 1 and (names == names[0]).all():  # the same names each time
+                names = names[:1]  # (keys of one example, shared by all)
+            keys, vals = layout_rows(layout, names, values[at])
             if not layout.present.all():
                 vals = np.where(layout.present, vals, 0.0)
             parts.append((members, keys, vals, layout.present))
@@ -356,6 +359,12 @@ class AdfEncoder:
         if len(parts) == 1 and len(parts[0][0]) == n and parts[0][3].all():
             _, keys, value, _ = parts[0]  # the usual case: one layout without padding
             index = np.asarray(self._columns(keys.reshape(-1)), np.intp).reshape(keys.shape)
+            if len(index) == 1 < n:  # every example has the same keys
+                merged = EncodedRows(index.copy(), np.ones(index.shape))
+                if not _merge_repeats(merged):  # (then none of them repeats a column)
+                    index = np.broadcast_to(index, value.shape)
+                    return self._finish_rows(index, value, errors, counts, merged=True)
+                index = np.broadcast_to(index, value.shape)
             return self._finish_rows(index, value, errors, counts)
         width = max([keys.shape[-1] for _, keys, _, _ in parts] + [1])
         keys, value = np.zeros((n, k, width), np.uint64), np.zeros((n, k, width))
@@ -368,13 +377,16 @@ class AdfEncoder:
         index[present] = self._columns(keys[present])
         return self._finish_rows(index, value, errors, counts)
 
-    def _finish_rows(self, index, value, errors: dict, counts: dict) -> EncodedBlock:
+    def _finish_rows(self, index, value, errors: dict, counts: dict, merged: bool = False
+                     ) -> EncodedBlock:
         """The block of hashed rows: VW's feature counts (``counts``: those of the
-        reference path's examples), then the repeated columns merged."""
+        reference path's examples), then the repeated columns merged (unless ``merged``:
+        known to have none)."""
         n_features = (value != 0).sum(axis=(1, 2)) + self.constant * index.shape[1]
         n_features[list(counts)] = list(counts.values())
         rows = EncodedRows(np.ascontiguousarray(index), np.ascontiguousarray(value))
-        _merge_repeats(rows)
+        if not merged:
+            _merge_repeats(rows)
         return EncodedBlock(rows, n_features, errors)
 
     def _reference(self, shared, actions) -> tuple[EncodedRows, int]:
