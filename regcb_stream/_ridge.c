@@ -13,6 +13,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -1217,6 +1218,236 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
     return Py_BuildValue("nnn", i, learned, stale);
 }
 
+/* -- VW's regressor (VWOracle): gd with adaptive, normalized, invariant updates ---------
+ * A float32 re-implementation of VW's gd and of the sensitivity RegCB asks of it
+ * (oracles/vw.py holds the numpy reference and the derivation).  State per model: w, g, s
+ * float32 (M, S); counters double [total, norm_sum, label_min, label_max]; sums in feature
+ * order, in float32, as VW's. */
+typedef struct {
+    Py_ssize_t S;
+    float *w, *g, *s;
+    double *c;
+} VWState;
+
+#define VW_X2_MIN (1.084202e-19f * 1.084202e-19f)
+
+/* the raw score of a row under model m */
+static float vw_score(const VWState *V, Py_ssize_t m, const int64_t *idx, const double *val,
+                      Py_ssize_t L) {
+    const float *w = V->w + m * V->S;
+    float sc = 0.0f;
+    for (Py_ssize_t l = 0; l < L; l++) {
+        float x = (float)val[l];
+        if (x != 0.0f) sc += w[idx ? idx[l] : l] * x;
+    }
+    return sc;
+}
+
+/* the prediction change per unit of importance weight on a fake label (VW's stateless
+ * pass of the invariant update) */
+static float vw_sensitivity(const VWState *V, Py_ssize_t m, const int64_t *idx,
+                            const double *val, Py_ssize_t L, float score, float fake,
+                            float eta) {
+    const float *g = V->g + m * V->S, *s = V->s + m * V->S;
+    float d = score - fake, grad = 4.0f * (d * d), norm_x = 0.0f, rate = 0.0f;
+    for (Py_ssize_t l = 0; l < L; l++) {
+        float x = (float)val[l];
+        if (x == 0.0f) continue;
+        Py_ssize_t col = idx ? idx[l] : l;
+        float x2 = x * x > VW_X2_MIN ? x * x : VW_X2_MIN;
+        float gg = g[col] + grad * x2, ss = s[col] > fabsf(x) ? s[col] : fabsf(x);
+        norm_x += x2 / (ss * ss);
+        rate += x2 / sqrtf(gg) / ss;
+    }
+    float multiplier = sqrtf(((float)V->c[0] + 1.0f) / ((float)V->c[1] + norm_x));
+    return eta * rate * multiplier;
+}
+
+/* VW's gd update (compute_update and train) of model m by one row, label y, weight */
+static void vw_update(VWState *V, Py_ssize_t m, const int64_t *idx, const double *val,
+                      Py_ssize_t L, float y, float weight, float eta) {
+    float *w = V->w + m * V->S, *g = V->g + m * V->S, *s = V->s + m * V->S;
+    double *c = V->c;
+    if (y < c[2]) c[2] = y;
+    if (y > c[3]) c[3] = y;
+    float raw = vw_score(V, m, idx, val, L);
+    float p = (float)fmin(fmax((double)raw, c[2]), c[3]);
+    float d = p - y;
+    if (d * d <= 0.0f) return;
+    float norm = 0.0f, per = 0.0f;
+    for (Py_ssize_t l = 0; l < L; l++) {
+        float x = (float)val[l];
+        if (x == 0.0f) continue;
+        Py_ssize_t col = idx ? idx[l] : l;
+        float x2 = x * x > VW_X2_MIN ? x * x : VW_X2_MIN, ax = fabsf(x);
+        g[col] += weight * 4.0f * (d * d) * x2;
+        if (ax > s[col]) {
+            if (s[col] > 0.0f) w[col] *= s[col] / ax;
+            s[col] = ax;
+        }
+        norm += x2 / (s[col] * s[col]);
+    }
+    c[1] += (double)weight * (double)norm;
+    c[0] += (double)weight;
+    float multiplier = (float)sqrt((double)((float)c[0] / (float)c[1]));
+    for (Py_ssize_t l = 0; l < L; l++) {
+        float x = (float)val[l];
+        if (x == 0.0f) continue;
+        Py_ssize_t col = idx ? idx[l] : l;
+        float x2 = x * x > VW_X2_MIN ? x * x : VW_X2_MIN;
+        per += x2 * (1.0f / sqrtf(g[col]) / s[col]);
+    }
+    per *= multiplier;
+    float scale = eta * weight, step;
+    if (scale * per < 1e-6f)
+        step = 2.0f * (y - p) * scale;
+    else
+        step = (y - p) * (1.0f - (float)exp(-2.0 * (double)(scale * per))) / per;
+    for (Py_ssize_t l = 0; l < L; l++) {
+        float x = (float)val[l];
+        if (x == 0.0f) continue;
+        Py_ssize_t col = idx ? idx[l] : l;
+        w[col] += step * multiplier * x * (1.0f / sqrtf(g[col]) / s[col]);
+    }
+}
+
+/* VW's search for the largest weight u <= f / sens with u (f^2 - (f - sens u)^2) <= delta
+ * (20 halvings, tolerance 1e-6), in float32 */
+static float vw_bisection(float f, float delta, float sens) {
+    float maxw = f / sens;
+    if (!(maxw < FLT_MAX)) maxw = FLT_MAX;
+    if (maxw * f * f <= delta) return maxw;
+    float low = 0.0f, high = maxw, square = f * f;
+    for (int i = 0; i < 20; i++) {
+        float u = (high + low) / 2.0f, gap = f - sens * u, v = u * (square - gap * gap) - delta;
+        if (v > 0.0f) high = u;
+        else low = u;
+        if (!(fabsf(v) > 1e-6f && high - low > 1e-6f)) break;
+    }
+    return low;
+}
+
+/* bounds.sensitivity_move: the largest u <= f with u^2 (2 f - u) <= budget sens */
+static double vw_move(double f, double sens, double budget) {
+    if (!isfinite(sens)) return INFINITY;
+    if (f <= 0.0) return 0.0;
+    double ratio = (sens > 0.0 ? sens : 0.0) * (budget > 0.0 ? budget : 0.0) / (f * f * f);
+    if (ratio >= 1.0) return f;
+    double theta = 2.0 * asin(sqrt(27.0 / 32.0 * ratio));
+    double s6 = sin(theta / 6.0);
+    return (2.0 * f / 3.0) * (2.0 * s6 * s6 + sqrt(3.0) * sin(theta / 3.0));
+}
+
+/* a row's score and its bounds toward the fake labels hi + 1 and lo - 1 (unclipped) */
+static void vw_bounds(const VWState *V, Py_ssize_t m, const int64_t *idx, const double *val,
+                      Py_ssize_t L, double budget, double lo, double hi, float eta,
+                      int bisection, double *pred, double *low, double *high) {
+    float score = vw_score(V, m, idx, val, L);
+    float delta = budget > 0.0 ? (float)budget : -INFINITY;
+    for (int side = 0; side < 2; side++) {
+        float fake = side == 0 ? (float)(hi + 1.0) : (float)(lo - 1.0);
+        float sign = side == 0 ? 1.0f : -1.0f;
+        float sens = vw_sensitivity(V, m, idx, val, L, score, fake, eta);
+        float distance = (fake - score) * sign;
+        double bound = bisection  /* (float32 with VW's search, double with the root) */
+            ? (double)(score + sign * (sens * vw_bisection(distance, delta, sens)))
+            : (double)score + (double)sign * vw_move((double)distance, (double)sens, budget);
+        double out = distance < 1.0f || !isfinite(sens) ? sign * INFINITY : bound;
+        if (side == 0) *high = out;
+        else *low = out;
+    }
+    *pred = (double)score;
+}
+
+PyDoc_STRVAR(vw_run_doc,
+"vw_run(w, g, s, counters, models, index, value, played, reward, weight, budget, pmf,\n"
+"       pred, low, high, n, R, K, L, S, optimistic, eta, bisection, lo, hi, tol, events)\n"
+"       -> labels learned\n"
+"RegCB over VW's regressor, examples in order (the online schedule): each action's score\n"
+"and bounds with budget[labels so far] (uniform play and the whole range while it is\n"
+"NaN), the rule's distribution on the clipped bounds, then the label of played[i] >= 0\n"
+"learned at once with weight weight[i] * events / actions (events: int64 [labels,\n"
+"actions decided], updated).  Without labels (played all -1) it only decides.");
+
+static PyObject *py_vw_run(PyObject *self, PyObject *args) {
+    Py_buffer w = {0}, g = {0}, s = {0}, c = {0}, models = {0}, index = {0}, value = {0},
+              played = {0}, reward = {0}, weight = {0}, budget = {0}, pmf = {0}, pred = {0},
+              low = {0}, high = {0}, events = {0};
+    Py_ssize_t n, R, K, L, S;
+    int optimistic, bisection;
+    double eta, lo, hi, tol;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnpdpdddw*", &w, &g, &s,
+                          &c, &models, &index, &value, &played, &reward, &weight, &budget,
+                          &pmf, &pred, &low, &high, &n, &R, &K, &L, &S, &optimistic, &eta,
+                          &bisection, &lo, &hi, &tol, &events))
+        return NULL;
+    Py_ssize_t M = S > 0 ? w.len / (S * 4) : 0;
+    int ok = S > 0 && expect(&w, M * S, 4, "w") && expect(&g, M * S, 4, "g") &&
+             expect(&s, M * S, 4, "s") && expect(&c, 4, 8, "counters") &&
+             expect(&models, K, 8, "models") && bounded_rows_ok(&index, &value, n * R, L, S) &&
+             expect(&played, n, 8, "played") && expect(&reward, n, 8, "reward") &&
+             expect(&weight, n, 8, "weight") && expect(&pmf, n * K, 8, "pmf") &&
+             expect(&pred, n * K, 8, "pred") && expect(&low, n * K, 8, "low") &&
+             expect(&high, n * K, 8, "high") && expect(&events, 2, 8, "events") &&
+             models_ok(models.buf, K, M);
+    const int64_t *model = models.buf, *act = played.buf;
+    Py_ssize_t labelled = 0;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        if (act[i] >= K) {
+            PyErr_Format(PyExc_ValueError, "played action %lld out of range",
+                         (long long)act[i]);
+            ok = 0;
+        }
+        labelled += act[i] >= 0;
+    }
+    if (ok && budget.len / 8 < labelled + 1) {
+        PyErr_SetString(PyExc_ValueError, "budget is shorter than the labels + 1");
+        ok = 0;
+    }
+    Py_ssize_t learned = 0;
+    if (ok) {
+        VWState state = {S, w.buf, g.buf, s.buf, c.buf};
+        const int64_t *idx = index.len ? index.buf : NULL;
+        const double *val = value.buf, *rw = reward.buf, *wt = weight.buf, *bud = budget.buf;
+        int64_t *ev = events.buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double *p = (double *)pred.buf + i * K, *lw = (double *)low.buf + i * K,
+                   *hg = (double *)high.buf + i * K, *pm = (double *)pmf.buf + i * K;
+            double beta = bud[learned];
+            for (Py_ssize_t k = 0; k < K; k++) {
+                Py_ssize_t row = (i * R + (R == 1 ? 0 : k)) * L;
+                const int64_t *cols = idx ? idx + row : NULL;
+                if (isnan(beta)) {
+                    p[k] = (double)vw_score(&state, model[k], cols, val + row, L);
+                    lw[k] = lo;
+                    hg[k] = hi;
+                } else {
+                    vw_bounds(&state, model[k], cols, val + row, L, beta, lo, hi, (float)eta,
+                              bisection, p + k, lw + k, hg + k);
+                    lw[k] = fmin(fmax(lw[k], lo), hi);
+                    hg[k] = fmin(fmax(hg[k], lo), hi);
+                }
+            }
+            if (isnan(beta))
+                for (Py_ssize_t k = 0; k < K; k++) pm[k] = 1.0 / (double)K;
+            else
+                decide(lw, hg, K, optimistic, tol, pm);
+            if (act[i] < 0) continue;
+            Py_ssize_t m = model[act[i]], row = (i * R + (R == 1 ? 0 : act[i])) * L;
+            const int64_t *cols = idx ? idx + row : NULL;
+            ev[0] += 1;
+            ev[1] += K;
+            float wgt = (float)(wt[i] * (double)ev[0] / (double)ev[1]);
+            vw_update(&state, m, cols, val + row, L, (float)rw[i], wgt, (float)eta);
+            learned++;
+        }
+    }
+    RELEASE(&w, &g, &s, &c, &models, &index, &value, &played, &reward, &weight, &budget,
+            &pmf, &pred, &low, &high, &events);
+    if (!ok) return NULL;
+    return PyLong_FromSsize_t(learned);
+}
+
 static PyMethodDef methods[] = {
     {"moments", py_moments, METH_VARARGS, moments_doc},
     {"learn", py_learn, METH_VARARGS, learn_doc},
@@ -1229,6 +1460,7 @@ static PyMethodDef methods[] = {
     {"bounded_moments", py_bounded_moments, METH_VARARGS, bounded_moments_doc},
     {"bounded_learn", py_bounded_learn, METH_VARARGS, bounded_learn_doc},
     {"bounded_run", py_bounded_run, METH_VARARGS, bounded_run_doc},
+    {"vw_run", py_vw_run, METH_VARARGS, vw_run_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -128,3 +128,35 @@ def test_learner_with_vw_oracle_passes_checks_and_has_sublinear_regret(variant, 
     uniform = (means.max(axis=1) - means.mean(axis=1)).sum()
     assert regret.sum() < 1.6 * regret[:10_000].sum()
     assert regret.sum() < 0.2 * uniform
+
+
+# -- the compiled loop against the numpy reference ----------------------------------------
+
+
+def reference_vw(**kwargs) -> VWOracle:
+    oracle = VWOracle(**kwargs)
+    oracle.compiled = False
+    return oracle
+
+
+@pytest.mark.skipif(not VWOracle.compiled, reason="the kernels are not built")
+@pytest.mark.parametrize("variant", ["optimistic", "elimination"])
+@pytest.mark.parametrize("bisection", [False, True])
+def test_compiled_loop_matches_the_numpy_reference(variant, bisection):
+    """The same decisions, float32 scores and bounds within float32 rounding (VW's search
+    may stop a step apart when its sums differ in the last bit), and the same state after,
+    on a realizable stream and its logged labels."""
+    X, _, R = LinearProblem.make(n_actions=4, dim=6, seed=2).sample(700, seed=3)
+    played = np.random.default_rng(4).integers(0, 4, len(X))
+    rewards = R[np.arange(len(X)), played]
+    actions = list(range(4))
+    fast = RegCB(variant, oracle=VWOracle(bisection=bisection), mellowness=0.01, seed=0)
+    slow = RegCB(variant, oracle=reference_vw(bisection=bisection), mellowness=0.01, seed=0)
+    a, b = (learner.replay(X, actions, played, rewards) for learner in (fast, slow))
+    np.testing.assert_array_equal(a.pmf, b.pmf)
+    for name in ("prediction", "low", "high"):
+        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=0,
+                                   atol=1e-3 if bisection and name != "prediction" else 1e-5)
+    np.testing.assert_allclose(fast._oracle._state.w, slow._oracle._state.w, rtol=1e-4,
+                               atol=1e-6)
+    assert fast.predict(X[0], actions) == slow.predict(X[0], actions)

@@ -24,6 +24,11 @@ import numpy as np
 from regcb_stream.bounds import sensitivity_move
 from regcb_stream.oracles.base import learn_row_by_row
 
+try:
+    from regcb_stream import _ridge
+except ImportError:  # not built: the numpy reference
+    _ridge = None
+
 F32 = np.float32
 X2_MIN = F32(1.084202e-19) ** 2
 TOLERANCE = F32(1e-6)
@@ -38,8 +43,12 @@ class VWOracle:
     It takes sparse input (``sparse_input``): costs are O(nonzero features) per label and
     per (context, action) bound whatever the number of distinct features, and its state is
     3 float32 numbers per (model, feature) seen, so contexts with up to millions of distinct
-    features fit (2^18 features and 4 models: 12 MB). A rebuild copies only the entries that
-    learned since the last one into the frozen state.
+    features fit (2^18 features and 4 models: 12 MB). Labels are queued and a rebuild
+    learns them in order (each update reads the state the previous one left, as in VW), so
+    the decisions always see the state of the last rebuild with no second copy of it. With
+    the ``online`` schedule a block of logged examples is decided and learned in one
+    compiled loop (``compiled``; ``regcb_stream/_ridge.c``, ``vw_run``), which sums in
+    feature order as VW does.
 
     Parameters
     ----------
@@ -67,20 +76,20 @@ class VWOracle:
     """
 
     sparse_input = True
+    compiled = _ridge is not None  # False: the numpy reference (tests compare the two)
 
     def __init__(self, learning_rate: float = 0.5, bisection: bool = False):
         self.learning_rate = learning_rate
         self.bisection = bisection
-        self._live = _State.empty()
-        self._frozen = _State.empty()
+        self._state = _State.empty()
         self._n_actions = 1  # of the last decision: VW's importance-weight normaliser
         self._events = 0
         self._action_sum = 0
-        self._touched: list[tuple[int, np.ndarray]] = []  # (model, features) since a rebuild
+        self._pending: list[tuple] = []  # labels since the last rebuild, in order
+        self.dim_limit: int | None = None  # the most features there can be (hashing)
 
     def grow(self, n_models: int, dim: int) -> None:
-        self._live.grow(n_models, dim)
-        self._frozen.grow(n_models, dim)
+        self._state.grow(n_models, dim, self.dim_limit)
 
     def learn(self, x, model: int, y: float, weight: float = 1.0) -> None:
         """VW's ``gd`` update on one example (``x``: nonzero ``(index, value)`` arrays), with
@@ -89,8 +98,7 @@ class VWOracle:
         self._action_sum += self._n_actions
         weight = F32(weight * self._events / self._action_sum)
         idx, value = x
-        self._live.update(model, idx, value.astype(F32), F32(y), weight, F32(self.learning_rate))
-        self._touched.append((model, idx))
+        self._pending.append((model, idx, value.astype(F32), F32(y), weight))
 
     learn_many = learn_row_by_row
 
@@ -98,13 +106,60 @@ class VWOracle:
         return "VW's regressor"
 
     def rebuild(self) -> None:
-        self._frozen.copy_from(self._live, self._touched)
-        self._touched.clear()
+        """Learn the queued labels, in order (each update reads the state the previous one
+        left, as VW's)."""
+        for model, idx, value, y, weight in self._pending:
+            self._state.update(model, idx, value, y, weight, F32(self.learning_rate))
+        self._pending.clear()
+
+    def decisions(self, phi, models, budget: float, optimistic: bool,
+                  reward_range: tuple[float, float], tolerance: float):
+        """The rule's distributions, scores and clipped bounds of a block of rows under the
+        frozen state, ``(n, K)`` each (``budget`` NaN: uniform play), in the compiled loop."""
+        n = len(phi.value)
+        unused = np.zeros(n)
+        return self._run(phi, models, np.full(n, -1, np.int64), unused, unused,
+                         np.array([budget]), optimistic, reward_range, tolerance)
+
+    def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
+                      reward_range: tuple[float, float], tolerance: float):
+        """Decide and learn a block of logged examples in order, rebuilding after every
+        label (the ``online`` schedule), in the compiled loop (as ``RidgeOracle``'s)."""
+        self.rebuild()
+        return self._run(phi, models, np.ascontiguousarray(played, dtype=np.int64),
+                         np.ascontiguousarray(rewards, dtype=float),
+                         np.ascontiguousarray(weights, dtype=float),
+                         np.ascontiguousarray(budgets, dtype=float), optimistic,
+                         reward_range, tolerance)
+
+    def _run(self, phi, models, played, rewards, weights, budgets, optimistic, reward_range,
+             tolerance):
+        """``_ridge.vw_run`` over rows ``SparseRows`` (the product class's shared row once)."""
+        value, index = phi.value, phi.index
+        if value.shape[1] > 1 and value.strides[1] == 0 and (
+                index is None or index.strides[1] == 0):
+            value, index = value[:, :1], None if index is None else index[:, :1]
+        value = np.ascontiguousarray(value, float)
+        index = (np.zeros(0, np.int64) if index is None
+                 else np.ascontiguousarray(index, np.int64))
+        models = np.arange(self._state.w.shape[0], dtype=np.int64)[models] if isinstance(
+            models, slice) else np.ascontiguousarray(models, np.int64)
+        (n, r, width), k = value.shape, len(models)
+        out = np.empty((4, n, k))
+        events = np.array([self._events, self._action_sum], np.int64)
+        state = self._state
+        _ridge.vw_run(state.w, state.g, state.s, state.c, models, index, value, played,
+                      rewards, weights, budgets, *out, n, r, k, width, state.w.shape[1],
+                      optimistic, self.learning_rate, self.bisection, *reward_range, tolerance,
+                      events)
+        self._events, self._action_sum = int(events[0]), int(events[1])
+        self._n_actions = k
+        return tuple(out)
 
     def predict(self, phi, models) -> np.ndarray:
         self._n_actions = phi.shape[1]
         row_models, idx, values = _flat_rows(phi, models)
-        return self._frozen.scores(row_models, idx, values).reshape(phi.shape[:2])
+        return self._state.scores(row_models, idx, values).reshape(phi.shape[:2])
 
     def bounds(self, phi, models, budget: float):
         """Score and VW's sensitivity bounds: the fake labels are one beyond each end of
@@ -112,7 +167,7 @@ class VWOracle:
         low_end, high_end = self.reward_range
         self._n_actions = phi.shape[1]
         row_models, idx, values = _flat_rows(phi, models)
-        state = self._frozen
+        state = self._state
         score = state.scores(row_models, idx, values)
         delta = F32(budget) if budget > 0 else F32(-np.inf)
         fake = np.array([[high_end + 1.0], [low_end - 1.0]], F32)  # both sides at once
@@ -133,31 +188,24 @@ class VWOracle:
 
 
 class _State:
-    """Weights, adaptive sums, normalizers and VW's global counters (float32 like VW)."""
+    """Weights, adaptive sums, normalizers (float32 like VW) and VW's global counters
+    ``c = [total weight, normalizer sum, least label, largest label]`` (float64)."""
 
     def __init__(self, w, g, s, counters):
         self.w, self.g, self.s = w, g, s
-        self.total, self.norm_sum, self.label_min, self.label_max = counters
+        self.c = np.array(counters, float)
 
     @classmethod
     def empty(cls) -> _State:
         return cls(*(np.zeros((0, 0), F32) for _ in range(3)), [0.0, 0.0, 0.0, 0.0])
 
-    def copy_from(self, other: _State, touched) -> None:
-        """Take ``other``'s counters and its entries at the (model, features) touched."""
-        for model, idx in touched:
-            for name in ("w", "g", "s"):
-                getattr(self, name)[model, idx] = getattr(other, name)[model, idx]
-        self.total, self.norm_sum = other.total, other.norm_sum
-        self.label_min, self.label_max = other.label_min, other.label_max
-
-    def grow(self, n_models: int, dim: int) -> None:
-        """Room for ``n_models`` x ``dim`` (capacity doubles, so growing one feature at a
-        time costs O(1) amortized)."""
+    def grow(self, n_models: int, dim: int, limit: int | None = None) -> None:
+        """Room for ``n_models`` x ``dim`` (capacity doubles, up to ``limit`` features, so
+        growing one feature at a time costs O(1) amortized)."""
         m0, d0 = self.w.shape
         if n_models > m0 or dim > d0:
             m = max(n_models, 2 * m0 if n_models > m0 else m0)
-            d = max(dim, 2 * d0 if dim > d0 else d0)
+            d = max(dim, min(2 * d0, limit or 2 * d0) if dim > d0 else d0)
             for name in ("w", "g", "s"):
                 old = getattr(self, name)
                 new = np.zeros((m, d), F32)
@@ -177,15 +225,15 @@ class _State:
         with np.errstate(divide="ignore", invalid="ignore"):
             norm_x = np.where(active, x2 / (s * s), 0).sum(axis=-1, dtype=F32)
             rate = np.where(active, x2 / np.sqrt(g) / s, 0).sum(axis=-1, dtype=F32)
-            multiplier = np.sqrt((F32(self.total) + F32(1)) / (F32(self.norm_sum) + norm_x))
+            multiplier = np.sqrt((F32(self.c[0]) + F32(1)) / (F32(self.c[1]) + norm_x))
             return F32(eta) * rate * multiplier
 
     def update(self, model: int, idx, x, y, weight, eta) -> None:
         """One invariant update of VW's ``gd`` (``compute_update`` and ``train``)."""
-        self.label_min, self.label_max = min(self.label_min, y), max(self.label_max, y)
+        self.c[2], self.c[3] = min(self.c[2], y), max(self.c[3], y)
         w, g, s = self.w[model], self.g[model], self.s[model]
         raw = np.dot(w[idx], x)  # float32 arrays: a float32 sum
-        p = F32(min(max(raw, self.label_min), self.label_max))  # VW's finalize_prediction
+        p = F32(min(max(raw, self.c[2]), self.c[3]))  # VW's finalize_prediction
         if (p - y) ** 2 <= 0:
             return
         x2 = np.maximum(x * x, X2_MIN)
@@ -196,9 +244,9 @@ class _State:
         w[idx[rescale]] *= old[rescale] / ax[rescale]
         s[idx[grown]] = ax[grown]
         rate = F32(1) / np.sqrt(g[idx]) / s[idx]
-        self.norm_sum += float(weight) * float(np.sum(x2 / (s[idx] * s[idx]), dtype=F32))
-        self.total += float(weight)
-        multiplier = F32(math.sqrt(F32(self.total) / F32(self.norm_sum)))
+        self.c[1] += float(weight) * float(np.sum(x2 / (s[idx] * s[idx]), dtype=F32))
+        self.c[0] += float(weight)
+        multiplier = F32(math.sqrt(F32(self.c[0]) / F32(self.c[1])))
         per_update = np.sum(x2 * rate, dtype=F32) * multiplier
         scale = F32(eta) * weight
         if scale * per_update < 1e-6:
