@@ -12,7 +12,9 @@ temporary folder (deterministic, seed 0), logged by a uniform policy (probabilit
 - sparse ADF: the same rounds as ``shared |s f12 ...``, ``|a a0`` .. ``|a a9`` (the label
   ``0:cost:0.1`` on the logged action's line), a blank line;
 - dense d = 1000: ``--dense-examples`` lines ``a:cost:0.1 | x0:v ... x999:v`` (Gaussian,
-  4 decimals), K = 10.
+  4 decimals), K = 10;
+- the two sparse streams again with ``--oracle vw`` (this package's compiled copy of VW's
+  regressor and RegCB bounds) against the same VW runs.
 
 Costs are realizable: action a has weights w_a ~ N(0, 1) per feature and P(cost = 1) =
 sigmoid(w_a . x / sqrt(active features)). Ours runs its default flags; VW runs RegCB with
@@ -71,6 +73,10 @@ STREAMS = [  # (name, file, our flags, VW's flags)
     ("sparse ADF", "sparse_adf.dat", "--cb_explore_adf -q sa",
      f"--cb_explore_adf -q sa --regcb -b {BITS}"),
     ("dense d = 1000", "dense.dat", "--cb_explore 10", "--cb_explore 10 --regcb"),
+    ("sparse single-line, VW's regressor", "sparse.dat", "--cb_explore 10 --oracle vw",
+     f"--cb_explore 10 --regcb -b {BITS}"),
+    ("sparse ADF, VW's regressor", "sparse_adf.dat", "--cb_explore_adf -q sa --oracle vw",
+     f"--cb_explore_adf -q sa --regcb -b {BITS}"),
 ]
 SPEED_BAR, MEMORY_BAR = 1.0, 2.0  # ratio VW/ours >= 1.0; our peak <= 2x VW's
 #: VW explorer settings of the quality section: (explorer, parameter) for vw_args
