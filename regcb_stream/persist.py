@@ -1,10 +1,18 @@
-"""Model files: the whole learner state, saved atomically and loaded back.
+"""Model files: the whole learner state, saved atomically, loaded back without running code.
 
-A model file is a pickle of ``{"format", "version", "learner", "settings"}``: the learner
-with its oracle statistics, epoch and label counters, hyperparameters and RNG state, and
-the stream settings it was trained with (input format, interactions, constant feature), so
-that a stream split in two with a save and a resume in between gives the same output as
-one uninterrupted run. Like any pickle, load only model files you trust.
+A model file is a numpy ``.npz`` archive read with ``allow_pickle=False``: a JSON header
+(``format``, ``version``, the stream ``settings``, and the learner as a tree of plain values)
+and the learner's numpy arrays beside it. The tree names each object by a class from a fixed
+list of this package's own (the learner, the ridge, bounded and VW oracles, the feature
+encoder, the budget selector; numpy's random generator by its state), so loading builds only
+those, and nothing in the file is ever imported or called. A stream split in two with a save
+and a resume in between gives the same output as one uninterrupted run.
+
+Objects outside that list (a River pipeline, LightGBM trees) are stored only with
+``allow_pickle=True``, as pickles inside the archive, with a warning; loading them needs
+``allow_pickle=True`` too, and runs their code. Model files of earlier versions (whole
+pickles) are refused with the command that converts one you trust:
+``python -m regcb_stream.persist convert OLD NEW``.
 
 >>> import tempfile, pathlib
 >>> from regcb_stream import RegCB
@@ -18,26 +26,195 @@ one uninterrupted run. Like any pickle, load only model files you trust.
 
 from __future__ import annotations
 
+import io
+import json
 import os
-import pickle
+import sys
+import warnings
+import zipfile
+
+import numpy as np
 
 FORMAT = "regcb-stream model"
-VERSION = 5  # 2: RidgeOracle folds rows lazily, learns a prior; 3: budget kinds, automatic budget;
-# 4: the compiled ridge state (rows learned at once, the joint model in blocks); 5: hashed
-# features (-b), the bounded ridge oracle
+VERSION = 6  # 6: no pickle (a JSON tree and numpy arrays); 5: hashed features (-b), the bounded
+# ridge oracle; 4: the compiled ridge state; 3: budget kinds; 2: the ridge prior
+PICKLE_MAGIC = b"\x80"  # how every pickle of protocol 2 and later starts: versions <= 5
+CONVERT = "python -m regcb_stream.persist convert"
 
 
-def save_model(path: str | os.PathLike, learner, settings: dict) -> None:
+def _classes() -> dict[str, type]:
+    """The classes a model file may name, by name: the only ones loading builds."""
+    from regcb_stream.budget import BudgetSelector
+    from regcb_stream.features import FeatureEncoder, SlotColumns
+    from regcb_stream.learner import RegCB
+    from regcb_stream.oracles.bounded import BoundedRidgeOracle
+    from regcb_stream.oracles.ridge import RidgeOracle, _Blocks
+    from regcb_stream.oracles.vw import VWOracle, _State
+
+    classes = (RegCB, RidgeOracle, BoundedRidgeOracle, VWOracle, _State, _Blocks,
+               FeatureEncoder, SlotColumns, BudgetSelector)
+    return {cls.__qualname__: cls for cls in classes}
+
+
+def _functions() -> dict[str, object]:
+    from regcb_stream import policies
+
+    return {"elimination": policies.elimination, "optimistic": policies.optimistic}
+
+
+_TYPES = {t.__name__: t for t in (int, float, str, bool, bytes, type(None), np.int8, np.int16,
+                                  np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+                                  np.float32, np.float64, np.bool_, np.str_)}
+
+
+class _Writer:
+    """A learner as a JSON tree plus arrays (and, if allowed, pickles of foreign objects)."""
+
+    def __init__(self, allow_pickle: bool):
+        self.arrays: list[np.ndarray] = []
+        self.allow_pickle = allow_pickle
+        self.classes = {cls: name for name, cls in _classes().items()}
+        self.functions = {id(f): name for name, f in _functions().items()}
+        self.refs: dict[int, int] = {}  # id of an object or array -> its number
+        self.kept: list = []  # (those objects, alive while writing)
+
+    def tree(self, obj):
+        if obj is None or isinstance(obj, (bool, str)) or type(obj) in (int, float):
+            return obj
+        if id(obj) in self.refs:  # the same object again: a reference to it
+            return {"$ref": self.refs[id(obj)]}
+        if isinstance(obj, np.ndarray) and not obj.dtype.hasobject:
+            self._number(obj)
+            self.arrays.append(obj)
+            return {"$array": len(self.arrays) - 1}
+        if isinstance(obj, np.generic):
+            return {"$scalar": type(obj).__name__, "value": obj.item()}
+        if isinstance(obj, (list, tuple, set, frozenset)):
+            items = [self.tree(v) for v in obj]
+            return items if type(obj) is list else {f"${type(obj).__name__}": items}
+        if type(obj) is dict:
+            return {"$dict": [[self.tree(k), self.tree(v)] for k, v in obj.items()]}
+        if isinstance(obj, type) and obj.__name__ in _TYPES and _TYPES[obj.__name__] is obj:
+            return {"$type": obj.__name__}
+        if isinstance(obj, np.random.Generator):
+            return {"$generator": self.tree(obj.bit_generator.state)}
+        if id(obj) in self.functions:
+            return {"$function": self.functions[id(obj)]}
+        if type(obj) in self.classes:
+            self._number(obj)
+            return {"$object": self.classes[type(obj)], "state": self.tree(_state_of(obj))}
+        return self.foreign(obj)
+
+    def _number(self, obj) -> None:
+        """Number an array or object as the reader will (in the order they are met)."""
+        self.refs[id(obj)] = len(self.refs)
+        self.kept.append(obj)
+
+    def foreign(self, obj):
+        """An object no model file may name: a pickle inside the archive, if allowed."""
+        name = f"{type(obj).__module__}.{type(obj).__qualname__}"
+        if not self.allow_pickle:
+            raise ValueError(f"a {name} cannot be stored without pickle: pass allow_pickle=True "
+                             "to store it as one (loading it then needs allow_pickle=True "
+                             "too, and runs its code)")
+        import pickle
+
+        warnings.warn(f"model file: {name} stored as a pickle; loading it runs its code",
+                      stacklevel=4)
+        self.arrays.append(np.frombuffer(pickle.dumps(obj), np.uint8))
+        return {"$pickle": len(self.arrays) - 1, "class": name}
+
+
+class _Reader:
+    """The inverse of `_Writer`: builds only the listed classes."""
+
+    def __init__(self, arrays, allow_pickle: bool, path):
+        self.arrays, self.allow_pickle, self.path = arrays, allow_pickle, path
+        self.classes, self.functions = _classes(), _functions()
+        self.refs: list = []  # the objects and arrays built, in the writer's numbering
+
+    def value(self, tree):
+        if not isinstance(tree, (dict, list)):
+            return tree
+        if isinstance(tree, list):
+            return [self.value(v) for v in tree]
+        (key, *_), get = tree, tree.get
+        if key == "$ref":
+            return self.refs[get("$ref")]
+        if key == "$array":
+            self.refs.append(self.arrays[f"a{get('$array')}"])
+            return self.refs[-1]
+        if key == "$scalar":
+            return self._named(_TYPES, get("$scalar"), "type")(get("value"))
+        if key in ("$tuple", "$set", "$frozenset"):
+            return {"$tuple": tuple, "$set": set, "$frozenset": frozenset}[key](
+                self.value(v) for v in tree[key])
+        if key == "$dict":
+            return {self.value(k): self.value(v) for k, v in tree[key]}
+        if key == "$type":
+            return self._named(_TYPES, get("$type"), "type")
+        if key == "$generator":
+            state = self.value(get("$generator"))
+            generator = np.random.Generator(self._named(
+                {"PCG64": np.random.PCG64}, state["bit_generator"], "generator")())
+            generator.bit_generator.state = state
+            return generator
+        if key == "$function":
+            return self._named(self.functions, get("$function"), "function")
+        if key == "$object":
+            cls = self._named(self.classes, get("$object"), "class")
+            obj = cls.__new__(cls)
+            self.refs.append(obj)
+            for name, v in self.value(get("state")).items():
+                object.__setattr__(obj, name, v)
+            return obj
+        if key == "$pickle":
+            if not self.allow_pickle:
+                raise ValueError(f"{self.path} holds a pickled {get('class')}, which runs code "
+                                 "when loaded: load it with allow_pickle=True if you trust it")
+            import pickle
+
+            return pickle.loads(self.arrays[f"a{get('$pickle')}"].tobytes())
+        raise ValueError(f"{self.path}: unknown entry {key!r} in the model")
+
+    def _named(self, table: dict, name, what: str):
+        if name not in table:
+            raise ValueError(f"{self.path}: the model names {what} {name!r}, which is not one "
+                             "this regcb-stream builds")
+        return table[name]
+
+
+def _state_of(obj) -> dict:
+    """An object's attributes (``__dict__`` and ``__slots__``)."""
+    state = dict(getattr(obj, "__dict__", {}))
+    for name in getattr(type(obj), "__slots__", ()):
+        if hasattr(obj, name):
+            state[name] = getattr(obj, name)
+    return state
+
+
+def save_model(path: str | os.PathLike, learner, settings: dict,
+               allow_pickle: bool = False) -> None:
     """Write the model to a temporary file beside ``path``, then rename it over ``path``:
-    a crash mid-write leaves the old file (or none), never a truncated one."""
+    a crash mid-write leaves the old file (or none), never a truncated one; the file gets
+    the permissions of the user's umask. Objects outside this package's own need
+    ``allow_pickle`` (see the module docstring)."""
     import tempfile  # here: it costs the command's start-up a few milliseconds
 
+    writer = _Writer(allow_pickle)
+    header = {"format": FORMAT, "version": VERSION, "settings": writer.tree(settings),
+              "learner": writer.tree(learner)}
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.frombuffer(json.dumps(header).encode(), np.uint8),
+             **{f"a{i}": array for i, array in enumerate(writer.arrays)})
     folder, name = os.path.split(os.fspath(path))
-    state = {"format": FORMAT, "version": VERSION, "learner": learner, "settings": settings}
     fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=folder or ".")
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as out:
-            pickle.dump(state, out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.write(buffer.getvalue())
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
@@ -47,17 +224,65 @@ def save_model(path: str | os.PathLike, learner, settings: dict) -> None:
         raise
 
 
-def load_model(path: str | os.PathLike):
+def load_model(path: str | os.PathLike, allow_pickle: bool = False):
     """Return ``(learner, settings)`` from a model file, or raise ``ValueError`` saying why
-    the file is not one."""
+    the file is not one that loads (a pickle of an earlier version is never unpickled)."""
+    with open(path, "rb") as source:
+        head = source.read(2)
+    if head[:1] == PICKLE_MAGIC:
+        raise ValueError(f"{path} is a model file of an earlier regcb-stream (a pickle, which "
+                         f"can run code when loaded); if you trust it, convert it once with "
+                         f"`{CONVERT} {path} NEW`")
     try:
-        with open(path, "rb") as source:
-            state = pickle.load(source)
-    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as error:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+        header = json.loads(arrays.pop("header").tobytes())
+    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError,
+            zipfile.BadZipFile) as error:
         raise ValueError(f"{path} is not a regcb-stream model file ({error})") from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError(f"{path} is not a regcb-stream model file")
-    if state.get("version") != VERSION:
-        raise ValueError(f"{path} has model format version {state.get('version')}, "
+    if header.get("version") != VERSION:
+        raise ValueError(f"{path} has model format version {header.get('version')}, "
                          f"this regcb-stream reads version {VERSION}")
-    return state["learner"], state["settings"]
+    reader = _Reader(arrays, allow_pickle, path)
+    try:
+        settings = reader.value(header["settings"])  # (in the order they were written)
+        return reader.value(header["learner"]), settings
+    except (KeyError, TypeError, AttributeError, IndexError) as error:
+        raise ValueError(f"{path} is a damaged regcb-stream model file ({error!r})") from None
+
+
+def convert(old: str, new: str) -> None:
+    """Re-save a model file of version 5 (a pickle, unpickled here: trust it) in this
+    format."""
+    import pickle
+
+    with open(old, "rb") as source:
+        state = pickle.load(source)
+    if not isinstance(state, dict) or state.get("format") != FORMAT or state.get(
+            "version") != 5:
+        raise ValueError(f"{old} is not a regcb-stream model file of version 5")
+    save_model(new, state["learner"], state["settings"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m regcb_stream.persist convert OLD NEW``."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 3 or args[0] != "convert":
+        print(f"usage: {CONVERT} OLD NEW  (OLD is unpickled: convert only files you trust)",
+              file=sys.stderr)
+        return 2
+    import pickle
+
+    try:
+        convert(args[1], args[2])
+    except (OSError, ValueError, pickle.UnpicklingError, EOFError, AttributeError,
+            ImportError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

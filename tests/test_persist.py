@@ -1,0 +1,155 @@
+"""Model files that load no code: what they hold, what they refuse, and how old ones convert."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from regcb_stream import BoundedRidgeOracle, RegCB, VWOracle, checks
+from regcb_stream.persist import CONVERT, FORMAT, load_model, main, save_model
+
+
+class Evil:
+    """A pickle that runs a command when loaded."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def evil_pickle(path, marker) -> None:
+    path.write_bytes(pickle.dumps({"format": FORMAT, "version": 5, "learner": Evil(marker),
+                                   "settings": {}}))
+
+
+def run(module: str, args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("command", [
+    ("regcb_stream", ["--cb_explore", "2", "-i"]),
+    ("regcb_stream.ope", ["-d", os.devnull, "--policy-model"]),
+])
+def test_a_malicious_model_file_never_runs_its_code(tmp_path, command):
+    model, marker = tmp_path / "evil.model", tmp_path / "ran"
+    evil_pickle(model, marker)
+    module, args = command
+    result = run(module, [*args, str(model)])
+    assert not marker.exists()
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{CONVERT} {model} NEW" in result.stderr
+
+
+def write_archive(path, header: dict, **arrays) -> None:
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
+    path.write_bytes(buffer.getvalue())
+
+
+def test_an_archive_naming_other_classes_or_pickles_is_refused(tmp_path):
+    path = tmp_path / "m.regcb"
+    header = {"format": FORMAT, "version": 6, "settings": None,
+              "learner": {"$object": "Popen", "state": {"$dict": []}}}
+    write_archive(path, header)
+    with pytest.raises(ValueError, match="names class 'Popen', which is not one"):
+        load_model(path)
+    header["learner"] = {"$pickle": 0, "class": "builtins.Evil"}
+    write_archive(path, header, a0=np.frombuffer(pickle.dumps(Evil(tmp_path / "x")), np.uint8))
+    with pytest.raises(ValueError, match="holds a pickled builtins.Evil, which runs code"):
+        load_model(path)
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("data", [b"", b"PK\x03\x04garbage", b"not a model", os.urandom(300)])
+def test_a_file_that_is_not_a_model_says_so(tmp_path, data):
+    path = tmp_path / "m.regcb"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match="not a regcb-stream model file|earlier regcb-stream"):
+        load_model(path)
+
+
+LEARNERS = {
+    "default": lambda: RegCB(seed=1),
+    "auto budget, sqrt2": lambda: RegCB(budget="auto", schedule="sqrt2", seed=2),
+    "bounded": lambda: RegCB(oracle=BoundedRidgeOracle(head=2), seed=3),
+    "vw": lambda: RegCB("elimination", oracle="vw", mellowness=0.01, seed=4),
+    "vw, doubling": lambda: RegCB(oracle=VWOracle(bisection=True), schedule="doubling", seed=4),
+    "hashed": lambda: RegCB(hash_bits=12, seed=5),
+}
+
+
+@pytest.mark.parametrize("make", LEARNERS.values(), ids=LEARNERS)
+def test_a_saved_learner_continues_exactly(tmp_path, make):
+    learner, twin = make(), make()
+    contexts, rewards = checks.stream(120)
+    hashed = learner.hash_bits is not None
+
+    def play(who, rows):
+        trace = []
+        for x, r in rows:
+            x = {f"f{j}": float(v) for j, v in enumerate(x)} if hashed else x
+            action, prob, info = who.predict(x, checks.ACTIONS)
+            who.learn(x, action, float(r[checks.ACTIONS.index(action)]), prob, **info)
+            trace.append((action, prob))
+        return trace
+
+    rows = list(zip(contexts, rewards))
+    play(learner, rows[:60])
+    play(twin, rows[:60])
+    save_model(tmp_path / "m.regcb", learner, {"adf": False, "interactions": ("ab",)})
+    restored, settings = load_model(tmp_path / "m.regcb")
+    assert settings == {"adf": False, "interactions": ("ab",)}
+    assert play(restored, rows[60:]) == play(twin, rows[60:])
+
+
+def test_objects_of_other_libraries_need_allow_pickle(tmp_path):
+    from river import linear_model
+
+    from regcb_stream import RiverOracle
+
+    learner = RegCB(oracle=RiverOracle(linear_model.LinearRegression()), seed=0)
+    action, prob, _ = learner.predict([0.5, 1.0], ["a", "b"])
+    learner.learn([0.5, 1.0], action, 1.0, prob)
+    path = tmp_path / "river.regcb"
+    with pytest.raises(ValueError, match="cannot be stored without pickle: pass allow_pickle"):
+        save_model(path, learner, {})
+    with pytest.warns(UserWarning, match="stored as a pickle; loading it runs its code"):
+        save_model(path, learner, {}, allow_pickle=True)
+    with pytest.raises(ValueError, match="which runs code when loaded"):
+        load_model(path)
+    restored, _ = load_model(path, allow_pickle=True)
+    assert restored.pmf([0.5, 1.0], ["a", "b"]) == learner.pmf([0.5, 1.0], ["a", "b"])
+
+
+def test_an_old_model_file_converts_once_trusted(tmp_path, capsys):
+    old, new = tmp_path / "old.model", tmp_path / "new.model"
+    learner = RegCB(beta=0.2)
+    old.write_bytes(pickle.dumps({"format": FORMAT, "version": 5, "learner": learner,
+                                  "settings": {"adf": True}}))
+    with pytest.raises(ValueError, match="convert it once with"):
+        load_model(old)
+    assert main(["convert", str(old), str(new)]) == 0
+    restored, settings = load_model(new)
+    assert restored.beta == 0.2 and settings == {"adf": True}
+    assert main(["convert", str(new), str(old)]) == 1  # not a pickle of version 5
+    assert "error:" in capsys.readouterr().err
+
+
+def test_the_model_file_follows_the_umask(tmp_path):
+    umask = os.umask(0o027)
+    try:
+        save_model(tmp_path / "m.regcb", RegCB(), {})
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "m.regcb").stat().st_mode & 0o777 == 0o640
+    assert os.listdir(tmp_path) == ["m.regcb"]  # no temporary file left
