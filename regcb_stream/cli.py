@@ -7,8 +7,7 @@ Flags named like VW's mean what they mean in VW; ``--oracle``, ``--schedule``, `
 ``--ridge_l2``, ``--ridge_prior`` and ``--lenient`` are this tool's own.
 Without ``--mellowness`` or ``--beta`` the exploration budget is `regcb_stream.RegCB`'s
 default, and the closing summary says which budget was in force.
-Exit status: 0 on success, 1 when the input has a bad example (the message names the
-line, after every earlier prediction has been written), 2 for bad flags.
+Exit statuses: see ``--help``.
 """
 
 from __future__ import annotations
@@ -19,10 +18,10 @@ import sys
 
 from threadpoolctl import threadpool_limits
 
+from regcb_stream import shell
 from regcb_stream.budget import DEFAULT_GRID
 from regcb_stream.driver import Driver, StreamSettings
 from regcb_stream.io.hashing import DEFAULT_BITS
-from regcb_stream.io.read_ahead import ReadAhead
 from regcb_stream.io.vw_text import VWParseError
 from regcb_stream.learner import DEFAULT_L2, RegCB
 from regcb_stream.oracles.bounded import HEAD, BoundedRidgeOracle
@@ -31,12 +30,38 @@ from regcb_stream.oracles.vw import VWOracle
 from regcb_stream.persist import load_model, save_model
 from regcb_stream.progress import ProgressTable
 
+EPILOG = """example:
+  regcb-stream --cb_explore_adf -q sa -d log.dat -p predictions.txt -f model.regcb
+
+exit status:
+  0    every example decided (and learned)
+  1    a bad example (the message names its line; every earlier prediction is written), or
+       an error while running
+  2    bad flags, a path that cannot be read or written, a model file that does not load
+  130  interrupted (Ctrl-C): the predictions of every whole block are written, and with -f
+       the model of that point is saved
+  141  the output pipe was closed (e.g. | head): the run ends quietly
+"""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The module docstring as written, and each flag's default where it has a value."""
+
+    def _get_help_string(self, action) -> str:
+        text = action.help or ""
+        hidden = action.default is None or action.default is False or action.default == []
+        if not hidden and action.default is not argparse.SUPPRESS and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="regcb-stream", description=__doc__.split("\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="regcb-stream", description=__doc__.split("\n")[0], epilog=EPILOG,
+        formatter_class=_HelpFormatter, allow_abbrev=False,
     )
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {_version()}")
     io = parser.add_argument_group("input and output (as vw)")
     io.add_argument("-d", "--data", default="-", help="input file; - (default) is stdin")
     io.add_argument("-p", "--predictions", help="write predictions here (- is stdout)")
@@ -45,17 +70,19 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--quiet", action="store_true", help="no progress table on stderr")
     io.add_argument("--lenient", action="store_true",
                     help="skip bad examples with a warning instead of stopping")
+    io.add_argument("-t", "--testonly", action="store_true",
+                    help="predict without learning (as vw -t)")
     io.add_argument("--blocks", action="store_true",
                     help=argparse.SUPPRESS)  # input is always read ahead as far as available
     cb = parser.add_argument_group("contextual bandit (as vw)")
     mode = cb.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
     mode.add_argument("--cb_explore_adf", action="store_true", help="multi-line ADF examples")
-    cb.add_argument("--cb_min_cost", type=float, default=0.0)
-    cb.add_argument("--cb_max_cost", type=float, default=1.0)
+    cb.add_argument("--cb_min_cost", type=float, default=0.0, help="the least cost")
+    cb.add_argument("--cb_max_cost", type=float, default=1.0, help="the largest cost")
     cb.add_argument("--cb_force_legacy", action="store_true",
                     help="--cb_explore K: K probabilities in action order")
-    cb.add_argument("--random_seed", type=int, default=0)
+    cb.add_argument("--random_seed", type=int, default=0, help="seed of the action draws")
     features = parser.add_argument_group("features (as vw)")
     features.add_argument("-q", "--quadratic", "--interactions", action="append", default=[],
                           dest="interactions", metavar="AB", help="cross namespaces A and B")
@@ -157,19 +184,53 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         learner, settings = _setup(args)
+    except shell.PathError as error:
+        return _fail(str(error))
     except ValueError as error:
         parser.error(str(error))
-    progress = ProgressTable(None if args.quiet else sys.stderr, _preamble(args, learner))
     with contextlib.ExitStack() as stack:
-        sink = _open(stack, args.predictions, "w", sys.stdout) if args.predictions else None
-        driver = Driver(learner, settings, sink, progress, legacy=args.cb_force_legacy,
-                        first_only=args.first_only and args.regcbopt, vw_compat=args.vw_compat)
+        try:
+            lines = shell.open_input(stack, args.data)
+            sink = args.predictions and shell.open_output(stack, args.predictions, "-p")
+            shell.check_model_path(args.final_regressor)
+        except shell.PathError as error:
+            return _fail(str(error))
+        progress = ProgressTable(None if args.quiet else sys.stderr, _preamble(args, learner))
+        interrupts = stack.enter_context(shell.Interrupts())
+        driver = Driver(learner, settings, sink or None, progress, legacy=args.cb_force_legacy,
+                        first_only=args.first_only and args.regcbopt, vw_compat=args.vw_compat,
+                        learn=not args.testonly, guard=interrupts.block)
         stack.enter_context(threadpool_limits(1, "blas"))  # one core does more than two
-        status = _run(driver, lambda: _input(stack, args.data), _on_error(args, progress))
-    if not args.quiet:
+        status = _run(driver, lines, _on_error(args, progress))
+    if not args.quiet and status != shell.PIPE_CLOSED:
         sys.stderr.write(progress.summary(learner.budget_in_force, learner.oracle_in_use))
-    if status == 0 and args.final_regressor:
+    if status == shell.INTERRUPTED:
+        print(f"regcb-stream: interrupted after {progress.examples} examples, every "
+              "prediction of them written", file=sys.stderr)
+    return _save(args, learner, settings, status)
+
+
+def _save(args, learner, settings: StreamSettings, status: int) -> int:
+    """Save the model with ``-f`` (after a bad example: not; after Ctrl-C or a closed
+    output pipe: the state after the last whole block)."""
+    if not args.final_regressor or status == 1:
+        if args.final_regressor and status == 1:
+            print(f"regcb-stream: the model was not saved to {args.final_regressor}",
+                  file=sys.stderr)
+        return status
+    shell.remove_stale_temporaries(args.final_regressor)
+    try:
         save_model(args.final_regressor, learner, settings.__dict__)
+    except OSError as error:
+        return _fail(f"-f {args.final_regressor}: cannot save the model ({error.strerror})", 1)
+    if status == shell.INTERRUPTED:
+        print(f"regcb-stream: model saved to {args.final_regressor}", file=sys.stderr)
+    return status
+
+
+def _fail(message: str, status: int = 2) -> int:
+    """A one-line error (no usage text) and its exit status."""
+    print(f"regcb-stream: error: {message}", file=sys.stderr)
     return status
 
 
@@ -179,7 +240,13 @@ def _setup(args):
     if args.cb_force_legacy and args.cb_explore_adf:
         raise ValueError("--cb_force_legacy applies to --cb_explore K only")
     if args.initial_regressor:
-        learner, saved = load_model(args.initial_regressor)
+        try:
+            learner, saved = load_model(args.initial_regressor)
+        except OSError as error:
+            raise shell.PathError(f"-i {args.initial_regressor}: cannot read it "
+                                  f"({error.strerror})") from None
+        except ValueError as error:
+            raise shell.PathError(f"-i: {error}") from None
         settings = StreamSettings(**saved)
         _check_same(settings, args)
         return learner, settings
@@ -226,6 +293,15 @@ def _preamble(args, learner: RegCB) -> tuple[str, ...]:
             f"oracle = {oracles.get(getattr(args, 'oracle', None), learner.oracle_in_use)}")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("regcb-stream")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def _mellowness_list(text: str) -> tuple[float, ...]:
     """``--auto_budget``'s candidates: comma-separated numbers >= 0."""
     try:
@@ -259,31 +335,22 @@ def _on_error(args, progress: ProgressTable):
     return skip if args.lenient else None
 
 
-def _run(driver: Driver, source, on_error) -> int:
+def _run(driver: Driver, lines, on_error) -> int:
+    """Run the stream; the exit status (see ``--help``)."""
     try:
-        lines = source()
         driver.run(lines, on_error)
     except VWParseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except (ValueError, TypeError, OSError) as error:  # e.g. a probability the learner
-        print(f"error: {error}", file=sys.stderr)  # refuses, an unreadable input
+        if isinstance(error, BrokenPipeError):  # refuses, an unreadable input
+            shell.silence_stdout()
+            return shell.PIPE_CLOSED
+        print(f"error: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return shell.INTERRUPTED
     return 0
-
-
-def _input(stack: contextlib.ExitStack, name: str) -> ReadAhead:
-    """The input's lines, read ahead as far as available (like VW, only ``\n`` ends a
-    line, and bytes that are not UTF-8 fail their line, not the whole read)."""
-    if name in ("-", "/dev/stdin"):
-        return ReadAhead(sys.stdin.fileno())
-    return ReadAhead(stack.enter_context(open(name, "rb")).fileno())
-
-
-def _open(stack: contextlib.ExitStack, name: str, mode: str, default):
-    if name in ("-", "/dev/stdout"):
-        return default  # reopening /dev/stdout would truncate a redirected stdout
-    return stack.enter_context(open(name, mode))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ example before learning its label, so the output does not depend on how the inpu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import sys
@@ -72,11 +73,16 @@ class Driver:
         Reproduce VW's defects: a label on an ADF example's last action line is learned
         with importance weight 1/prob (VW's "no importance weighting" loop skips that
         line), and the optimistic variant gives probability 1 to every tied action.
+    learn
+        Learn the labels (False: VW's ``-t``, predictions and the progressive loss only).
+    guard
+        Context manager each block of work runs in (``shell.Interrupts.block``: Ctrl-C
+        waits for the block's predictions and learning to finish).
     """
 
     def __init__(self, learner, settings: StreamSettings, predictions: TextIO | None,
                  progress: ProgressTable, legacy: bool = False, first_only: bool = False,
-                 vw_compat: bool = False):
+                 vw_compat: bool = False, learn: bool = True, guard=contextlib.nullcontext):
         self.learner = learner
         self.settings = settings
         self.predictions = predictions
@@ -84,6 +90,8 @@ class Driver:
         self.legacy = legacy
         self.first_only = first_only
         self.vw_compat = vw_compat
+        self.learn = learn
+        self.guard = guard
         self._warned_range = False
         self._oracle_kind: str | None = None
         self._labels = list(range(settings.n_actions or 0))
@@ -108,7 +116,8 @@ class Driver:
             examples = iter_adf(lines, on_error, shared_text=True)
             ready = getattr(lines, "ready", lambda: True)
             for batch in self._batches(examples, ready):
-                self._adf_batch(batch, on_error)
+                with self.guard():
+                    self._adf_batch(batch, on_error)
             return
         take = getattr(lines, "take", None) or functools.partial(_take, iter(lines))
         count, limit = 0, 64  # a first block short enough whatever the lines
@@ -117,7 +126,8 @@ class Driver:
                         if (text := clean_line(raw))]
             count += len(chunk)
             for part in _narrow(numbered):
-                self._cb_batch(part, on_error)
+                with self.guard():
+                    self._cb_batch(part, on_error)
             width = sum(map(len, chunk)) // len(chunk) + 1
             limit = max(16, min(MAX_BLOCK, MAX_TEXT // width))
 
@@ -194,7 +204,8 @@ class Driver:
         played, costs, probs, weights = labels
         learned = played >= 0
         self._check_costs(costs, learned, line_nos)
-        decision = self.learner.replay(contexts, actions, played, -costs, probs, weights)
+        decision = self.learner.replay(contexts, actions, played if self.learn else
+                                       np.full_like(played, -1), -costs, probs, weights)
         self._note_oracle(line_nos[-1])
         pmfs, orders = self._shown(decision.pmf, decision.prediction)
         self._write(pmfs, orders, tags)

@@ -4,7 +4,9 @@ A stream is decided a block of examples at a time, but the interactive protocol 
 example, read its prediction, then write the next) must keep working: `ReadAhead` reads
 whatever the descriptor has (up to a chunk), and `ready` tells the caller whether another
 line can be had without waiting. A file is always ready; a pipe from a process that waits
-for a prediction is not, so that example is decided at once.
+for a prediction is not, so that example is decided at once. Gzip input (a file or a pipe
+whose bytes start with gzip's magic number) is decompressed as it is read, as VW reads
+``.gz`` files.
 
 >>> read, write = os.pipe()
 >>> _ = os.write(write, b"1:0.5:0.2 | a\\n2 | b\\n3 | c")
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 import select
+import zlib
 from collections.abc import Iterator
 
 try:
@@ -31,6 +34,7 @@ except ImportError:  # not built (a source tree without `pip install`): line by 
     _scan = None
 
 CHUNK = 1 << 16
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class ReadAhead:
@@ -43,6 +47,8 @@ class ReadAhead:
         self._lines: list[str] = []
         self._next = 0  # the first line of _lines not yet given out
         self._tail = b""
+        self._gzip: zlib._Decompress | None = None  # with gzip input
+        self._started = False
 
     def __iter__(self) -> Iterator[str]:
         while self._next < len(self._lines) or self._fill():
@@ -70,6 +76,29 @@ class ReadAhead:
         self._next = _scan.known_run(self._lines, start, known, out, limit)
         return self._next - start
 
+    def _read(self) -> bytes:
+        """The next bytes of the input, decompressed if it is gzip ("" at its end)."""
+        data = os.read(self._fd, self._chunk)
+        if not self._started:
+            self._started = True
+            while len(data) == 1:  # (a pipe may deliver the magic number in two reads)
+                more = os.read(self._fd, self._chunk)
+                if not more:
+                    break
+                data += more
+            if data[:2] == GZIP_MAGIC:
+                self._gzip = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        if self._gzip is None:
+            return data
+        out = self._gzip.decompress(data)
+        while self._gzip.unused_data:  # concatenated gzip members, as gzip reads them
+            rest = self._gzip.unused_data
+            self._gzip = zlib.decompressobj(zlib.MAX_WBITS | 16)
+            out += self._gzip.decompress(rest)
+        if not data and not self._gzip.eof:
+            raise ValueError("the gzip input ends before its end of stream")
+        return out if out or not data else self._read()
+
     def ready(self) -> bool:
         """Whether a line is buffered or the descriptor has data (or its end) to read."""
         return self._next < len(self._lines) or bool(select.select([self._fd], [], [], 0)[0])
@@ -78,7 +107,7 @@ class ReadAhead:
         """Read until a line is complete (or the input ends); False at the end."""
         self._lines, self._next = [], 0
         while not self._lines:
-            data = os.read(self._fd, self._chunk)
+            data = self._read()
             if not data:
                 if not self._tail:
                     return False

@@ -107,9 +107,10 @@ def split_line(text: str, n_actions: int | None = None) -> tuple[Line, str]:
     """
     _check_encoding(text)
     bar = text.find("|")
+    if bar < 0 and text.isspace():  # VW: an example (an ADF action) without features
+        return _NO_HEAD, ""
     if bar < 0:
-        what = "whitespace-only line (not a separator to VW)" if text.isspace() else "line"
-        raise FieldError("no_bar", f"{what} has no '|' before the features")
+        raise FieldError("no_bar", "line has no '|' before the features")
     if "\r" in text or "\n" in text:
         raise FieldError("control", "carriage return or newline inside the line")
     return (_with_head((), text[:bar], n_actions) if bar else _NO_HEAD), text[bar + 1:]
@@ -391,7 +392,7 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
         Text lines (see `iter_cb`). Repeated empty lines are ignored.
     on_error : callable, optional
         Called with each `VWParseError`; the example is dropped and reading resumes after the
-        next empty (or whitespace-only) line. If None the error is raised.
+        next empty line. If None the error is raised.
     strict_eof : bool
         Treat an example cut off by the end of input as an error (VW accepts it).
     max_lines : int

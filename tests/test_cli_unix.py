@@ -1,0 +1,127 @@
+"""The command as a Unix tool: paths checked first, Ctrl-C, closed pipes, gzip input,
+whitespace-only lines and -t as VW treats them, --help and --version."""
+
+from __future__ import annotations
+
+import gzip
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from test_cli import cb_stream, run_cli, vw_predictions
+
+from regcb_stream.persist import load_model
+
+COMMAND = [sys.executable, "-m", "regcb_stream"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["-d", "nofile"], "-d nofile: cannot read it (No such file or directory)"),
+    (["-d", "."], "-d .: is a directory, not a file"),
+    (["-p", "/nonexistent/x"], "-p /nonexistent/x: cannot write it"),
+    (["-i", "nofile"], "-i nofile: cannot read it"),
+    (["-f", "/nonexistent/dir/m"], "-f /nonexistent/dir/m: the folder /nonexistent/dir does"),
+])
+def test_a_path_that_cannot_be_used_is_one_line_before_any_work(flags, message):
+    result = run_cli(["--cb_explore", "2", *flags], stdin="1:0:0.5 | a\n")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"regcb-stream: error: {message}")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr and "usage:" not in result.stderr
+
+
+def test_a_corrupt_model_file_is_one_line(tmp_path):
+    model = tmp_path / "m.regcb"
+    model.write_bytes(b"PK\x03\x04 not really a zip \xff\xfe")
+    result = run_cli(["-i", str(model)], stdin="1:0:0.5 | a\n")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "is not a regcb-stream model file" in result.stderr and "usage:" not in result.stderr
+
+
+def test_abbreviations_help_and_version():
+    assert "unrecognized arguments: --cb" in run_cli(["--cb", "4"]).stderr
+    help_text = run_cli(["--help"]).stdout
+    assert "exit status:" in help_text and "141" in help_text and "example:" in help_text
+    assert "(default: online)" in help_text and "(default: 0.0)" in help_text
+    assert run_cli(["--version"]).stdout.startswith("regcb-stream ")
+
+
+def test_ctrl_c_writes_every_whole_block_and_saves_the_model(tmp_path):
+    model = tmp_path / "m.regcb"
+    process = subprocess.Popen([*COMMAND, "--cb_explore", "4", "-p", "/dev/stdout", "-f",
+                                str(model)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    lines = cb_stream(30).splitlines(keepends=True)
+    for line in lines:  # one example at a time: each prediction comes back before the next
+        process.stdin.write(line)
+        process.stdin.flush()
+        assert process.stdout.readline().strip() and process.stdout.readline() == "\n"
+    time.sleep(0.2)  # waiting for input now
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "interrupted after 30 examples" in err and "model saved to" in err
+    assert "Traceback" not in err
+    learner, _ = load_model(model)
+    assert learner.n_labels == sum(not line.startswith("|") for line in lines)
+
+
+def test_a_closed_output_pipe_ends_the_run_quietly(tmp_path):
+    data = tmp_path / "cb.dat"
+    data.write_text(cb_stream(3000))
+    shell = (f"set -o pipefail; {sys.executable} -m regcb_stream --cb_explore 4 -p /dev/stdout "
+             f"--quiet < {data} | head -1")
+    result = subprocess.run(["bash", "-c", shell], capture_output=True, text=True)
+    assert result.returncode == 141 and result.stdout.count("\n") == 1
+    assert result.stderr == ""
+
+
+def test_temporary_files_of_killed_saves_are_removed(tmp_path):
+    data, model = tmp_path / "cb.dat", tmp_path / "m.regcb"
+    data.write_text(cb_stream(50))
+    stale = tmp_path / "m.regcb.k9x2.tmp"
+    stale.write_bytes(b"half a model")
+    assert run_cli(["--cb_explore", "4", "-d", str(data), "-f", str(model), "--quiet"]
+                   ).returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cb.dat", "m.regcb"]
+
+
+def test_gzip_input_from_a_file_or_a_pipe(tmp_path):
+    text = cb_stream(400)
+    plain, packed = tmp_path / "cb.dat", tmp_path / "cb.dat.gz"
+    plain.write_text(text)
+    packed.write_bytes(gzip.compress(text.encode()) + gzip.compress(b""))  # two members
+    want = run_cli(["--cb_explore", "4", "-d", str(plain), "-p", "-", "--quiet"]).stdout
+    assert run_cli(["--cb_explore", "4", "-d", str(packed), "-p", "-", "--quiet"]).stdout == want
+    piped = subprocess.run([*COMMAND, "--cb_explore", "4", "-p", "-", "--quiet"],
+                           input=packed.read_bytes(), capture_output=True)
+    assert piped.stdout.decode() == want and want.count("\n\n") == 400
+    packed.write_bytes(gzip.compress(text.encode())[:-30])  # cut short
+    result = run_cli(["--cb_explore", "4", "-d", str(packed), "-p", "-", "--quiet"])
+    assert result.returncode == 1 and "gzip input ends" in result.stderr
+
+
+@pytest.mark.parametrize("flags, text", [
+    ("--cb_explore 2 --regcb", "1:0:0.5 | a b\n   \n2:1:0.5 | a\n"),
+    ("--cb_explore_adf --regcb", "shared | s\n0:1:0.5 | a\n| b\n  \n| a\n| b\n\n"),
+])
+def test_whitespace_only_lines_as_vw_reads_them(tmp_path, flags, text):
+    data = tmp_path / "ws.dat"
+    data.write_text(text)
+    ours = run_cli([*flags.split(), "-d", str(data), "-p", "-", "--quiet"])
+    assert ours.returncode == 0 and ours.stdout == vw_predictions(flags, data, tmp_path)
+
+
+def test_testonly_predicts_without_learning(tmp_path):
+    train, test, model = tmp_path / "train.dat", tmp_path / "test.dat", tmp_path / "m.regcb"
+    train.write_text(cb_stream(300, seed=1))
+    test.write_text(cb_stream(200, seed=2))
+    assert run_cli(["--cb_explore", "4", "-d", str(train), "-f", str(model), "--quiet"]
+                   ).returncode == 0
+    runs = [run_cli(["-i", str(model), "-t", "-d", str(test), "-p", "-"]) for _ in range(2)]
+    assert runs[0].stdout == runs[1].stdout  # nothing learned between the two
+    learning = run_cli(["-i", str(model), "-d", str(test), "-p", "-", "--quiet"]).stdout
+    assert learning != runs[0].stdout
+    assert "average loss" in runs[0].stderr
