@@ -28,6 +28,7 @@ whichever candidate leads (``tests/test_budget.py``: regret growth ``R(T)/R(T/2)
 array([0.333, 0.333, 0.333])
 >>> for _ in range(200):   # candidate 0 plays the rewarded action, the others do not
 ...     selector.update(np.array([1.0, 0.0, 0.0]), prob=0.5, reward=1.0)
+>>> selector.freeze()  # the learner does so at each rebuild
 >>> int(selector.leader())
 0
 """
@@ -77,21 +78,31 @@ class BudgetSelector:
         self.estimates = [0.0] * len(self.grid)  # importance-weighted summed rewards
         self.n_scored = 0
         self._sqrt_grid = np.sqrt(self.grid)
-        self._weights: np.ndarray | None = None  # cached until the next update
+        self.freeze()
+
+    def freeze(self) -> None:
+        """Take the weights and the leader of the estimates so far for the decisions, until
+        the next call (the learner's rebuilds: decisions inside an epoch do not depend on how
+        its labels were cut into blocks)."""
+        self._weights, self._leader = self._live_weights(), self.estimates.index(
+            max(self.estimates))
+
+    def _live_weights(self) -> np.ndarray:
+        """Softmax of the estimates (J is small: plain floats are faster than numpy calls
+        here, which run once per label)."""
+        eta, top = self.rate / math.sqrt(max(self.n_scored, 1)), max(self.estimates)
+        z = [math.exp(eta * (e - top)) for e in self.estimates]
+        total, even = sum(z), self.floor / len(z)
+        return np.array([(1.0 - self.floor) * v / total + even for v in z])
 
     def weights(self) -> np.ndarray:
-        """The mixture's weight of each candidate (J is small: plain floats are faster
-        than numpy calls here, which run once per label)."""
-        if self._weights is None:
-            eta, top = self.rate / math.sqrt(max(self.n_scored, 1)), max(self.estimates)
-            z = [math.exp(eta * (e - top)) for e in self.estimates]
-            total, even = sum(z), self.floor / len(z)
-            self._weights = np.array([(1.0 - self.floor) * v / total + even for v in z])
+        """The mixture's weight of each candidate, as of the last `freeze`."""
         return self._weights
 
     def leader(self) -> int:
-        """Index of the candidate of largest weight (the first among ties)."""
-        return self.estimates.index(max(self.estimates))
+        """Index of the candidate of largest weight as of the last `freeze` (the first among
+        ties)."""
+        return self._leader
 
     def radii(self, n_labels: int, n_actions: int, span: float) -> np.ndarray:
         """Square roots of the candidates' loss budgets after ``n_labels`` labels: the
@@ -111,13 +122,12 @@ class BudgetSelector:
         scale = reward / prob
         self.estimates = [e + p * scale for e, p in zip(self.estimates, candidate_probs)]
         self.n_scored += 1
-        self._weights = None
 
     def state(self) -> dict:
         """Diagnostics: the candidates, their weights and estimates, the leading budget."""
-        return {"mellowness": self.grid.tolist(), "weights": self.weights().tolist(),
+        return {"mellowness": self.grid.tolist(), "weights": self._live_weights().tolist(),
                 "estimates": list(self.estimates), "n_scored": self.n_scored,
-                "leader": float(self.grid[self.leader()])}
+                "leader": float(self.grid[self.estimates.index(max(self.estimates))])}
 
 
 def candidate_decisions(selector: BudgetSelector, oracle, rule, phi, models, n_labels: int,

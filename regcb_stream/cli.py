@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 
 from threadpoolctl import threadpool_limits
 
-from regcb_stream import shell
+from regcb_stream import resume, shell
 from regcb_stream.budget import DEFAULT_GRID
 from regcb_stream.driver import Driver, StreamSettings
 from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.vw_text import VWParseError
-from regcb_stream.learner import DEFAULT_L2, RegCB
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_VARIANT, RegCB
 from regcb_stream.oracles.bounded import HEAD, BoundedRidgeOracle
 from regcb_stream.oracles.ridge import MAX_EXACT, RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
@@ -78,23 +79,22 @@ def build_parser() -> argparse.ArgumentParser:
     mode = cb.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
     mode.add_argument("--cb_explore_adf", action="store_true", help="multi-line ADF examples")
-    cb.add_argument("--cb_min_cost", type=float, default=0.0, help="the least cost")
-    cb.add_argument("--cb_max_cost", type=float, default=1.0, help="the largest cost")
+    cb.add_argument("--cb_min_cost", type=float, help="the least cost (default 0)")
+    cb.add_argument("--cb_max_cost", type=float, help="the largest cost (default 1)")
     cb.add_argument("--cb_force_legacy", action="store_true",
                     help="--cb_explore K: K probabilities in action order")
-    cb.add_argument("--random_seed", type=int, default=0, help="seed of the action draws")
+    cb.add_argument("--random_seed", type=int, help="seed of the action draws (default 0)")
     features = parser.add_argument_group("features (as vw)")
     features.add_argument("-q", "--quadratic", "--interactions", action="append", default=[],
                           dest="interactions", metavar="AB", help="cross namespaces A and B")
     features.add_argument("--noconstant", action="store_true", help="no constant feature")
-    features.add_argument("-b", "--bit_precision", type=int, default=DEFAULT_BITS,
-                          metavar="BITS",
+    features.add_argument("-b", "--bit_precision", type=int, metavar="BITS",
                           help=f"hash features into 2^BITS slots, VW's hash (default "
                                f"{DEFAULT_BITS}, as VW)")
     regcb = parser.add_argument_group("RegCB (as vw)")
     regcb.add_argument("--regcb", action="store_true",
-                       help="RegCB, elimination unless --regcbopt (as in VW; the explorer "
-                            "this tool always runs)")
+                       help="the elimination variant unless --regcbopt, as in VW (without "
+                            f"either: RegCB's default, {DEFAULT_VARIANT})")
     regcb.add_argument("--regcbopt", action="store_true",
                        help="the optimistic variant (VW spells it --regcb --regcbopt)")
     regcb.add_argument("--mellowness", type=float,
@@ -103,8 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     regcb.add_argument("--first_only", action="store_true",
                        help="optimistic: all mass on the first of tied actions")
     own = parser.add_argument_group("regcb-stream's own")
-    own.add_argument("--oracle", choices=["ridge", "bounded", "vw"], default="ridge",
-                     help="regression oracle: ridge (exact while its models x features^2 "
+    own.add_argument("--oracle", choices=["ridge", "bounded", "vw"],
+                     help="regression oracle: ridge (the default; exact while its models x "
+                          "features^2 "
                           f"stay within {MAX_EXACT:,}, then bounded), bounded (exact on the "
                           f"first {HEAD} features, diagonal beyond, from the start), or VW's "
                           "own regressor (vw)")
@@ -113,8 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "the start against the most the features can need (2^bits slots)")
     own.add_argument("--vw_compat", action="store_true",
                      help="reproduce VW's RegCB defects bit for bit (docs/vw_compatibility.md)")
-    own.add_argument("--schedule", choices=["online", "sqrt2", "doubling"], default="online",
-                     help="when the decision state is rebuilt")
+    own.add_argument("--schedule", choices=["online", "sqrt2", "doubling"],
+                     help="when the decision state is rebuilt (default online)")
     own.add_argument("--beta", type=float,
                      help="the paper's constant budget on the normalized risk, instead of "
                           "--mellowness")
@@ -138,13 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
 VW_MELLOWNESS = 0.1  # VW's default, the default with VW's own regressor (--oracle vw)
 
 
+#: the defaults of the flags a resumed run keeps from its model (None: not given)
+DEFAULTS = {"random_seed": 0, "schedule": "online", "oracle": "ridge",
+            "bit_precision": DEFAULT_BITS, "cb_min_cost": 0.0, "cb_max_cost": 1.0}
+
+
 def make_learner(args) -> RegCB:
     """The learner the flags describe (costs become rewards -cost). Without a budget flag:
     RegCB's default budget, or VW's with ``--oracle vw`` (VW's regressor and decisions)."""
-    budget = ({"beta": args.beta} if args.beta is not None else
-              {"mellowness": args.mellowness} if args.mellowness is not None else
-              {"budget": "auto", "budget_grid": args.auto_budget} if args.auto_budget else
-              {"mellowness": VW_MELLOWNESS} if args.oracle == "vw" else {})
     l2 = DEFAULT_L2 if args.ridge_l2 is None else args.ridge_l2
     prior = 0.0 if args.ridge_prior == "zero" else "optimistic"
     memory = None if args.oracle_memory is None else int(args.oracle_memory * 2**20)
@@ -154,8 +156,9 @@ def make_learner(args) -> RegCB:
         oracle = BoundedRidgeOracle(l2=l2, prior=prior, memory=memory)
     else:
         oracle = RidgeOracle(l2=l2, prior=prior, memory=memory)
+    variant, budget = exploration(vars(args))
     return RegCB(
-        "optimistic" if args.regcbopt else "elimination",
+        variant,
         oracle=oracle,
         schedule=args.schedule,
         reward_range=(-args.cb_max_cost, -args.cb_min_cost),
@@ -168,6 +171,18 @@ def make_learner(args) -> RegCB:
     )
 
 
+def exploration(flags: dict) -> tuple[str, dict]:
+    """The variant and the budget (``RegCB``'s arguments) the flags name."""
+    get = flags.get
+    variant = "optimistic" if get("regcbopt") else "elimination" if get("regcb") else (
+        DEFAULT_VARIANT)
+    budget = ({"beta": get("beta")} if get("beta") is not None else
+              {"mellowness": get("mellowness")} if get("mellowness") is not None else
+              {"budget": "auto", "budget_grid": get("auto_budget")} if get("auto_budget")
+              else {"mellowness": VW_MELLOWNESS} if get("oracle") == "vw" else {})
+    return variant, budget
+
+
 def stream_settings(args) -> StreamSettings:
     return StreamSettings(
         adf=args.cb_explore_adf,
@@ -176,6 +191,10 @@ def stream_settings(args) -> StreamSettings:
         constant=not args.noconstant,
         cost_range=(args.cb_min_cost, args.cb_max_cost),
         hash_bits=args.bit_precision,
+        legacy=args.cb_force_legacy,
+        first_only=args.first_only,
+        vw_compat=args.vw_compat,
+        flags=resume.saved_flags(args),
     )
 
 
@@ -195,11 +214,13 @@ def main(argv: list[str] | None = None) -> int:
             shell.check_model_path(args.final_regressor)
         except shell.PathError as error:
             return _fail(str(error))
-        progress = ProgressTable(None if args.quiet else sys.stderr, _preamble(args, learner))
+        progress = ProgressTable(None if args.quiet else sys.stderr,
+                                 _preamble(settings, learner))
         interrupts = stack.enter_context(shell.Interrupts())
-        driver = Driver(learner, settings, sink or None, progress, legacy=args.cb_force_legacy,
-                        first_only=args.first_only and args.regcbopt, vw_compat=args.vw_compat,
-                        learn=not args.testonly, guard=interrupts.block)
+        driver = Driver(learner, settings, sink or None, progress, legacy=settings.legacy,
+                        first_only=settings.first_only and learner.variant == "optimistic",
+                        vw_compat=settings.vw_compat, learn=not args.testonly,
+                        guard=interrupts.block)
         stack.enter_context(threadpool_limits(1, "blas"))  # one core does more than two
         status = _run(driver, lines, _on_error(args, progress))
     if not args.quiet and status != shell.PIPE_CLOSED:
@@ -247,9 +268,15 @@ def _setup(args):
                                   f"({error.strerror})") from None
         except ValueError as error:
             raise shell.PathError(f"-i: {error}") from None
-        settings = StreamSettings(**saved)
-        _check_same(settings, args)
-        return learner, settings
+        return _resumed(args, learner, StreamSettings(**saved))
+    for name, value in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if not args.cb_min_cost < args.cb_max_cost:
+        raise ValueError(f"--cb_min_cost {args.cb_min_cost:g} must be below --cb_max_cost "
+                         f"{args.cb_max_cost:g}")
+    if args.random_seed < 0:
+        raise ValueError(f"--random_seed must be a number >= 0, got {args.random_seed}")
     if args.cb_explore is not None and args.cb_explore < 1:
         raise ValueError(f"--cb_explore needs K >= 1 actions, got {args.cb_explore}")
     if args.oracle == "vw" and (args.ridge_prior or args.ridge_l2 is not None
@@ -264,6 +291,25 @@ def _setup(args):
         raise ValueError(f"--ridge_l2 must be > 0, got {args.ridge_l2}")
     learner, settings = make_learner(args), stream_settings(args)
     _check_memory(args, settings)
+    return learner, settings
+
+
+def _resumed(args, learner: RegCB, settings: StreamSettings):
+    """The model's learner and settings, the flags given with ``-i`` checked against them:
+    a conflict is an error naming both values; new exploration parameters are applied and
+    reported (as VW applies them on load)."""
+    _check_same(settings, args)
+    saved = settings.flags or {}
+    errors = resume.conflicts(vars(args), saved, args.initial_regressor)
+    if errors:
+        raise ValueError("; ".join(errors))
+    flags = resume.exploration_flags(vars(args), saved)
+    if flags != saved:
+        variant, budget = exploration(flags)
+        learner.change_exploration(variant, **budget)
+        print(f"regcb-stream: resuming with {learner.variant} and {learner.budget_in_force} "
+              f"(the model file had other exploration flags)", file=sys.stderr)
+        settings = dataclasses.replace(settings, flags=flags)
     return learner, settings
 
 
@@ -283,14 +329,14 @@ def _check_memory(args, settings: StreamSettings) -> None:
             f"{args.oracle_memory:g}: give fewer bits (-b) or more memory")
 
 
-def _preamble(args, learner: RegCB) -> tuple[str, ...]:
+def _preamble(settings: StreamSettings, learner: RegCB) -> tuple[str, ...]:
     """The settings printed above the progress table (as VW prints its own)."""
     oracles = {"ridge": f"exact ridge while models x features^2 <= {MAX_EXACT:,}, then "
                         f"bounded ridge (exact on {HEAD} features, diagonal beyond)",
                "bounded": f"bounded ridge (exact on {HEAD} features, diagonal beyond)",
                "vw": "VW's regressor"}
-    return (f"Num weight bits = {learner.hash_bits}",
-            f"oracle = {oracles.get(getattr(args, 'oracle', None), learner.oracle_in_use)}")
+    oracle = oracles.get((settings.flags or {}).get("oracle"), learner.oracle_in_use)
+    return f"Num weight bits = {learner.hash_bits}", f"oracle = {oracle}"
 
 
 def _version() -> str:
@@ -318,7 +364,7 @@ def _check_same(saved: StreamSettings, args) -> None:
     given = stream_settings(args)
     if args.cb_explore is None and not args.cb_explore_adf:
         return
-    for name in ("adf", "n_actions", "interactions", "constant", "hash_bits"):
+    for name in ("adf", "n_actions", "interactions"):
         if getattr(given, name) != getattr(saved, name):
             raise ValueError(
                 f"{name} = {getattr(given, name)!r} from the flags conflicts with "

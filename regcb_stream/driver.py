@@ -49,6 +49,10 @@ class StreamSettings:
     constant: bool = True
     cost_range: tuple[float, float] = (0.0, 1.0)
     hash_bits: int = DEFAULT_BITS  # VW's -b: features are keyed by VW's hashes
+    legacy: bool = False  # --cb_force_legacy: K probabilities in action order
+    first_only: bool = False  # --first_only: a tie's mass on its first action
+    vw_compat: bool = False  # --vw_compat: VW's defects, bit for bit
+    flags: dict | None = None  # the command's flags the learner was built with (`resume`)
 
 
 class Driver:

@@ -172,6 +172,9 @@ class RegCB:
         self._sampler = None  # the generator of the draws, made at the first draw
         self._budget_kind = budget or ("beta" if beta is not None else "mellowness")
         self._selector = BudgetSelector(budget_grid) if self._budget_kind == "auto" else None
+        if self._selector is not None and not hasattr(self._oracle, "moments"):
+            raise ValueError(f"budget='auto' needs an ellipsoid oracle (ridge, bounded ridge, "
+                             f"trees), not {type(self._oracle).__name__}")
         self._one_row_ready = self._one_row_oracle()
         self._last: tuple | None = None  # (context, actions, candidates) of the last decide
         self._labels: dict = {}  # action label -> model id (product class)
@@ -433,7 +436,7 @@ class RegCB:
             else:
                 decision = self.decide_many(contexts[start:stop], actions)
             index = _sample(decision.pmf, u[start:stop])
-            rewards = np.asarray(reveal(np.arange(start, stop), index), dtype=float)
+            rewards = _revealed(reveal(np.arange(start, stop), index), stop - start, start)
             rows = np.arange(stop - start)
             probs = decision.pmf[rows, index]
             if decision.candidates is not None:
@@ -523,6 +526,30 @@ class RegCB:
         if self._budget_kind == "mellowness":
             return f"mellowness {self._mellowness:g}"
         return f"theory (horizon {self.horizon})"
+
+    def change_exploration(self, variant: str | None = None, **budget) -> None:
+        """Change a trained learner's variant and exploration budget, as VW allows on load:
+        ``budget`` as the constructor's (``mellowness=``, ``beta=``, or ``budget="auto"``
+        with ``budget_grid=``); what it has learned stays.
+
+        >>> learner = RegCB(mellowness=1e-3)
+        >>> learner.change_exploration("elimination", mellowness=0.01)
+        >>> learner.variant, learner.budget_in_force
+        ('elimination', 'mellowness 0.01')
+        """
+        if variant is not None:
+            self._rule = policies.decision_rule(variant)
+            self.variant = variant
+        if budget:
+            self.beta, self.mellowness = budget.get("beta"), budget.get("mellowness")
+            self.budget = budget.get("budget")
+            self.budget_grid = budget.get("budget_grid", self.budget_grid)
+            _check_params(self)
+            self._budget_kind = self.budget or ("beta" if self.beta is not None
+                                                else "mellowness")
+            self._selector = (BudgetSelector(self.budget_grid) if self._budget_kind == "auto"
+                              else None)
+        self._one_row_ready = self._one_row_oracle()
 
     @property
     def oracle_in_use(self) -> str:
@@ -667,6 +694,8 @@ class RegCB:
         after the labels learned so far."""
         self._n_frozen = self._n_labels
         self._epoch += epochs
+        if self._selector is not None:
+            self._selector.freeze()
         self._next_rebuild = schedules.next_rebuild(self.schedule, self._n_labels)
 
     def _rows(self, contexts, actions: Sequence) -> tuple[SparseRows, np.ndarray]:
@@ -808,6 +837,19 @@ def _per_action(rows: np.ndarray, k: int) -> np.ndarray:
                       (rows.strides[0], 0, rows.strides[1]))  # 10x faster than as_strided
     view.flags.writeable = False
     return view
+
+
+def _revealed(rewards, n: int, start: int) -> np.ndarray:
+    """``play``'s ``reveal`` answer: one number per round asked, or an error saying what
+    came back instead."""
+    try:
+        out = np.asarray(rewards, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"reveal must return numbers, got {rewards!r:.80}") from None
+    if out.shape != (n,):
+        raise ValueError(f"reveal was asked for the rewards of rounds {start}..{start + n - 1} "
+                         f"({n} rounds) and returned shape {out.shape}")
+    return out
 
 
 def _sample(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:

@@ -123,6 +123,8 @@ def test_weights_follow_the_estimates_and_keep_the_floor():
     selector = BudgetSelector((0.0, 0.1), rate=2.0, floor=0.1)
     for _ in range(400):
         selector.update(np.array([0.0, 1.0]), prob=0.5, reward=1.0)
+    assert selector.weights()[0] == 0.5  # decisions keep the weights until a rebuild
+    selector.freeze()
     weights = selector.weights()
     assert weights[1] > 0.9 and weights[0] >= 0.05 - 1e-12
     assert selector.state()["leader"] == 0.1

@@ -44,7 +44,7 @@ def test_abbreviations_help_and_version():
     assert "unrecognized arguments: --cb" in run_cli(["--cb", "4"]).stderr
     help_text = run_cli(["--help"]).stdout
     assert "exit status:" in help_text and "141" in help_text and "example:" in help_text
-    assert "(default: online)" in help_text and "(default: 0.0)" in help_text
+    assert "(default online)" in help_text and "(default 0)" in help_text
     assert run_cli(["--version"]).stdout.startswith("regcb-stream ")
 
 

@@ -416,3 +416,15 @@ def test_warm_start_plays_uniformly_for_m0_epochs():
         learner.learn([1.0], "a", 1.0)
     assert learner.epoch == 4
     assert learner.pmf([1.0], ["a", "b", "c"]) == [1.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("answer, error", [
+    (lambda rounds, index: np.zeros(len(rounds) + 1), "returned shape"),
+    (lambda rounds, index: 1.0, "returned shape"),
+    (lambda rounds, index: ["a"] * len(rounds), "must return numbers"),
+])
+def test_play_refuses_a_reveal_with_the_wrong_answer(answer, error):
+    learner = RegCB(seed=0)
+    with pytest.raises((ValueError, TypeError), match=error):
+        learner.play(np.eye(3)[[0, 1, 2] * 5], ["a", "b", "c"], answer)
+    assert learner.n_labels == 0

@@ -374,7 +374,9 @@ class _Reader:
         else:
             if line.label is not None:
                 if self.label is not None:
-                    raise FieldError("two_labels", "second labelled line in one example")
+                    raise FieldError("two_labels", "second labelled line in one example (an "
+                                     "ADF example ends with an empty line; single-line data "
+                                     "needs --cb_explore K)")
                 self.label = Label(len(self.acts), line.label.cost, line.label.prob)
             self.acts.append(line.features)
         if begin:

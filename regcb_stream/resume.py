@@ -1,0 +1,59 @@
+"""What a resumed run (``-i MODEL``) keeps, refuses and changes.
+
+The model file holds every setting that changes the behaviour or the output of the command:
+how examples are read (``StreamSettings``), how predictions are written (``--cb_force_legacy``,
+``--first_only``, ``--vw_compat``) and the flags the learner was built with. Given again with
+``-i``, a flag that agrees with the model changes nothing; one that disagrees is an error
+naming both values, except the exploration parameters (the variant and the budget: VW lets a
+model loaded with ``-i`` take new ones), which are applied and reported.
+
+>>> flags = {"schedule": "online", "random_seed": 0}
+>>> conflicts({"schedule": "sqrt2", "random_seed": None}, flags, "m.regcb")
+['--schedule sqrt2 conflicts with online in the model file m.regcb']
+"""
+
+from __future__ import annotations
+
+#: learner flags a resumed run must not change (argparse dest -> flag)
+FIXED = {"oracle": "--oracle", "schedule": "--schedule", "random_seed": "--random_seed",
+         "ridge_l2": "--ridge_l2", "ridge_prior": "--ridge_prior",
+         "oracle_memory": "--oracle_memory", "bit_precision": "-b",
+         "cb_min_cost": "--cb_min_cost", "cb_max_cost": "--cb_max_cost",
+         "noconstant": "--noconstant", "cb_force_legacy": "--cb_force_legacy",
+         "first_only": "--first_only", "vw_compat": "--vw_compat"}
+#: exploration flags a resumed run may change (VW's behaviour on load)
+EXPLORATION = ("regcb", "regcbopt", "mellowness", "beta", "auto_budget")
+
+
+def saved_flags(args) -> dict:
+    """The flags to keep in a model file (those of `FIXED` and `EXPLORATION`)."""
+    return {name: getattr(args, name) for name in (*FIXED, *EXPLORATION)}
+
+
+def conflicts(given: dict, saved: dict, path) -> list[str]:
+    """Each flag given (not None, not False) that differs from the model's."""
+    out = []
+    for name, value in given.items():
+        if name in FIXED and _given(value) and value != saved.get(name):
+            kept = saved.get(name)
+            was = f"{kept}" if _given(kept) else "not given"
+            shown = FIXED[name] if value is True else f"{FIXED[name]} {value}"
+            out.append(f"{shown} conflicts with {was} in the model file {path}")
+    return out
+
+
+def exploration_flags(given: dict, saved: dict) -> dict:
+    """The model's flags with the exploration ones given now: the variant flags
+    (``--regcb``, ``--regcbopt``) together if either is given, the budget flags
+    (``--mellowness``, ``--beta``, ``--auto_budget``) together if any is."""
+    flags = dict(saved)
+    for group in (("regcb", "regcbopt"), ("mellowness", "beta", "auto_budget")):
+        if any(_given(given.get(name)) for name in group):
+            flags.update({name: given.get(name) for name in group})
+    return flags
+
+
+def _given(value) -> bool:
+    """Whether a flag's value says it was given (argparse leaves None, or False for a
+    switch)."""
+    return value is not None and value is not False
