@@ -103,8 +103,9 @@ class Driver:
         if learner.encoder.hash_bits != bits:
             raise ValueError(f"the learner hashes {learner.encoder.hash_bits} bits, the "
                              f"stream's settings say {bits}")
-        self._text = TextEncoder(lambda keys: columns("h", keys), settings.interactions, bits)
-        self._adf = AdfEncoder(lambda keys: columns("h", keys), settings.interactions,
+        text, adf = ("h", "h") if bits else ("x", "a")  # hashes, or names
+        self._text = TextEncoder(lambda keys: columns(text, keys), settings.interactions, bits)
+        self._adf = AdfEncoder(lambda keys: columns(adf, keys), settings.interactions,
                                settings.constant, bits)
 
     def run(self, lines, on_error: OnError | None = None) -> None:
@@ -208,8 +209,18 @@ class Driver:
         played, costs, probs, weights = labels
         learned = played >= 0
         self._check_costs(costs, learned, line_nos)
-        decision = self.learner.replay(contexts, actions, played if self.learn else
-                                       np.full_like(played, -1), -costs, probs, weights)
+        before = self.learner.n_labels
+        try:
+            decision = self.learner.replay(contexts, actions, played if self.learn else
+                                           np.full_like(played, -1), -costs, probs, weights)
+        except (ValueError, TypeError, MemoryError) as error:
+            if len(played) == 1 or self.learner.n_labels != before:
+                raise ExampleError(line_nos[0], error) from error
+            for i in range(len(played)):  # one at a time: the examples before it are written
+                self._replay(tags[i:i + 1], line_nos[i:i + 1], contexts[i:i + 1],
+                             actions if isinstance(actions, list) else actions[i:i + 1],
+                             tuple(x[i:i + 1] for x in labels), n_features[i:i + 1])
+            raise
         self._note_oracle(line_nos[-1])
         pmfs, orders = self._shown(decision.pmf, decision.prediction)
         self._write(pmfs, orders, tags)
@@ -286,6 +297,14 @@ def _narrow(numbered: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
             start, widest = i, len(text)
     parts.append(numbered[start:])
     return parts
+
+
+class ExampleError(ValueError):
+    """An example the learner refuses (not a parse error), named by its line."""
+
+    def __init__(self, line_no: int, error: Exception):
+        super().__init__(f"line {line_no}: {error}")
+        self.line_no = line_no
 
 
 def _take(lines, limit: int) -> list[str]:

@@ -125,3 +125,22 @@ def test_testonly_predicts_without_learning(tmp_path):
     learning = run_cli(["-i", str(model), "-d", str(test), "-p", "-", "--quiet"]).stdout
     assert learning != runs[0].stdout
     assert "average loss" in runs[0].stderr
+
+
+def test_a_refused_example_inside_a_block_keeps_the_predictions_before_it():
+    """Not a parse error: the learner (an API user's, without ``allow_out_of_range``)
+    refuses the third line's cost; the two predictions before it are written, the error
+    names its line."""
+    import io
+
+    from regcb_stream import RegCB
+    from regcb_stream.driver import Driver, ExampleError, StreamSettings
+    from regcb_stream.progress import ProgressTable
+
+    learner = RegCB(cross=False, reward_range=(-1.0, 0.0), hash_bits=18)
+    out = io.StringIO()
+    driver = Driver(learner, StreamSettings(adf=False, n_actions=2), out, ProgressTable(None))
+    lines = ["1:0:0.5 | a b", "2:1:0.5 | c", "1:3:0.5 | a", "2:0:0.5 | b"]
+    with pytest.raises(ExampleError, match="^line 3: reward -3.0 is outside"):
+        driver.run(lines)
+    assert out.getvalue().count("\n\n") == 2 and learner.n_labels == 2
