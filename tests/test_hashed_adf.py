@@ -102,3 +102,19 @@ def test_the_command_is_the_same_with_and_without_the_compiled_path(tmp_path, mo
     assert main([*flags, str(tmp_path / "reference.p")]) == 0
     fast = (tmp_path / "fast.p").read_text()
     assert fast == (tmp_path / "reference.p").read_text() and fast.count("\n\n") == 300
+
+
+@pytest.mark.parametrize("text, status", [
+    ("sha2red | ", 0),  # a line that is an action without features: an empty layout
+    ("2:0:0.25 |x f0:-0.", 0),
+    ("shared |s f0:0.5\n0:0:0.3 |a act1 w:0.6 act2 w:1.1\n|a act2 w:1.1 act2\n\n", 0),
+    ("shared |s x\n\nshared |s y\n\nshared |s z\n|a a\n\n", 0),  # lone shared lines
+    ("|\n\n x\n|a ac", 1),
+])
+def test_inputs_the_fuzzer_found_end_with_a_status_not_a_traceback(tmp_path, text, status):
+    """Found by benchmarks/reliability.py: each raised from the hashed ADF path (an empty
+    layout, a feature summed into one key, several examples without actions)."""
+    data = tmp_path / "fuzz.dat"
+    data.write_text(text)
+    assert main(["--cb_explore_adf", "-q", "sa", "-d", str(data), "-p",
+                 str(tmp_path / "p.txt"), "--quiet"]) == status

@@ -88,7 +88,7 @@ def make_layout(initials: bytes, actions: tuple, interactions: tuple, slot_of) -
     constants: dict[int, int] = {}
     n = len(initials)
     shape = (len(rows), width)
-    s1, s2 = np.zeros(shape, np.intp), np.zeros(shape, np.intp)
+    s1, s2 = np.full(shape, -1, np.intp), np.full(shape, -1, np.intp)  # padding: the last
     cross, present = np.zeros(shape, bool), np.zeros(shape, bool)
     coef, first, second = np.zeros(shape), np.zeros(shape, np.intp), np.zeros(shape, np.intp)
     for r, row in enumerate(rows):
@@ -96,6 +96,7 @@ def make_layout(initials: bytes, actions: tuple, interactions: tuple, slot_of) -
             value = slot_of.of(value)
             coef[r, c], first[r, c], second[r, c] = value.coef, value.first, value.second
             present[r, c] = True
+            s2[r, c] = s1[r, c] = 0  # (set below)
             if not isinstance(key, _Shared):
                 s1[r, c] = n + constants.setdefault(key, len(constants))
             elif not key.cross:
@@ -119,8 +120,8 @@ def layout_rows(layout: Layout, hashes: np.ndarray, values: np.ndarray
     their shared hashes and values ``(m, n)`` (hashes ``(1, n)``: the same for all, keys
     ``(1, K, L)``)."""
     m = len(hashes)
-    hx = np.hstack([hashes.astype(np.uint64), np.broadcast_to(layout.constants,
-                                                              (m, len(layout.constants)))])
+    hx = np.hstack([hashes.astype(np.uint64), np.broadcast_to(layout.constants, (
+        m, len(layout.constants))), np.zeros((m, 1), np.uint64)])  # (a column for padding)
     x1, x2 = hx[:, layout.source1], hx[:, layout.source2]
     keys = np.where(layout.cross, (x1 * _FNV) ^ x2, x1)
     s = np.hstack([np.ones((len(values), 1)), values])

@@ -324,15 +324,18 @@ class AdfEncoder:
         example order."""
         offsets, initials, hashes, values, slow = _scan.hashes(bodies)
         offsets, values = np.frombuffer(offsets, np.int64), np.frombuffer(values, float)
-        hashes, slow = np.frombuffer(hashes, np.uint32), np.frombuffer(slow, bool)
+        hashes, slow = np.frombuffer(hashes, np.uint32), np.frombuffer(slow, bool).copy()
         groups: dict[tuple, list[int]] = {}
         for i in np.flatnonzero(~slow).tolist():
             layout = (initials[offsets[i]:offsets[i + 1]], actions[i])
             groups.setdefault(layout, []).append(i)
         parts, errors, counts = [], {}, {}
         for (starts, acts), members in groups.items():
-            layout = _memo(self._templates, ("hashed", starts, acts), lambda: make_layout(
-                starts, acts, self.interactions, _Slot))
+            layout = _memo(self._templates, ("hashed", starts, acts), lambda: _or_none(
+                make_layout, starts, acts, self.interactions, _Slot))
+            if layout is None:  # features summed into one key: the reference path
+                slow[members] = True
+                continue
             at = offsets[members][:, None] + np.arange(len(starts))
             names = hashes[at]
             if len(members) > 1 and (names == names[0]).all():  # the same names each time
@@ -425,6 +428,14 @@ class AdfEncoder:
                 coef[r, c], first[r, c], second[r, c] = term.coef, term.first, term.second
         n_features = sum(map(len, rows)) + self.constant * len(rows)
         return encoded.index, coef, first, second, n_features
+
+
+def _or_none(make, *args):
+    """``make(*args)``, or None when a symbolic value stops being a monomial."""
+    try:
+        return make(*args)
+    except _NotAMonomial:
+        return None
 
 
 class _NotAMonomial(Exception):

@@ -78,8 +78,10 @@ def format_block(pmfs: np.ndarray, orders: np.ndarray, tags: Sequence[str | None
     >>> format_block(pmfs, np.array([[1, 0, 2], [2, 0, 1]]), [None, "t"])
     '1:0.5,0:0.5,2:0\\n\\n2:1,0:0,1:0 t\\n\\n'
     """
-    values, inverse = np.unique(pmfs, return_inverse=True)
     k = pmfs.shape[1]
+    if k == 0:  # examples without actions (lone shared lines): as format_pmf([])
+        return "".join(f" {tag}\n\n" if tag else "\n\n" for tag in tags)
+    values, inverse = np.unique(pmfs, return_inverse=True)
     cells = np.array([[f"{a}:{format_prob(p)}" for p in values.tolist()] for a in range(k)],
                      dtype=object)
     picked = cells[orders, np.take_along_axis(inverse.reshape(pmfs.shape), orders, axis=1)]
