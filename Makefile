@@ -40,6 +40,11 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/oracle_trees.py
 	$(BIN)/python benchmarks/defaults.py
 	$(BIN)/python benchmarks/auto_budget_cost.py
+	$(BIN)/python benchmarks/blas_threads.py
+	$(BIN)/python benchmarks/high_dim.py
+	$(BIN)/python benchmarks/bounded_quality.py
+	$(BIN)/python benchmarks/oracle_threshold.py
+	$(BIN)/python benchmarks/reliability.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
