@@ -26,7 +26,6 @@ from regcb_stream.io.vw_text import VWParseError
 from regcb_stream.learner import DEFAULT_L2, DEFAULT_VARIANT, RegCB
 from regcb_stream.oracles.bounded import HEAD
 from regcb_stream.oracles.ridge import MAX_EXACT
-from regcb_stream.persist import save_model
 from regcb_stream.progress import ProgressTable
 
 EPILOG = """example:
@@ -59,8 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="regcb-stream", description=__doc__.split("\n")[0], epilog=EPILOG,
         formatter_class=_HelpFormatter, allow_abbrev=False,
     )
-    parser.add_argument("--version", action="version",
-                        version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show the version and exit")
     io = parser.add_argument_group("input and output (as vw)")
     io.add_argument("-d", "--data", default="-", help="input file; - (default) is stdin")
     io.add_argument("-p", "--predictions", help="write predictions here (- is stdout)")
@@ -175,6 +174,8 @@ def _save(args, learner, settings: StreamSettings, status: int) -> int:
             print(f"regcb-stream: the model was not saved to {args.final_regressor}",
                   file=sys.stderr)
         return status
+    from regcb_stream.persist import save_model  # (here: json and zipfile cost start-up)
+
     shell.remove_stale_temporaries(args.final_regressor)
     try:
         save_model(args.final_regressor, learner, settings.__dict__)
@@ -201,13 +202,17 @@ def _preamble(settings: StreamSettings, learner: RegCB) -> tuple[str, ...]:
     return f"Num weight bits = {learner.hash_bits}", f"oracle = {oracle}"
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked (importlib.metadata costs start-up)."""
 
-    try:
-        return version("regcb-stream")
-    except PackageNotFoundError:
-        return "(not installed)"
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("regcb-stream")
+        except PackageNotFoundError:
+            text = "(not installed)"
+        parser.exit(message=f"{parser.prog} {text}\n")
 
 
 def _mellowness_list(text: str) -> tuple[float, ...]:

@@ -19,7 +19,6 @@ from regcb_stream.learner import DEFAULT_L2, DEFAULT_VARIANT, RegCB
 from regcb_stream.oracles.bounded import HEAD, BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
-from regcb_stream.persist import load_model
 
 VW_MELLOWNESS = 0.1  # VW's default, the default with VW's own regressor (--oracle vw)
 
@@ -91,6 +90,8 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
     if args.cb_force_legacy and args.cb_explore_adf:
         raise ValueError("--cb_force_legacy applies to --cb_explore K only")
     if args.initial_regressor:
+        from regcb_stream.persist import load_model  # (here: it costs start-up)
+
         try:
             learner, saved = load_model(args.initial_regressor)
         except OSError as error:
