@@ -212,7 +212,8 @@ class _Version(argparse.Action):
             text = version("regcb-stream")
         except PackageNotFoundError:
             text = "(not installed)"
-        parser.exit(message=f"{parser.prog} {text}\n")
+        print(f"{parser.prog} {text}")
+        parser.exit()
 
 
 def _mellowness_list(text: str) -> tuple[float, ...]:
