@@ -144,3 +144,22 @@ def test_a_refused_example_inside_a_block_keeps_the_predictions_before_it():
     with pytest.raises(ExampleError, match="^line 3: reward -3.0 is outside"):
         driver.run(lines)
     assert out.getvalue().count("\n\n") == 2 and learner.n_labels == 2
+
+
+@pytest.mark.parametrize("flags, stdin, message", [
+    (["--cb_explore", "2", "--cb_min_cost", "1", "--cb_max_cost", "0"], "",
+     "--cb_min_cost 1 must be below --cb_max_cost 0"),
+    (["--cb_explore", "2", "--random_seed", "-5"], "", "--random_seed must be a number >= 0"),
+    (["--cb_explore_adf"], "1:0:0.5 | a\n2:1:0.5 | b\n",
+     "single-line data needs --cb_explore K"),
+])
+def test_messages_name_the_flag_or_say_what_is_likely_wrong(flags, stdin, message):
+    result = run_cli(flags, stdin=stdin)
+    assert result.returncode in (1, 2) and message in result.stderr, result.stderr
+
+
+def test_regcb_is_elimination_and_the_default_is_regcbs_variant():
+    text = cb_stream(300)
+    runs = {flag: run_cli(["--cb_explore", "4", *flag.split(), "-p", "-", "--quiet"],
+                          stdin=text).stdout for flag in ("", "--regcb", "--regcbopt")}
+    assert runs[""] == runs["--regcbopt"] != runs["--regcb"]
