@@ -1,0 +1,191 @@
+"""Decision Service JSON (VW's ``--dsjson``): one logged decision per line, read as an ADF
+example (the shared features and one set of features per action), with VW's semantics.
+
+A line's ``c`` is the context: its fields form the shared features and ``c._multi`` holds
+one object per action. An object value is a namespace (named by its key; ``-q`` crosses its
+first letter), an array of objects repeats that namespace, an array of numbers gives
+positional features (``0``, ``1``, ...) in it; a number is the feature ``key:value``, a
+string the feature ``key`` + ``value`` (space, ``|``, ``:`` and tab made ``_``), ``true``
+the feature ``key``, ``false`` and ``null`` nothing. Fields of ``c`` itself that are not
+objects go to the default namespace; keys starting with ``_`` are not features. The label
+is VW's: ``_labelIndex`` (0-based, into ``_multi``), ``_label_cost``, ``_label_probability``;
+``a`` (action ids, the chosen first) and ``p`` (their probabilities) are kept for metrics,
+``pdrop`` divides the example's weight by ``1 - pdrop``, ``_skipLearn`` marks an event not
+to learn. A line without actions is skipped (``parse_event`` returns None) and counted.
+
+>>> event = parse_event('{"_label_cost": -1, "_label_probability": 0.8, "_labelIndex": 1, '
+...     '"EventId": "e01", "a": [2, 1], "p": [0.8, 0.2], "c": {"User": {"age": 31, '
+...     '"tier": "gold"}, "_multi": [{"A": {"id": "sports"}}, {"A": {"id": "music"}}]}}')
+>>> event.event_id, event.label, event.shared
+('e01', Label(action=1, cost=-1.0, prob=0.8), (('User', (('age', 31.0), ('tiergold', 1.0))),))
+>>> event.actions[1]
+(('A', (('idmusic', 1.0),)),)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from regcb_stream.io.vw_features import DEFAULT_NS, Features, FieldError
+from regcb_stream.io.vw_text import Label, OnError, VWParseError
+
+_ESCAPED = str.maketrans({" ": "_", "|": "_", ":": "_", "\t": "_"})
+
+
+@dataclass(frozen=True)
+class DSJSONEvent:
+    """One decision of a DSJSON log."""
+
+    event_id: str | None
+    shared: Features
+    actions: tuple[Features, ...]
+    label: Label | None  # the logged action's index into ``actions``, cost, probability
+    logged_actions: tuple[int, ...]  # ``a``: action ids, the chosen one first
+    probabilities: tuple[float, ...]  # ``p``: in ``a``'s order
+    weight: float = 1.0  # 1 / (1 - pdrop)
+    skip_learn: bool = False
+
+
+def parse_event(text: str) -> DSJSONEvent | None:
+    """One DSJSON line as an event, None for an event without actions (VW skips it), or
+    ``FieldError`` saying what is wrong."""
+    try:
+        obj = json.loads(text)
+    except ValueError as error:
+        raise FieldError("json", f"not a JSON object ({error})") from None
+    if not isinstance(obj, dict):
+        raise FieldError("json", "not a JSON object")
+    context = obj.get("c")
+    if not isinstance(context, dict):
+        raise FieldError("context", "no context object 'c'")
+    multi = context.get("_multi") or []
+    if not isinstance(multi, list) or not all(isinstance(a, dict) for a in multi):
+        raise FieldError("actions", "'c._multi' must be an array of objects")
+    if not multi or not obj.get("a", [None]):
+        return None
+    return DSJSONEvent(
+        event_id=_text(obj.get("EventId")),
+        shared=_namespaces(context),
+        actions=tuple(_namespaces(action) for action in multi),
+        label=_label(obj, len(multi)),
+        logged_actions=tuple(_numbers(obj.get("a", []), "a", int)),
+        probabilities=tuple(_numbers(obj.get("p", obj.get("_p", [])), "p", float)),
+        weight=_weight(obj.get("pdrop", 0.0)),
+        skip_learn=obj.get("_skipLearn") is True,
+    )
+
+
+def iter_dsjson(lines: Iterable[str], on_error: OnError | None = None
+                ) -> Iterator[tuple[int, DSJSONEvent | None]]:
+    """``(line number, event)`` per non-empty line (event None: no actions, skipped); a bad
+    line raises its `VWParseError`, or with ``on_error`` is reported and skipped."""
+    for no, raw in enumerate(lines, 1):
+        text = raw.rstrip("\r\n")
+        if not text.strip():
+            continue
+        try:
+            yield no, parse_event(text)
+        except FieldError as error:
+            failure = VWParseError(no, text[:200], error.rule, error.detail)
+            if on_error is None:
+                raise failure from None
+            on_error(failure)
+
+
+def _namespaces(obj: dict) -> Features:
+    """The namespaces of an object's fields: objects and arrays of them are namespaces, the
+    other fields features of the default namespace."""
+    spaces: list[tuple[str, list]] = []
+    default: list = []
+    for key, value in obj.items():
+        if key.startswith("_"):
+            continue
+        if isinstance(value, dict):
+            spaces.append((key, _features(value, key, spaces)))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            spaces.append((key, [f for v in value for f in _features(v, key, spaces)]))
+        elif isinstance(value, list):
+            spaces.append((key, _positional(value, key)))
+        else:
+            default += _feature(key, value)
+    if default:
+        spaces.insert(0, (DEFAULT_NS, default))
+    return tuple((name, tuple(feats)) for name, feats in spaces if feats)
+
+
+def _features(obj: dict, namespace: str, spaces: list) -> list:
+    """The features of a namespace object (nested objects become namespaces of their own)."""
+    out = []
+    for key, value in obj.items():
+        if key.startswith("_"):
+            continue
+        if isinstance(value, dict):
+            spaces.append((key, _features(value, key, spaces)))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            spaces.append((key, [f for v in value for f in _features(v, key, spaces)]))
+        elif isinstance(value, list):
+            spaces.append((key, _positional(value, key)))
+        else:
+            out += _feature(key, value)
+    return out
+
+
+def _feature(key: str, value) -> list:
+    if value is True:
+        return [(key, 1.0)]
+    if value is None or value is False:
+        return []
+    if isinstance(value, str):
+        return [((key + value).translate(_ESCAPED), 1.0)]
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise FieldError("feature_value", f"feature {key!r} is {value}")
+        return [(key, float(value))] if value else []
+    raise FieldError("feature_value", f"feature {key!r} has a value of type "
+                     f"{type(value).__name__}")
+
+
+def _positional(values: list, key: str) -> list:
+    """An array of numbers: features 0, 1, ... of its namespace (zeros dropped)."""
+    out = []
+    for i, value in enumerate(values):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise FieldError("feature_value", f"array {key!r} mixes numbers and other values")
+        if value:
+            out.append((str(i), float(value)))
+    return out
+
+
+def _label(obj: dict, n_actions: int) -> Label | None:
+    if "_labelIndex" not in obj:
+        return None
+    index, cost, prob = (obj.get(k) for k in ("_labelIndex", "_label_cost",
+                                                 "_label_probability"))
+    if not isinstance(index, int) or not 0 <= index < n_actions:
+        raise FieldError("label", f"_labelIndex {index!r} is not an index into the "
+                         f"{n_actions} actions")
+    if not isinstance(cost, (int, float)) or not math.isfinite(cost):
+        raise FieldError("label", f"_label_cost {cost!r} is not a number")
+    if not isinstance(prob, (int, float)) or not 0 < prob <= 1:
+        raise FieldError("label", f"_label_probability {prob!r} is outside (0, 1]")
+    return Label(index, float(cost), float(prob))
+
+
+def _numbers(values, name: str, kind) -> list:
+    if not isinstance(values, list) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise FieldError(name, f"'{name}' must be an array of numbers")
+    return [kind(v) for v in values]
+
+
+def _weight(pdrop) -> float:
+    if not isinstance(pdrop, (int, float)) or not 0 <= pdrop < 1:
+        raise FieldError("pdrop", f"pdrop {pdrop!r} must be in [0, 1)")
+    return 1.0 / (1.0 - pdrop)
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)

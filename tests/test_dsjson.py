@@ -1,0 +1,66 @@
+"""DSJSON events against VW's own parser (``Workspace("--cb_explore_adf --dsjson").parse``):
+the same features (hashed as VW hashes them) and labels on every DSJSON file VW tests with."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+from test_cli import TRAIN, needs
+from vowpalwabbit import Workspace
+
+from regcb_stream.io.dsjson import iter_dsjson, parse_event
+from regcb_stream.io.hashing import feature_hash, mask, namespace_hash
+from regcb_stream.io.vw_text import VWParseError
+
+FILES = ["decisionservice.json", "dsjson_cb.json", "dsjson_cb_part1.json",
+         "dsjson_cb_part2.json"]
+VW_CONSTANT = 11650396
+
+
+def ours(features) -> collections.Counter:
+    """(slot, value) of each feature, the value as VW stores it (float32)."""
+    return collections.Counter((feature_hash(namespace_hash(ns), name) & mask(18),
+                                float(np.float32(v)))
+                               for ns, feats in features for name, v in feats)
+
+
+def vw_examples(ws, line: str) -> tuple[list, list]:
+    examples = ws.parse(line)
+    features = [collections.Counter((h & mask(18), v) for h, v in ex.iter_features()
+                                    if h != VW_CONSTANT) for ex in examples]
+    labels = [(i - 1, ex.get_cbandits_cost(0), ex.get_cbandits_probability(0))
+              for i, ex in enumerate(examples) if i and ex.get_cbandits_num_costs()]
+    ws.finish_example(examples)
+    return features, labels
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_features_and_labels_are_vws(name):
+    path = needs(TRAIN / name)
+    ws = Workspace("--cb_explore_adf --dsjson --quiet -b 18")
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    for no, event in iter_dsjson(lines):
+        features, labels = vw_examples(ws, lines[no - 1])
+        assert [ours(event.shared)] + [ours(a) for a in event.actions] == features, no
+        label = event.label
+        assert labels == ([] if label is None else [
+            (label.action, pytest.approx(label.cost), pytest.approx(label.prob))]), no
+    ws.finish()
+    assert len(lines) > 0
+
+
+def test_events_without_actions_and_bad_lines():
+    assert parse_event('{"a": [], "c": {"_multi": []}}') is None
+    errors = []
+    lines = ['{"c": {"_multi": [{"A": {"x": 1}}]}}', "not json", '{"c": 3}',
+             '{"_labelIndex": 4, "_label_cost": 0, "_label_probability": 0.5, '
+             '"c": {"_multi": [{"A": {"x": 1}}]}}']
+    events = list(iter_dsjson(lines, errors.append))
+    assert [no for no, _ in events] == [1]
+    assert [(e.line_no, e.rule) for e in errors] == [(2, "json"), (3, "context"), (4, "label")]
+    with pytest.raises(VWParseError, match="pdrop"):
+        list(iter_dsjson(['{"pdrop": 1, "c": {"_multi": [{"A": {"x": 1}}]}}']))
+    weighted = parse_event('{"pdrop": 0.75, "_skipLearn": true, "c": {"_multi": [{}]}}')
+    assert weighted.weight == 4.0 and weighted.skip_learn
