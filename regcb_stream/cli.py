@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="skip bad examples with a warning instead of stopping")
     io.add_argument("-t", "--testonly", action="store_true",
                     help="predict without learning (as vw -t)")
+    io.add_argument("--dsjson", action="store_true",
+                    help="the input is VW's Decision Service JSON, one decision per line "
+                         "(implies --cb_explore_adf)")
     io.add_argument("--blocks", action="store_true",
                     help=argparse.SUPPRESS)  # input is always read ahead as far as available
     cb = parser.add_argument_group("contextual bandit (as vw)")

@@ -69,7 +69,8 @@ def exploration(flags: dict) -> tuple[str, dict]:
 
 def stream_settings(args) -> StreamSettings:
     return StreamSettings(
-        adf=args.cb_explore_adf,
+        adf=args.cb_explore_adf or args.dsjson,
+        dsjson=args.dsjson,
         n_actions=args.cb_explore,
         interactions=tuple(args.interactions),
         constant=not args.noconstant,
@@ -85,7 +86,10 @@ def stream_settings(args) -> StreamSettings:
 def setup(args) -> tuple[RegCB, StreamSettings]:
     """The learner and stream settings the flags describe (``ValueError``: bad flags;
     ``shell.PathError``: a model file that does not load)."""
-    if args.cb_explore is None and not args.cb_explore_adf and not args.initial_regressor:
+    if args.dsjson and args.cb_explore is not None:
+        raise ValueError("--dsjson is ADF input: give it without --cb_explore K")
+    if (args.cb_explore is None and not args.cb_explore_adf and not args.dsjson
+            and not args.initial_regressor):
         raise ValueError("give --cb_explore K or --cb_explore_adf")
     if args.cb_force_legacy and args.cb_explore_adf:
         raise ValueError("--cb_force_legacy applies to --cb_explore K only")

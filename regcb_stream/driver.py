@@ -23,6 +23,7 @@ from typing import TextIO
 
 import numpy as np
 
+from regcb_stream.io.dsjson import iter_dsjson_adf
 from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.vw_encode import AdfEncoder, TextEncoder
 from regcb_stream.io.vw_predictions import (
@@ -53,6 +54,7 @@ class StreamSettings:
     first_only: bool = False  # --first_only: a tie's mass on its first action
     vw_compat: bool = False  # --vw_compat: VW's defects, bit for bit
     flags: dict | None = None  # the command's flags the learner was built with (`resume`)
+    dsjson: bool = False  # --dsjson: VW's Decision Service JSON (ADF examples)
 
 
 class Driver:
@@ -117,8 +119,11 @@ class Driver:
         what it has read without waiting; with any other iterable, ``MAX_BLOCK`` lines or
         examples at a time. The predictions of each block are flushed.
         """
-        if self.settings.adf:
+        if self.settings.dsjson:
+            examples = iter_dsjson_adf(lines, on_error, self.progress.events_without_actions)
+        elif self.settings.adf:
             examples = iter_adf(lines, on_error, shared_text=True)
+        if self.settings.adf:
             ready = getattr(lines, "ready", lambda: True)
             for batch in self._batches(examples, ready):
                 with self.guard():
@@ -267,9 +272,11 @@ class Driver:
         self.predictions.flush()  # a process may be waiting for these lines
 
     def _weight(self, example) -> float:
-        """Importance weight of a label: 1, or VW's 1/prob on an ADF example's last line."""
+        """Importance weight of a label: the example's (DSJSON's pdrop), times VW's 1/prob on
+        an ADF example's last line with ``vw_compat``."""
         last = self.settings.adf and example.label.action == len(example.actions) - 1
-        return 1.0 / example.label.prob if self.vw_compat and last else 1.0
+        return example.weight / example.label.prob if self.vw_compat and last else (
+            example.weight)
 
     def _check_costs(self, costs: np.ndarray, learned: np.ndarray, line_nos: list[int]):
         """Warn, once per run, about a learned cost outside the cost range."""

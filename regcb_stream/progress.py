@@ -39,6 +39,7 @@ class ProgressTable:
         self.loss = 0.0
         self.features = 0
         self.skipped = 0
+        self.events_without_actions: list[int] = []  # DSJSON lines skipped, as VW skips them
         self._since = [0.0, 0]  # loss and labelled examples since the last row
         self._next_row = 1
 
@@ -109,6 +110,9 @@ class ProgressTable:
         ]
         if self.skipped:
             lines.append(f"skipped examples = {self.skipped}")
+        if self.events_without_actions:
+            lines.append(f"events without actions (skipped) = "
+                         f"{len(self.events_without_actions)}")
         if budget:
             lines.append(f"exploration budget = {budget}")
         if oracle:

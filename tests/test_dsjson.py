@@ -64,3 +64,27 @@ def test_events_without_actions_and_bad_lines():
         list(iter_dsjson(['{"pdrop": 1, "c": {"_multi": [{"A": {"x": 1}}]}}']))
     weighted = parse_event('{"pdrop": 0.75, "_skipLearn": true, "c": {"_multi": [{}]}}')
     assert weighted.weight == 4.0 and weighted.skip_learn
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_the_command_with_vws_regressor_makes_vws_decisions_on_dsjson(tmp_path, name):
+    """``--dsjson`` read as VW reads it: with VW's regressor and decisions, the command's
+    ``-p`` output is VW's ``--cb_explore_adf --dsjson --regcb`` output byte for byte."""
+    from test_cli import run_cli
+
+    data = needs(TRAIN / name)
+    ours = run_cli(["--dsjson", "--regcb", "--oracle", "vw", "--vw_compat", "-d", str(data),
+                    "-p", "-", "--quiet"])
+    vw = tmp_path / "vw.p"
+    Workspace(f"--cb_explore_adf --dsjson --regcb -d {data} -p {vw} --quiet").finish()
+    assert ours.returncode == 0 and ours.stdout == vw.read_text()
+
+
+def test_events_without_actions_are_skipped_and_counted(tmp_path):
+    from test_cli import run_cli
+
+    line = (TRAIN / "dsjson_cb.json").read_text().splitlines()[0]
+    empty = '{"a": [], "c": {"_multi": []}, "EventId": "x"}'
+    result = run_cli(["--dsjson", "-p", "-"], stdin="\n".join([line, empty, line]) + "\n")
+    assert result.returncode == 0 and result.stdout.count("\n\n") == 2
+    assert "events without actions (skipped) = 1" in result.stderr

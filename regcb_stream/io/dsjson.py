@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from regcb_stream.io.vw_features import DEFAULT_NS, Features, FieldError
-from regcb_stream.io.vw_text import Label, OnError, VWParseError
+from regcb_stream.io.vw_text import ADFExample, Label, OnError, VWParseError
 
 _ESCAPED = str.maketrans({" ": "_", "|": "_", ":": "_", "\t": "_"})
 
@@ -93,6 +93,21 @@ def iter_dsjson(lines: Iterable[str], on_error: OnError | None = None
             if on_error is None:
                 raise failure from None
             on_error(failure)
+
+
+def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
+                    skipped: list | None = None) -> Iterator[ADFExample]:
+    """The events of a DSJSON log as ADF examples (`vw_text.ADFExample`): an event without
+    actions is skipped and its line appended to ``skipped``; ``_skipLearn`` events are
+    decided without a label; ``pdrop`` gives the label's weight."""
+    for no, event in iter_dsjson(lines, on_error):
+        if event is None:
+            if skipped is not None:
+                skipped.append(no)
+            continue
+        yield ADFExample(event.shared, event.actions,
+                         None if event.skip_learn else event.label, None, no,
+                         weight=event.weight)
 
 
 def _namespaces(obj: dict) -> Features:

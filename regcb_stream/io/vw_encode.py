@@ -280,6 +280,8 @@ class AdfEncoder:
         ([[3.0, 1.0, 1.0, 3.0], [3.0, 1.0, 1.0, 3.0]], [8, 10, 8])
         """
         n, k = len(actions), len(actions[0])
+        if any(isinstance(body, tuple) for body in shared):  # parsed already (DSJSON)
+            return self._parsed_block(shared, actions)
         bodies = ["" if body is None else body for body in shared]
         if self._keys is not None and _scan is not None:
             return self._hashed_block(bodies, shared, actions)
@@ -354,6 +356,18 @@ class AdfEncoder:
             counts[i] = sum(map(len, rows)) + self.constant * len(rows)
             parts.append(([i], *_keyed_rows(rows)))
         return self._columns_in_order(len(actions), len(actions[0]), parts, errors, counts)
+
+    def _parsed_block(self, shared: list, actions: list[tuple]) -> EncodedBlock:
+        """``encode_block`` of examples whose shared features are parsed (``Features``):
+        each through `encode` (its layout's template)."""
+        parts = [self.encode(features, acts) for features, acts in zip(shared, actions)]
+        width = max([rows.index.shape[-1] for rows, _ in parts] + [1])
+        index = np.zeros((len(parts), len(actions[0]), width), np.intp)
+        value = np.zeros(index.shape)
+        for i, (rows, _) in enumerate(parts):
+            index[i, :, : rows.index.shape[-1]], value[i, :, : rows.index.shape[-1]] = (
+                rows.index, rows.value)
+        return EncodedBlock(EncodedRows(index, value), np.array([n for _, n in parts]), {})
 
     def _columns_in_order(self, n: int, k: int, parts: list, errors: dict, counts: dict
                           ) -> EncodedBlock:

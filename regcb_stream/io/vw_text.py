@@ -62,6 +62,7 @@ class ADFExample(NamedTuple):
     tag: str | None
     line_no: int
     text: str = ""
+    weight: float = 1.0  # the label's importance weight (DSJSON's pdrop)
 
 
 class VWParseError(ValueError):
