@@ -213,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
     mode.add_argument("--cb_explore_adf", action="store_true", help="multi-line ADF examples")
+    mode.add_argument("--dsjson", action="store_true",
+                      help="VW's Decision Service JSON, one decision per line")
     policy = parser.add_mutually_exclusive_group()
     policy.add_argument("--policy-model", metavar="MODEL", help="model of regcb-stream -f")
     policy.add_argument("--policy", default="uniform",
@@ -233,8 +235,10 @@ def main(argv: list[str] | None = None) -> int:
 
     source = sys.stdin if args.data == "-" else args.data
     bits = policy.settings.get("hash_bits") if isinstance(policy, ModelPolicy) else None
+    dsjson = args.dsjson or bool(isinstance(policy, ModelPolicy)
+                                 and policy.settings.get("dsjson"))
     examples = iter_vw(source, adf, n_actions, interactions=interactions, merge_shared=True,
-                       hash_bits=bits)
+                       hash_bits=bits, dsjson=dsjson)
     try:
         estimates = evaluate(policy, examples, alpha=args.alpha)
     except (OSError, ValueError) as error:  # unreadable file, bad example, empty log
@@ -268,8 +272,9 @@ def _policy_and_format(args):
         if conflict:
             raise ValueError(f"the format flags conflict with the model's settings {s}")
         return policy, s["adf"], s["n_actions"], tuple(s["interactions"])
-    if not args.cb_explore and not args.cb_explore_adf:
-        raise ValueError("give --cb_explore K or --cb_explore_adf (or --policy-model)")
+    if not args.cb_explore and not args.cb_explore_adf and not args.dsjson:
+        raise ValueError("give --cb_explore K, --cb_explore_adf or --dsjson (or "
+                         "--policy-model)")
     kind, _, index = args.policy.partition(":")
     if kind == "uniform" and not index:
         policy = UniformPolicy()
@@ -277,7 +282,8 @@ def _policy_and_format(args):
         policy = ConstantPolicy(int(index))
     else:
         raise ValueError(f"unknown --policy {args.policy!r}: uniform or constant:J")
-    return policy, args.cb_explore_adf, args.cb_explore, tuple(args.interactions)
+    return (policy, args.cb_explore_adf or args.dsjson, args.cb_explore,
+            tuple(args.interactions))
 
 
 if __name__ == "__main__":

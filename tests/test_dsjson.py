@@ -88,3 +88,18 @@ def test_events_without_actions_are_skipped_and_counted(tmp_path):
     result = run_cli(["--dsjson", "-p", "-"], stdin="\n".join([line, empty, line]) + "\n")
     assert result.returncode == 0 and result.stdout.count("\n\n") == 2
     assert "events without actions (skipped) = 1" in result.stderr
+
+
+def test_iter_vw_and_regcb_ope_read_dsjson(tmp_path, capsys):
+    from regcb_stream.cli import main as stream_main
+    from regcb_stream.integrations.river import iter_vw
+    from regcb_stream.ope import main as ope_main
+
+    data = needs(TRAIN / "dsjson_cb.json")
+    examples = list(iter_vw(str(data), dsjson=True, merge_shared=True, hash_bits=18))
+    events = [e for _, e in iter_dsjson(data.read_text().splitlines()) if e is not None]
+    assert [label.index for _, _, label in examples] == [e.label.action for e in events]
+    model = tmp_path / "m.regcb"
+    assert stream_main(["--dsjson", "-d", str(data), "-f", str(model), "--quiet"]) == 0
+    assert ope_main(["-d", str(data), "--policy-model", str(model)]) == 0
+    assert f"n = {len(events)}" in capsys.readouterr().out

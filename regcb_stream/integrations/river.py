@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from river import bandit
 from river.stream import utils
 
+from regcb_stream.io.dsjson import iter_dsjson_adf
 from regcb_stream.io.vw_features import HashKeys, flatten, flatten_adf
 from regcb_stream.io.vw_text import iter_adf, iter_cb
 from regcb_stream.learner import DEFAULT_VARIANT, RegCB
@@ -238,6 +239,7 @@ def iter_vw(
     interactions: typing.Iterable[str] = (),
     merge_shared: bool = False,
     hash_bits: int | None = None,
+    dsjson: bool = False,
 ) -> typing.Iterator[tuple[dict, list, LoggedLabel | None]]:
     """Iterate over VW contextual-bandit text, one ``(context, actions, label)`` per example.
 
@@ -266,6 +268,9 @@ def iter_vw(
         ADF only: merge the shared features into each action, as VW does.
     hash_bits
         Key features by their VW slot in a table of ``2**hash_bits`` (VW's ``-b``).
+    dsjson
+        The input is VW's Decision Service JSON (one decision per line, read as ADF
+        examples: `regcb_stream.io.dsjson`; events without actions are skipped).
 
     Examples
     --------
@@ -284,6 +289,7 @@ def iter_vw(
     {45013: 2.0}
 
     """
+    adf = adf or dsjson
     if not adf and (n_actions is None or n_actions < 1):
         raise ValueError(f"single-line input needs n_actions >= 1, got {n_actions!r}")
     interactions = tuple(interactions)
@@ -292,7 +298,7 @@ def iter_vw(
     buffer = _open(filepath_or_buffer) if should_close else filepath_or_buffer
     try:
         if adf:
-            for ex in iter_adf(buffer):
+            for ex in iter_dsjson_adf(buffer) if dsjson else iter_adf(buffer):
                 yield (*_adf_inputs(ex, interactions, merge_shared, flat),
                        _logged(ex.label, 0))
         else:
