@@ -12,6 +12,7 @@ import numpy as np
 from regcb_stream import policies, schedules
 from regcb_stream.bounds import clip_bounds
 from regcb_stream.budget import DEFAULT_GRID, BudgetSelector, candidate_decisions
+from regcb_stream.events import PendingDecisions
 from regcb_stream.features import EncodedRows, FeatureEncoder
 from regcb_stream.oracles.base import Oracle, SparseRows
 from regcb_stream.oracles.bounded import BoundedRidgeOracle
@@ -177,6 +178,7 @@ class RegCB:
                              f"trees), not {type(self._oracle).__name__}")
         self._one_row_ready = self._one_row_oracle()
         self._last: tuple | None = None  # (context, actions, candidates) of the last decide
+        self._pending_events: PendingDecisions | None = None  # decide_event's, made lazily
         self._labels: dict = {}  # action label -> model id (product class)
         self._ids_of: dict[tuple, np.ndarray] = {}  # offered action list -> model ids
         self._joint: bool | None = None
@@ -526,6 +528,47 @@ class RegCB:
         if self._budget_kind == "mellowness":
             return f"mellowness {self._mellowness:g}"
         return f"theory (horizon {self.horizon})"
+
+    def decide_event(self, event_id, context, actions: Sequence) -> tuple[object, float]:
+        """``predict`` for a decision whose reward comes later (`reward_event`): sample an
+        action, keep the decision under ``event_id``, return the action and its
+        probability. See `regcb_stream.events` for the window of waiting decisions.
+
+        >>> learner = RegCB(seed=0)
+        >>> action, prob = learner.decide_event("e1", [1.0, 0.0], ["a", "b"])
+        >>> learner.reward_event("e1", 1.0)
+        >>> learner.events["rewarded"], learner.n_labels
+        (1, 1)
+        """
+        action, prob, info = self.predict(context, actions)
+        for decision, reward in self._waiting().add(
+                event_id, (_snapshot(context), action, prob, info)):
+            self.learn(decision[0], decision[1], reward, decision[2], **decision[3])
+        return action, prob
+
+    def reward_event(self, event_id, reward: float) -> None:
+        """Learn the reward of the decision made under ``event_id`` (rewards are learned in
+        the order they arrive)."""
+        context, action, prob, info = self._waiting().take(event_id)
+        self.learn(context, action, reward, prob, **info)
+
+    def wait_for_rewards(self, window: int = 10_000, default_reward: float | None = None
+                         ) -> None:
+        """Set the window of decisions waiting for their rewards, and the reward a decision
+        that times out is learned with (None: dropped); see `regcb_stream.events`."""
+        self._pending_events = PendingDecisions(window, default_reward)
+
+    @property
+    def events(self) -> dict:
+        """Counts of the decisions made with event ids: decided, rewarded, defaulted (timed
+        out, learned with the default reward), dropped (timed out), and still waiting."""
+        pending = self._waiting()
+        return {**pending.counts, "waiting": len(pending.waiting)}
+
+    def _waiting(self) -> PendingDecisions:
+        if getattr(self, "_pending_events", None) is None:
+            self._pending_events = PendingDecisions()
+        return self._pending_events
 
     def change_exploration(self, variant: str | None = None, **budget) -> None:
         """Change a trained learner's variant and exploration budget, as VW allows on load:

@@ -45,6 +45,7 @@ CONVERT = "python -m regcb_stream.persist convert"
 def _classes() -> dict[str, type]:
     """The classes a model file may name, by name: the only ones loading builds."""
     from regcb_stream.budget import BudgetSelector
+    from regcb_stream.events import PendingDecisions
     from regcb_stream.features import FeatureEncoder, SlotColumns
     from regcb_stream.learner import RegCB
     from regcb_stream.oracles.bounded import BoundedRidgeOracle
@@ -52,7 +53,7 @@ def _classes() -> dict[str, type]:
     from regcb_stream.oracles.vw import VWOracle, _State
 
     classes = (RegCB, RidgeOracle, BoundedRidgeOracle, VWOracle, _State, _Blocks,
-               FeatureEncoder, SlotColumns, BudgetSelector)
+               FeatureEncoder, SlotColumns, BudgetSelector, PendingDecisions)
     return {cls.__qualname__: cls for cls in classes}
 
 

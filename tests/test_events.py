@@ -1,0 +1,81 @@
+"""Delayed rewards: decisions kept under event ids, rewards learned in arrival order, a
+window with a default reward, and the waiting decisions kept by a model file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from regcb_stream import RegCB
+from regcb_stream.bench.datasets import bandit_stream
+from regcb_stream.persist import load_model, save_model
+
+
+def play_delayed(learner, X, R, delays):
+    """Progressive reward with each round's reward arriving ``delays[t]`` rounds late."""
+    actions, due, got = list(range(R.shape[1])), {}, []
+    played = {}
+    for t, x in enumerate(X):
+        action, _ = learner.decide_event(t, x, actions)
+        played[t] = action
+        got.append(R[t, action])
+        due.setdefault(t + int(delays[t]), []).append(t)
+        for event in due.pop(t, []):
+            learner.reward_event(event, float(R[event, played.pop(event)]))
+    return float(np.mean(got))
+
+
+def test_immediate_rewards_are_predict_and_learn():
+    X, R = bandit_stream("letter", noisy=False, seed=0)
+    X, R = X[:600], R[:600]
+    by_event = play_delayed(RegCB(seed=1), X, R, np.zeros(len(X)))
+    learner, got = RegCB(seed=1), []
+    for t, x in enumerate(X):
+        action, prob, info = learner.predict(x, list(range(26)))
+        learner.learn(x, action, float(R[t, action]), prob, **info)
+        got.append(R[t, action])
+    assert by_event == float(np.mean(got))
+
+
+def test_rewards_are_learned_in_arrival_order_and_runs_are_deterministic():
+    X, R = bandit_stream("letter", noisy=False, seed=1)
+    delays = np.random.default_rng(0).integers(0, 50, 500)
+    runs = [play_delayed(RegCB(seed=2), X[:500], R[:500], delays) for _ in range(2)]
+    assert runs[0] == runs[1]
+    reordered = play_delayed(RegCB(seed=2), X[:500], R[:500], delays[::-1])
+    assert reordered != runs[0]  # another arrival order, another run
+
+
+def test_a_window_times_decisions_out_with_the_default_reward_or_drops_them():
+    learner = RegCB(seed=0)
+    learner.wait_for_rewards(window=2, default_reward=0.0)
+    for t in range(5):
+        learner.decide_event(t, [float(t), 1.0], ["a", "b"])
+    assert learner.events == {"decided": 5, "rewarded": 0, "defaulted": 3, "dropped": 0,
+                              "waiting": 2}
+    assert learner.n_labels == 3
+    with pytest.raises(ValueError, match="no decision is waiting under event id 0"):
+        learner.reward_event(0, 1.0)
+    learner.reward_event(4, 1.0)
+    dropping = RegCB(seed=0)
+    dropping.wait_for_rewards(window=1)
+    for t in range(3):
+        dropping.decide_event(t, [1.0], ["a", "b"])
+    assert dropping.events["dropped"] == 2 and dropping.n_labels == 0
+    with pytest.raises(ValueError, match="already waiting"):
+        dropping.decide_event(2, [1.0], ["a", "b"])
+
+
+def test_a_model_file_keeps_the_waiting_decisions(tmp_path):
+    X, R = bandit_stream("letter", noisy=False, seed=2)
+    learner, twin = RegCB(seed=3), RegCB(seed=3)
+    for who in (learner, twin):
+        for t in range(30):
+            who.decide_event(t, X[t], list(range(26)))
+    save_model(tmp_path / "m.regcb", learner, {})
+    restored, _ = load_model(tmp_path / "m.regcb")
+    for who in (restored, twin):
+        for t in range(30):
+            who.reward_event(t, float(R[t, 0]))
+    assert restored.pmf(X[40], list(range(26))) == twin.pmf(X[40], list(range(26)))
+    assert restored.events == twin.events
