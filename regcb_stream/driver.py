@@ -23,7 +23,6 @@ from typing import TextIO
 
 import numpy as np
 
-from regcb_stream.io.dsjson import iter_dsjson_adf
 from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.vw_encode import AdfEncoder, TextEncoder
 from regcb_stream.io.vw_predictions import (
@@ -120,6 +119,8 @@ class Driver:
         examples at a time. The predictions of each block are flushed.
         """
         if self.settings.dsjson:
+            from regcb_stream.io.dsjson import iter_dsjson_adf  # (json costs start-up)
+
             examples = iter_dsjson_adf(lines, on_error, self.progress.events_without_actions)
         elif self.settings.adf:
             examples = iter_adf(lines, on_error, shared_text=True)
