@@ -404,6 +404,26 @@ static int models_ok(const int64_t *model, Py_ssize_t K, Py_ssize_t M) {
     return 1;
 }
 
+/* every played action of examples start..n-1 below K (or -1: none), and a budget for
+ * each label and one more */
+static int labels_ok(const int64_t *act, Py_ssize_t start, Py_ssize_t n, Py_ssize_t K,
+                     Py_buffer *budget) {
+    Py_ssize_t labelled = 0;
+    for (Py_ssize_t i = start; i < n; i++) {
+        if (act[i] >= K) {
+            PyErr_Format(PyExc_ValueError, "played action %lld out of range",
+                         (long long)act[i]);
+            return 0;
+        }
+        labelled += act[i] >= 0;
+    }
+    if (budget->len / 8 < labelled + 1) {
+        PyErr_SetString(PyExc_ValueError, "budget is shorter than the labels + 1");
+        return 0;
+    }
+    return 1;
+}
+
 /* rows: index and value of n rows of length L, or an empty index and dense rows (L = D) */
 static int rows_ok(Py_buffer *index, Py_buffer *value, Py_ssize_t n, Py_ssize_t L,
                    Py_ssize_t D) {
@@ -792,20 +812,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
              expect(&pmf, n * K, 8, "pmf") && expect(&pred, n * K, 8, "pred") &&
              expect(&low, n * K, 8, "low") && expect(&high, n * K, 8, "high");
     const int64_t *model = models.buf, *act = played.buf;
-    ok = ok && models_ok(model, K, M);
-    Py_ssize_t labelled = 0, n_budget = budget.len / 8;
-    for (Py_ssize_t i = start; ok && i < n; i++) {
-        if (act[i] >= K) {
-            PyErr_Format(PyExc_ValueError, "played action %lld out of range",
-                         (long long)act[i]);
-            ok = 0;
-        }
-        labelled += act[i] >= 0;
-    }
-    if (ok && n_budget < labelled + 1) {
-        PyErr_SetString(PyExc_ValueError, "budget is shorter than the labels + 1");
-        ok = 0;
-    }
+    ok = ok && models_ok(model, K, M) && labels_ok(act, start, n, K, &budget);
     if (ok && blocked && (M != 1 || !scratch_alloc(&t, &blk, L))) {
         if (M != 1) PyErr_SetString(PyExc_ValueError, "blocks are for one model");
         ok = 0;
@@ -1166,19 +1173,7 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
          expect(&low, n * K, 8, "low") && expect(&high, n * K, 8, "high") &&
          models_ok(models.buf, K, M);
     const int64_t *model = models.buf, *act = played.buf;
-    Py_ssize_t labelled = 0;
-    for (Py_ssize_t i = start; ok && i < n; i++) {
-        if (act[i] >= K) {
-            PyErr_Format(PyExc_ValueError, "played action %lld out of range",
-                         (long long)act[i]);
-            ok = 0;
-        }
-        labelled += act[i] >= 0;
-    }
-    if (ok && budget.len / 8 < labelled + 1) {
-        PyErr_SetString(PyExc_ValueError, "budget is shorter than the labels + 1");
-        ok = 0;
-    }
+    ok = ok && labels_ok(act, start, n, K, &budget);
     double *var = ok ? PyMem_Malloc(K * sizeof(double)) : NULL;
     if (ok && !var) {
         PyErr_NoMemory();
@@ -1391,19 +1386,7 @@ static PyObject *py_vw_run(PyObject *self, PyObject *args) {
              expect(&high, n * K, 8, "high") && expect(&events, 2, 8, "events") &&
              models_ok(models.buf, K, M);
     const int64_t *model = models.buf, *act = played.buf;
-    Py_ssize_t labelled = 0;
-    for (Py_ssize_t i = 0; ok && i < n; i++) {
-        if (act[i] >= K) {
-            PyErr_Format(PyExc_ValueError, "played action %lld out of range",
-                         (long long)act[i]);
-            ok = 0;
-        }
-        labelled += act[i] >= 0;
-    }
-    if (ok && budget.len / 8 < labelled + 1) {
-        PyErr_SetString(PyExc_ValueError, "budget is shorter than the labels + 1");
-        ok = 0;
-    }
+    ok = ok && labels_ok(act, 0, n, K, &budget);
     Py_ssize_t learned = 0;
     if (ok) {
         VWState state = {S, w.buf, g.buf, s.buf, c.buf};

@@ -114,33 +114,23 @@ def _namespaces(obj: dict) -> Features:
     """The namespaces of an object's fields: objects and arrays of them are namespaces, the
     other fields features of the default namespace."""
     spaces: list[tuple[str, list]] = []
-    default: list = []
-    for key, value in obj.items():
-        if key.startswith("_"):
-            continue
-        if isinstance(value, dict):
-            spaces.append((key, _features(value, key, spaces)))
-        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            spaces.append((key, [f for v in value for f in _features(v, key, spaces)]))
-        elif isinstance(value, list):
-            spaces.append((key, _positional(value, key)))
-        else:
-            default += _feature(key, value)
+    default = _fields(obj, spaces)
     if default:
         spaces.insert(0, (DEFAULT_NS, default))
     return tuple((name, tuple(feats)) for name, feats in spaces if feats)
 
 
-def _features(obj: dict, namespace: str, spaces: list) -> list:
-    """The features of a namespace object (nested objects become namespaces of their own)."""
+def _fields(obj: dict, spaces: list) -> list:
+    """The features of an object's plain fields; its objects (and arrays of objects or of
+    numbers) are appended to ``spaces`` as namespaces of their own, named by their keys."""
     out = []
     for key, value in obj.items():
         if key.startswith("_"):
             continue
         if isinstance(value, dict):
-            spaces.append((key, _features(value, key, spaces)))
+            spaces.append((key, _fields(value, spaces)))
         elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            spaces.append((key, [f for v in value for f in _features(v, key, spaces)]))
+            spaces.append((key, [f for v in value for f in _fields(v, spaces)]))
         elif isinstance(value, list):
             spaces.append((key, _positional(value, key)))
         else:

@@ -174,6 +174,18 @@ def _scan_groups(bodies: list[str]) -> tuple[list, np.ndarray]:
     return groups, slow
 
 
+def _parsed(bodies: list[str], shared: list, slow: np.ndarray, errors: dict) -> dict:
+    """The slow lines' shared features by the reference parser (None: no shared line), by
+    line; a line that is not valid VW features goes into ``errors``."""
+    out = {}
+    for i in np.flatnonzero(slow).tolist():
+        try:
+            out[i] = parse_namespaces(bodies[i]) if shared[i] is not None else None
+        except FieldError as error:
+            errors[i] = error
+    return out
+
+
 def _keyed_rows(rows: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hashed rows (dicts) as padded keys, values and presence, ``(1, K, L)`` each."""
     width = max([len(row) for row in rows] + [1])
@@ -301,12 +313,7 @@ class AdfEncoder:
                 index, coef, first, second, _ = template
                 s = np.hstack([np.ones((len(members), 1)), values[positions]])
                 parts.append((members, index, coef * s[:, first] * s[:, second]))
-        for i in np.flatnonzero(slow).tolist():
-            try:
-                features = parse_namespaces(bodies[i]) if shared[i] is not None else None
-            except FieldError as error:
-                errors[i] = error
-                continue
+        for i, features in _parsed(bodies, shared, slow, errors).items():
             rows, counts[i] = self.encode(features, actions[i])
             parts.append(([i], rows.index, rows.value[None]))
         width = max([index.shape[-1] for _, index, _ in parts] + [1])
@@ -346,12 +353,7 @@ class AdfEncoder:
             if not layout.present.all():
                 vals = np.where(layout.present, vals, 0.0)
             parts.append((members, keys, vals, layout.present))
-        for i in np.flatnonzero(slow).tolist():
-            try:
-                features = parse_namespaces(bodies[i]) if shared[i] is not None else None
-            except FieldError as error:
-                errors[i] = error
-                continue
+        for i, features in _parsed(bodies, shared, slow, errors).items():
             rows = flatten_adf(features, actions[i], self.interactions, False, self._keys)
             counts[i] = sum(map(len, rows)) + self.constant * len(rows)
             parts.append(([i], *_keyed_rows(rows)))

@@ -35,6 +35,8 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from regcb_stream.bounds import ellipsoid_bounds
+
 
 class MemoryLimitError(ValueError):
     """An oracle's statistics would outgrow the memory limit it was given."""
@@ -97,11 +99,30 @@ class SparseRows(NamedTuple):
                 for index, value in zip(rows.index[:, 0], rows.value[:, 0])]
 
 
+class Ellipsoid:
+    """``predict`` and ``bounds`` of an ellipsoid oracle, from its ``moments`` (prediction
+    and ``phi^T A^-1 phi``): the extremes over the version space are ``prediction -+
+    sqrt(budget phi^T A^-1 phi)``."""
+
+    def predict(self, phi, models) -> np.ndarray:
+        """Frozen predictions, shape ``(n, K)``."""
+        return self.moments(phi, models)[0]
+
+    def bounds(self, phi, models, budget):
+        """Prediction and ``prediction -+ sqrt(budget * phi^T A^-1 phi)``, unclipped."""
+        prediction, variance = self.moments(phi, models)
+        return (prediction, *ellipsoid_bounds(prediction, variance, budget))
+
+
 def learn_row_by_row(oracle, x, models, y, weight) -> None:
     """``learn_many`` for oracles that learn one example at a time: ``learn`` on each row,
-    in order (so a stream gives the same state however it is cut into blocks)."""
-    for row, model, target, w in zip(x, np.asarray(models).tolist(), np.asarray(y).tolist(),
-                                      np.asarray(weight).tolist()):
+    in order (so a stream gives the same state however it is cut into blocks); ``x`` rows
+    ``(n, D)``, ``(index, value)`` pairs, or ``SparseRows`` ``(n, 1, L)``."""
+    if isinstance(x, SparseRows):
+        x = x.value[:, 0] if x.index is None else zip(x.index[:, 0], x.value[:, 0])
+    for row, model, target, w in zip(x, np.asarray(models).tolist(),
+                                      np.asarray(y, float).tolist(),
+                                      np.asarray(weight, float).tolist()):
         oracle.learn(row, model, target, w)
 
 

@@ -6,8 +6,13 @@ import numpy as np
 
 from regcb_stream import policies
 from regcb_stream.bounds import clip_bounds, ellipsoid_bounds
-from regcb_stream.oracles.base import MemoryLimitError, SparseRows
-from regcb_stream.oracles.ridge import _DENSE, _rows, _sparse_row
+from regcb_stream.oracles.base import (
+    Ellipsoid,
+    MemoryLimitError,
+    SparseRows,
+    learn_row_by_row,
+)
+from regcb_stream.oracles.ridge import _DENSE, OnlineLoop, _rows, _sparse_row
 
 HEAD = 64  # columns kept exact by default (docs/oracle_threshold.md)
 
@@ -17,7 +22,7 @@ except ImportError:  # not built: the numpy reference
     _ridge = None
 
 
-class BoundedRidgeOracle:
+class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
     """Ridge regression per model with the Gram matrix ``A = l2 I + sum w x x^T`` kept
     exactly on its first ``head`` columns and as its diagonal ``P`` on the others: memory
     ``O(head^2 + D)`` per model and work ``O(head^2 + nonzeros)`` per label, however many
@@ -180,16 +185,7 @@ class BoundedRidgeOracle:
         index, value = _sparse_row(x, self.dim)
         self._pending.append((model, index, value, float(weight), y - self.prior_mean))
 
-    def learn_many(self, x, models, y, weight) -> None:
-        """``learn`` row by row: ``x`` dense ``(n, D)`` or ``SparseRows`` ``(n, 1, L)``."""
-        if isinstance(x, SparseRows):
-            rows = x.value[:, 0] if x.index is None else zip(x.index[:, 0], x.value[:, 0])
-        else:
-            rows = iter(x)
-        for row, model, target, w in zip(rows, np.asarray(models).tolist(),
-                                          np.asarray(y, float).tolist(),
-                                          np.asarray(weight, float).tolist()):
-            self.learn(row, model, target, w)
+    learn_many = learn_row_by_row
 
     def rebuild(self) -> None:
         """Learn the queued labels, in order."""
@@ -233,15 +229,6 @@ class BoundedRidgeOracle:
         self._updates[model] += 1
         return bool(self._updates[model] >= self.refresh_every)
 
-    def predict(self, phi, models) -> np.ndarray:
-        """Frozen predictions, shape ``(n, K)``."""
-        return self.moments(phi, models)[0]
-
-    def bounds(self, phi, models, budget):
-        """Prediction and ``prediction -+ sqrt(budget * x.A~^-1 x)``, unclipped."""
-        prediction, variance = self.moments(phi, models)
-        return (prediction, *ellipsoid_bounds(prediction, variance, budget))
-
     def moments(self, phi, models):
         """Prediction and ``x.A~^-1 x`` per (context, action): ``phi`` dense ``(n, K, D)``
         or ``SparseRows``, ``models`` ids ``(K,)`` or a slice."""
@@ -265,37 +252,9 @@ class BoundedRidgeOracle:
         head = np.einsum("nkd,kde,nke->nk", dense[..., :h], self._hinv[models], dense[..., :h])
         return pred, np.maximum(head, 0.0) + tail
 
-    def _model_ids(self, models) -> np.ndarray:
-        if isinstance(models, slice):
-            return np.arange(self.n_models, dtype=np.int64)[models]
-        return np.ascontiguousarray(models, dtype=np.int64)
-
-    def decisions(self, phi, models, budget: float, optimistic: bool,
-                  reward_range: tuple[float, float], tolerance: float):
-        """The rule's distributions, predictions and clipped bounds of a block of rows,
-        ``(n, K)`` each (``budget`` NaN: uniform play), as ``RidgeOracle.decisions``."""
-        n = len(phi.value if isinstance(phi, SparseRows) else phi)
-        unused = np.zeros(n)
-        return self._run(phi, models, np.full(n, -1, np.int64), unused, unused,
-                         np.array([budget]), optimistic, reward_range, tolerance)
-
-    def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
-                      reward_range: tuple[float, float], tolerance: float):
-        """Decide and learn a block of logged examples in order, rebuilding after every
-        label, as ``RidgeOracle.replay_online``."""
-        self.rebuild()
-        return self._run(phi, models, np.ascontiguousarray(played, dtype=np.int64),
-                         np.ascontiguousarray(rewards, dtype=float),
-                         np.ascontiguousarray(weights, dtype=float),
-                         np.ascontiguousarray(budgets, dtype=float), optimistic,
-                         reward_range, tolerance)
-
-    def _run(self, phi, models, played, rewards, weights, budgets, optimistic, reward_range,
-             tolerance):
-        index, value = _rows(phi)
-        models = self._model_ids(models)
+    def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
+              reward_range, tolerance, out):
         (n, r, width), k = value.shape, len(models)
-        out = np.empty((4, n, k))
         if not self.compiled:
             return self._run_reference(index, value, models, played, rewards, weights,
                                        budgets, optimistic, reward_range, tolerance, out)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from regcb_stream.bounds import ellipsoid_bounds
-from regcb_stream.oracles.base import SparseRows
+from regcb_stream.oracles.base import Ellipsoid, SparseRows, learn_row_by_row
 
 try:
     from regcb_stream import _ridge
@@ -17,7 +16,53 @@ ONE_THREAD_FROM = 128  # dimension from which an inverse is limited to one BLAS 
 MAX_EXACT = 2**19  # models x D^2 kept exact by default (docs/oracle_threshold.md)
 
 
-class RidgeOracle:
+class OnlineLoop:
+    """The entry points of a compiled online loop, shared by the oracles that have one
+    (ridge, bounded ridge, VW's regressor): each implements ``_loop`` over its kernels, on
+    rows as ``_rows`` gives them, filling ``out`` (pmf, prediction, low, high)."""
+
+    def decisions(self, phi, models, budget: float, optimistic: bool,
+                  reward_range: tuple[float, float], tolerance: float):
+        """The decision rule's distributions (elimination, or ``optimistic``), predictions
+        and clipped bounds of a block of rows under the frozen fit, ``(n, K)`` each, in
+        the compiled loop (``budget`` NaN: uniform play)."""
+        n = len(phi.value if isinstance(phi, SparseRows) else phi)
+        played, unused = (_NO_LABEL, _UNUSED) if n == 1 else (np.full(n, -1, np.int64),
+                                                                np.zeros(n))
+        return self._run(phi, models, played, unused, unused, np.array([budget]), optimistic,
+                         reward_range, tolerance)  # (no labels: rewards, weights unread)
+
+    def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
+                      reward_range: tuple[float, float], tolerance: float):
+        """Decide and learn a block of logged examples in order, rebuilding after every
+        label (the ``online`` schedule), in the compiled loop.
+
+        ``played[i]``: the column learned after example ``i``'s decision (-1: none),
+        ``budgets[j]``: the budget after ``j`` more labels (NaN: uniform play). Returns the
+        distributions, predictions and clipped bounds, ``(n, K)`` each."""
+        self.rebuild()  # nothing may be pending when the loop starts
+        return self._run(phi, models, np.ascontiguousarray(played, dtype=np.int64),
+                         np.ascontiguousarray(rewards, dtype=float),
+                         np.ascontiguousarray(weights, dtype=float),
+                         np.ascontiguousarray(budgets, dtype=float), optimistic,
+                         reward_range, tolerance)
+
+    def _run(self, phi, models, played, rewards, weights, budgets, optimistic, reward_range,
+             tolerance):
+        index, value = _rows(phi)
+        models = self._model_ids(models)
+        out = np.empty((4, len(value), len(models)))
+        return self._loop(index, value, models, played, rewards, weights, budgets, optimistic,
+                          reward_range, tolerance, out)
+
+    def _model_ids(self, models) -> np.ndarray:
+        """Model ids as a contiguous int64 array (from an array or a slice)."""
+        if isinstance(models, slice):
+            return np.arange(self.n_models, dtype=np.int64)[models]
+        return np.ascontiguousarray(models, dtype=np.int64)
+
+
+class RidgeOracle(OnlineLoop, Ellipsoid):
     """Ridge regression per model, with the version space as an ellipsoid.
 
     The regularized squared loss of ``theta`` exceeds its minimum by exactly
@@ -185,16 +230,7 @@ class RidgeOracle:
             else:  # the rebuild will invert afresh
                 self._pending[model] = None
 
-    def learn_many(self, x, models, y, weight) -> None:
-        """``learn`` row by row: ``x`` dense ``(n, D)`` or ``SparseRows`` ``(n, 1, L)``."""
-        if isinstance(x, SparseRows):
-            rows = x.value[:, 0] if x.index is None else zip(x.index[:, 0], x.value[:, 0])
-        else:
-            rows = iter(x)
-        for row, model, target, w in zip(rows, np.asarray(models).tolist(),
-                                          np.asarray(y, float).tolist(),
-                                          np.asarray(weight, float).tolist()):
-            self.learn(row, model, target, w)
+    learn_many = learn_row_by_row
 
     def rebuild(self) -> None:
         """Solve the ridge problems of the models that learned since the last rebuild:
@@ -239,15 +275,6 @@ class RidgeOracle:
         gain = weight / (1.0 + weight * float(value @ _at(spread, index)))
         theta += (gain * (residual - float(value @ _at(theta, index)))) * spread
         a_inv -= np.multiply.outer(spread, gain * spread)
-
-    def predict(self, phi, models) -> np.ndarray:
-        """Frozen ridge predictions, shape ``(n, K)``."""
-        return self.moments(phi, models)[0]
-
-    def bounds(self, phi, models, budget):
-        """Prediction and ``prediction -+ sqrt(budget * phi^T A^-1 phi)``, unclipped."""
-        prediction, variance = self.moments(phi, models)
-        return (prediction, *ellipsoid_bounds(prediction, variance, budget))
 
     def moments(self, phi, models):
         """Prediction and ``phi^T A^-1 phi`` per (context, action) of the frozen fit:
@@ -304,23 +331,6 @@ class RidgeOracle:
                 self._pending[0] = None
         self._updates[0] = 0
 
-    def _model_ids(self, models) -> np.ndarray:
-        """Model ids as a contiguous int64 array (from an array or a slice)."""
-        if isinstance(models, slice):
-            return np.arange(self.n_models, dtype=np.int64)[models]
-        return np.ascontiguousarray(models, dtype=np.int64)
-
-    def decisions(self, phi, models, budget: float, optimistic: bool,
-                  reward_range: tuple[float, float], tolerance: float):
-        """The decision rule's distributions (elimination, or ``optimistic``), predictions
-        and clipped bounds of a block of rows under the frozen fit, ``(n, K)`` each, in
-        the compiled loop (``budget`` NaN: uniform play)."""
-        n = len(phi.value if isinstance(phi, SparseRows) else phi)
-        played, unused = (_NO_LABEL, _UNUSED) if n == 1 else (np.full(n, -1, np.int64),
-                                                                np.zeros(n))
-        return self._run(phi, models, played, unused, unused, np.array([budget]), optimistic,
-                         reward_range, tolerance)  # (no labels: rewards, weights unread)
-
     def predict_dense(self, context: np.ndarray, models: np.ndarray, intercept: float,
                       budget: float, optimistic: bool, reward_range: tuple[float, float],
                       tolerance: float, uniform: float) -> tuple[int, float] | None:
@@ -342,27 +352,9 @@ class RidgeOracle:
             self._invert(model)
         return stale is not None
 
-    def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
-                      reward_range: tuple[float, float], tolerance: float):
-        """Decide and learn a block of logged examples in order, rebuilding after every
-        label (the ``online`` schedule), in the compiled loop.
-
-        ``played[i]``: the column learned after example ``i``'s decision (-1: none),
-        ``budgets[j]``: the budget after ``j`` more labels (NaN: uniform play). Returns the
-        distributions, predictions and clipped bounds, ``(n, K)`` each."""
-        self.rebuild()  # nothing may be pending when the loop starts
-        return self._run(phi, models, np.ascontiguousarray(played, dtype=np.int64),
-                         np.ascontiguousarray(rewards, dtype=float),
-                         np.ascontiguousarray(weights, dtype=float),
-                         np.ascontiguousarray(budgets, dtype=float), optimistic,
-                         reward_range, tolerance)
-
-    def _run(self, phi, models, played, rewards, weights, budgets, optimistic, reward_range,
-             tolerance):
-        index, value = _rows(phi)
-        models = self._model_ids(models)
+    def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
+              reward_range, tolerance, out):
         (n, r, width), k = value.shape, len(models)
-        out = np.empty((4, n, k))
         self._block_arrays(index, value)
         start = 0
         while start < n:

@@ -28,13 +28,12 @@ import math
 
 import numpy as np
 
-from regcb_stream.bounds import ellipsoid_bounds
-from regcb_stream.oracles.base import learn_row_by_row
+from regcb_stream.oracles.base import Ellipsoid, learn_row_by_row
 
 BACKENDS = ("lightgbm", "sklearn")
 
 
-class TreesOracle:
+class TreesOracle(Ellipsoid):
     """Gradient-boosted trees per model; bounds from the leaf-value ridge ellipsoid.
 
     Parameters
@@ -101,15 +100,6 @@ class TreesOracle:
         for model in sorted(self._changed):
             self._models[model].update(self)
         self._changed.clear()
-
-    def predict(self, phi: np.ndarray, models) -> np.ndarray:
-        """Predictions of the frozen leaf values, shape ``(n, K)``."""
-        return self.moments(phi, models)[0]
-
-    def bounds(self, phi: np.ndarray, models, budget: float):
-        """Prediction and ``prediction -+ sqrt(budget * phi^T A^-1 phi)`` over leaf features."""
-        prediction, variance = self.moments(phi, models)
-        return (prediction, *ellipsoid_bounds(prediction, variance, budget))
 
     def moments(self, phi: np.ndarray, models):
         """Prediction and ``phi^T A^-1 phi`` over leaf features per (context, action)."""

@@ -23,6 +23,7 @@ import numpy as np
 
 from regcb_stream.bounds import sensitivity_move
 from regcb_stream.oracles.base import learn_row_by_row
+from regcb_stream.oracles.ridge import OnlineLoop
 
 try:
     from regcb_stream import _ridge
@@ -34,7 +35,7 @@ X2_MIN = F32(1.084202e-19) ** 2
 TOLERANCE = F32(1e-6)
 
 
-class VWOracle:
+class VWOracle(OnlineLoop):
     """VW's adaptive, normalized, invariant SGD regressor, one weight vector per model.
 
     VW learns a ``--cb_explore_adf`` label with importance weight ``events / actions``
@@ -102,6 +103,10 @@ class VWOracle:
 
     learn_many = learn_row_by_row
 
+    @property
+    def n_models(self) -> int:
+        return self._state.w.shape[0]
+
     def describe(self) -> str:
         return "VW's regressor"
 
@@ -112,40 +117,10 @@ class VWOracle:
             self._state.update(model, idx, value, y, weight, F32(self.learning_rate))
         self._pending.clear()
 
-    def decisions(self, phi, models, budget: float, optimistic: bool,
-                  reward_range: tuple[float, float], tolerance: float):
-        """The rule's distributions, scores and clipped bounds of a block of rows under the
-        frozen state, ``(n, K)`` each (``budget`` NaN: uniform play), in the compiled loop."""
-        n = len(phi.value)
-        unused = np.zeros(n)
-        return self._run(phi, models, np.full(n, -1, np.int64), unused, unused,
-                         np.array([budget]), optimistic, reward_range, tolerance)
-
-    def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
-                      reward_range: tuple[float, float], tolerance: float):
-        """Decide and learn a block of logged examples in order, rebuilding after every
-        label (the ``online`` schedule), in the compiled loop (as ``RidgeOracle``'s)."""
-        self.rebuild()
-        return self._run(phi, models, np.ascontiguousarray(played, dtype=np.int64),
-                         np.ascontiguousarray(rewards, dtype=float),
-                         np.ascontiguousarray(weights, dtype=float),
-                         np.ascontiguousarray(budgets, dtype=float), optimistic,
-                         reward_range, tolerance)
-
-    def _run(self, phi, models, played, rewards, weights, budgets, optimistic, reward_range,
-             tolerance):
-        """``_ridge.vw_run`` over rows ``SparseRows`` (the product class's shared row once)."""
-        value, index = phi.value, phi.index
-        if value.shape[1] > 1 and value.strides[1] == 0 and (
-                index is None or index.strides[1] == 0):
-            value, index = value[:, :1], None if index is None else index[:, :1]
-        value = np.ascontiguousarray(value, float)
-        index = (np.zeros(0, np.int64) if index is None
-                 else np.ascontiguousarray(index, np.int64))
-        models = np.arange(self._state.w.shape[0], dtype=np.int64)[models] if isinstance(
-            models, slice) else np.ascontiguousarray(models, np.int64)
+    def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
+              reward_range, tolerance, out):
+        """``_ridge.vw_run``."""
         (n, r, width), k = value.shape, len(models)
-        out = np.empty((4, n, k))
         events = np.array([self._events, self._action_sum], np.int64)
         state = self._state
         _ridge.vw_run(state.w, state.g, state.s, state.c, models, index, value, played,
