@@ -12,7 +12,7 @@ from regcb_stream.oracles.base import (
     SparseRows,
     learn_row_by_row,
 )
-from regcb_stream.oracles.ridge import _DENSE, OnlineLoop, _rows, _sparse_row
+from regcb_stream.oracles.ridge import _DENSE, OnlineLoop, _rows, _sparse_row, check_penalty
 
 HEAD = 64  # columns kept exact by default (docs/oracle_threshold.md)
 
@@ -95,12 +95,7 @@ class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
 
     def __init__(self, l2: float = 1.0, prior: float | str = 0.0, head: int = HEAD,
                  memory: int | None = None):
-        if not (isinstance(l2, (int, float, np.number)) and 0 < l2 < np.inf):
-            raise ValueError(f"l2 must be a finite number > 0, got {l2!r}")
-        if prior != "optimistic" and not (
-            isinstance(prior, (int, float, np.number)) and np.isfinite(prior)
-        ):
-            raise ValueError(f"prior must be a finite number or 'optimistic', got {prior!r}")
+        check_penalty(l2, prior)
         if not (isinstance(head, (int, np.integer)) and head >= 0):
             raise ValueError(f"head must be an integer >= 0, got {head!r}")
         self.l2 = l2

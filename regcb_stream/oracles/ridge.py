@@ -130,12 +130,7 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
 
     def __init__(self, l2: float = 1.0, prior: float | str = 0.0, max_exact: int = MAX_EXACT,
                  memory: int | None = None):
-        if not (isinstance(l2, (int, float, np.number)) and 0 < l2 < np.inf):
-            raise ValueError(f"l2 must be a finite number > 0, got {l2!r}")
-        if prior != "optimistic" and not (
-            isinstance(prior, (int, float, np.number)) and np.isfinite(prior)
-        ):
-            raise ValueError(f"prior must be a finite number or 'optimistic', got {prior!r}")
+        check_penalty(l2, prior)
         self.l2 = l2
         self.prior = prior
         self.max_exact = max_exact
@@ -472,6 +467,17 @@ class _Blocks:
         s_inv = np.linalg.inv(sigma)
         self.arrays = (kind.copy(), pos, start, order.astype(np.int64), shared.astype(np.int64),
                        c_off, c_inv, f.ravel(), h, s_inv, s_inv @ rhs)
+
+
+def check_penalty(l2, prior) -> None:
+    """A ridge penalty ``l2`` > 0 and a ``prior`` (a number or ``"optimistic"``), or a
+    ``ValueError`` naming the one at fault."""
+    if not (isinstance(l2, (int, float, np.number)) and 0 < l2 < np.inf):
+        raise ValueError(f"l2 must be a finite number > 0, got {l2!r}")
+    if prior != "optimistic" and not (
+        isinstance(prior, (int, float, np.number)) and np.isfinite(prior)
+    ):
+        raise ValueError(f"prior must be a finite number or 'optimistic', got {prior!r}")
 
 
 def _rows(phi) -> tuple[np.ndarray, np.ndarray]:
