@@ -121,7 +121,8 @@ class Driver:
         if self.settings.dsjson:
             from regcb_stream.io.dsjson import iter_dsjson_adf  # (json costs start-up)
 
-            examples = iter_dsjson_adf(lines, on_error, self.progress.events_without_actions)
+            examples = iter_dsjson_adf(lines, on_error, self.progress.events_without_actions,
+                                       shared_text=True)
         elif self.settings.adf:
             examples = iter_adf(lines, on_error, shared_text=True)
         if self.settings.adf:

@@ -84,6 +84,30 @@ def test_the_layouts_give_the_reference_rows(shared, interactions):
             assert row_got == pytest.approx(row_want, rel=1e-12)
 
 
+ACTION_POOL = ["|a x y:2", "|a z |b q", "|a x", "|b w:0.5 x", "|a k9 |c x1"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(examples=st.lists(st.tuples(shared_lines(), st.permutations(range(len(ACTION_POOL)))),
+                         min_size=1, max_size=8),
+       interactions=st.sampled_from([(), ("sa",), ("sa", "ta", "sb"), ("::",)]),
+       repeat=st.booleans())
+def test_changing_action_sets_give_the_reference_rows(examples, interactions, repeat):
+    """Action sets met once go row by row (layouts of one action); repeated sets (and
+    a second block, which finds their layouts cached) by the set's layout."""
+    text = "".join(line + "\n" + "\n".join(ACTION_POOL[a] for a in order[:3]) + "\n\n"
+                   for line, order in examples)
+    parsed = list(iter_adf(text.splitlines(), shared_text=True))
+    encoder = AdfEncoder(slots, interactions, hash_bits=BITS)
+    for _ in range(1 + repeat):
+        block = encoder.encode_block([ex.shared for ex in parsed],
+                                     [ex.actions for ex in parsed])
+        got, want = row_dicts(block, len(parsed), 3), reference_rows(text, interactions)
+        for ex_got, ex_want in zip(got, want, strict=True):
+            for row_got, row_want in zip(ex_got, ex_want, strict=True):
+                assert row_got == pytest.approx(row_want, rel=1e-12)
+
+
 def test_the_command_is_the_same_with_and_without_the_compiled_path(tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     lines = []

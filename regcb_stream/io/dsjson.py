@@ -10,8 +10,10 @@ the feature ``key``, ``false`` and ``null`` nothing. Fields of ``c`` itself that
 objects go to the default namespace; keys starting with ``_`` are not features. The label
 is VW's: ``_labelIndex`` (0-based, into ``_multi``), ``_label_cost``, ``_label_probability``;
 ``a`` (action ids, the chosen first) and ``p`` (their probabilities) are kept for metrics,
-``pdrop`` divides the example's weight by ``1 - pdrop``, ``_skipLearn`` marks an event not
-to learn. A line without actions is skipped (``parse_event`` returns None) and counted.
+``pdrop`` divides the example's weight by ``1 - pdrop`` (in float32, as VW), ``_skipLearn``
+marks an event not to learn. A line without actions is skipped (``parse_event`` returns
+None) and counted. `iter_dsjson_adf` reads through a compiled reader (``_dsjson.c``),
+with `parse_event` as its reference.
 
 >>> event = parse_event('{"_label_cost": -1, "_label_probability": 0.8, "_labelIndex": 1, '
 ...     '"EventId": "e01", "a": [2, 1], "p": [0.8, 0.2], "c": {"User": {"age": 31, '
@@ -24,14 +26,24 @@ to learn. A line without actions is skipped (``parse_event`` returns None) and c
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from regcb_stream.io.vw_features import DEFAULT_NS, Features, FieldError
+import numpy as np
+
+from regcb_stream.io.vw_features import DEFAULT_NS, Features, FieldError, parse_namespaces
 from regcb_stream.io.vw_text import ADFExample, Label, OnError, VWParseError
 
+try:
+    from regcb_stream.io import _dsjson
+except ImportError:  # not built: every line through the reference parser
+    _dsjson = None
+
+BLOCK = 256  # lines read by one compiled call, at most
 _ESCAPED = str.maketrans({" ": "_", "|": "_", ":": "_", "\t": "_"})
 
 
@@ -96,18 +108,103 @@ def iter_dsjson(lines: Iterable[str], on_error: OnError | None = None
 
 
 def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
-                    skipped: list | None = None) -> Iterator[ADFExample]:
+                    skipped: list | None = None, shared_text: bool = False
+                    ) -> Iterator[ADFExample]:
     """The events of a DSJSON log as ADF examples (`vw_text.ADFExample`): an event without
     actions is skipped and its line appended to ``skipped``; ``_skipLearn`` events are
-    decided without a label; ``pdrop`` gives the label's weight."""
-    for no, event in iter_dsjson(lines, on_error):
-        if event is None:
-            if skipped is not None:
-                skipped.append(no)
-            continue
-        yield ADFExample(event.shared, event.actions,
-                         None if event.skip_learn else event.label, None, no,
-                         weight=event.weight)
+    decided without a label; ``pdrop`` gives the label's weight.
+
+    Lines are read in blocks of what is available (``lines.take``, as `ReadAhead` has it),
+    each through the compiled reader (``_dsjson.events``), which writes the shared features
+    as VW feature text; each distinct action object is parsed once. Lines it leaves, and
+    every bad line, take `parse_event`. With ``shared_text`` the shared features of the
+    compiled reader's lines stay text (as ``iter_adf(..., shared_text=True)`` has them,
+    for `vw_encode.AdfEncoder.encode_block`), the others are ``Features``.
+
+    >>> line = ('{"_labelIndex": 0, "_label_cost": -1, "_label_probability": 0.5, '
+    ...         '"c": {"u": {"age": 31}, "_multi": [{"x": 1}, {"x": 2}]}}')
+    >>> ex, = iter_dsjson_adf([line])
+    >>> ex.shared, ex.actions[1], ex.label
+    ((('u', (('age', 31.0),)),), ((' ', (('x', 2.0),)),), Label(action=0, cost=-1.0, prob=0.5))
+    >>> next(iter_dsjson_adf([line], shared_text=True)).shared
+    'u age:31'
+    """
+    take = getattr(lines, "take", None) or functools.partial(_take, iter(lines))
+    actions = _Actions()
+    no = 0
+    while chunk := take(BLOCK):
+        fast = _dsjson.events(chunk) if _dsjson is not None else [None] * len(chunk)
+        for raw, event in zip(chunk, fast):
+            no += 1
+            try:
+                if event is None:
+                    example = _reference(raw, no)
+                else:
+                    example = _example(event, raw, no, actions, shared_text)
+            except FieldError as error:
+                failure = VWParseError(no, raw.rstrip("\r\n")[:200], error.rule, error.detail)
+                if on_error is None:
+                    raise failure from None
+                on_error(failure)
+                continue
+            if example is None:  # a blank line, or an event without actions
+                if skipped is not None and raw.strip():
+                    skipped.append(no)
+                continue
+            yield example
+
+
+def _example(event: tuple, raw: str, no: int, actions: _Actions, shared_text: bool
+             ) -> ADFExample:
+    """The ADF example of a line the compiled reader took."""
+    shared, texts, index, cost, prob, weight, skip_learn, _ = event
+    if not shared_text:
+        shared = parse_namespaces(shared)
+    label = Label(index, cost, prob) if index >= 0 and not skip_learn else None
+    return ADFExample(shared, actions.of(texts), label, None, no, raw, weight)
+
+
+class _Actions:
+    """The features of action objects, each distinct text parsed once (and each distinct
+    tuple of them looked up at once: logs repeat their action sets)."""
+
+    LIMIT = 65_536  # texts (and tuples) remembered, at most: then forgotten
+
+    def __init__(self):
+        self.sets: dict[tuple, tuple[Features, ...]] = {}
+        self.texts: dict[str, Features] = {}
+
+    def of(self, texts: tuple[str, ...]) -> tuple[Features, ...]:
+        found = self.sets.get(texts)
+        if found is None:
+            if len(self.texts) > self.LIMIT or len(self.sets) > self.LIMIT:
+                self.sets.clear()
+                self.texts.clear()
+            found = self.sets[texts] = tuple([self._one(text) for text in texts])
+        return found
+
+    def _one(self, text: str) -> Features:
+        found = self.texts.get(text)
+        if found is None:
+            found = self.texts[text] = _namespaces(json.loads(text))
+        return found
+
+
+def _reference(raw: str, no: int) -> ADFExample | None:
+    """The ADF example of a line by `parse_event` (None: blank, or no actions)."""
+    text = raw.rstrip("\r\n")
+    if not text.strip():
+        return None
+    event = parse_event(text)
+    if event is None:
+        return None
+    return ADFExample(event.shared, event.actions,
+                      None if event.skip_learn else event.label, None, no, text,
+                      weight=event.weight)
+
+
+def _take(lines: Iterator[str], limit: int) -> list[str]:
+    return list(itertools.islice(lines, limit))
 
 
 def _namespaces(obj: dict) -> Features:
@@ -181,15 +278,17 @@ def _label(obj: dict, n_actions: int) -> Label | None:
 
 def _numbers(values, name: str, kind) -> list:
     if not isinstance(values, list) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            for v in values):
         raise FieldError(name, f"'{name}' must be an array of numbers")
     return [kind(v) for v in values]
 
 
 def _weight(pdrop) -> float:
+    """``1 / (1 - pdrop)``, in float32 as VW computes it."""
     if not isinstance(pdrop, (int, float)) or not 0 <= pdrop < 1:
         raise FieldError("pdrop", f"pdrop {pdrop!r} must be in [0, 1)")
-    return 1.0 / (1.0 - pdrop)
+    return float(np.float32(1) / (np.float32(1) - np.float32(pdrop)))
 
 
 def _text(value) -> str | None:

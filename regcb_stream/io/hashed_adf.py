@@ -114,15 +114,74 @@ def source_of(constant: int, n: int, constants: dict) -> int:
     return n + constants.setdefault(constant, len(constants))
 
 
-def layout_rows(layout: Layout, hashes: np.ndarray, values: np.ndarray
+def layout_rows(layout: Layout, hashes: np.ndarray, values: np.ndarray, which=None
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Keys (unmasked, uint64) and values ``(m, K, L)`` of ``m`` examples of one layout from
     their shared hashes and values ``(m, n)`` (hashes ``(1, n)``: the same for all, keys
-    ``(1, K, L)``)."""
+    ``(1, K, L)``); with ``which = (examples, rows)``, only those rows of those examples,
+    ``(R, L)``."""
     m = len(hashes)
     hx = np.hstack([hashes.astype(np.uint64), np.broadcast_to(layout.constants, (
         m, len(layout.constants))), np.zeros((m, 1), np.uint64)])  # (a column for padding)
-    x1, x2 = hx[:, layout.source1], hx[:, layout.source2]
-    keys = np.where(layout.cross, (x1 * _FNV) ^ x2, x1)
     s = np.hstack([np.ones((len(values), 1)), values])
-    return keys, layout.coef * s[:, layout.first] * s[:, layout.second]
+    if which is None:
+        x1, x2 = hx[:, layout.source1], hx[:, layout.source2]
+        keys = np.where(layout.cross, (x1 * _FNV) ^ x2, x1)
+        return keys, layout.coef * s[:, layout.first] * s[:, layout.second]
+    examples, rows = which
+    at = examples[:, None]
+    named = at if m > 1 else 0
+    x1, x2 = hx[named, layout.source1[rows]], hx[named, layout.source2[rows]]
+    keys = np.where(layout.cross[rows], (x1 * _FNV) ^ x2, x1)
+    return keys, layout.coef[rows] * s[at, layout.first[rows]] * s[at, layout.second[rows]]
+
+
+def stack_layouts(layouts: list[Layout], n: int) -> Layout:
+    """One-row layouts of shared lines with ``n`` tokens as the rows of one layout (each
+    one's constants renumbered after those of the layouts before it)."""
+    width = max(layout.source1.shape[1] for layout in layouts)
+    shape = (len(layouts), width)
+    out = {name: np.full(shape, -1 if name.startswith("source") else 0,
+                         getattr(layouts[0], name).dtype)
+           for name in Layout._fields if name != "constants"}
+    offset = 0
+    for r, layout in enumerate(layouts):
+        w = layout.source1.shape[1]
+        for name, column in out.items():
+            row = getattr(layout, name)[0]
+            if name.startswith("source"):
+                row = np.where(row >= n, row + offset, row)  # (-1: padding)
+            column[r, :w] = row
+        offset += len(layout.constants)
+    constants = np.concatenate([layout.constants for layout in layouts]).astype(np.uint64)
+    return Layout(constants=constants, **out)
+
+
+class Catalogue:
+    """The one-row layouts of the actions met with shared lines of ``n`` tokens of one set
+    of namespace initials, stacked as the rows of one layout (stacked again when actions
+    are added): rows of changing action sets then cost one vectorized pass per block."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.rows: dict[tuple, int] = {}  # action -> its row
+        self.layouts: list[Layout] = []
+        self._stacked: Layout | None = None
+
+    def row(self, action: tuple, make) -> int | None:
+        """The action's row (its layout from ``make()`` the first time; None: no layout)."""
+        r = self.rows.get(action)
+        if r is None:
+            layout = make()
+            if layout is None:
+                return None
+            r = self.rows[action] = len(self.layouts)
+            self.layouts.append(layout)
+            self._stacked = None
+        return r
+
+    @property
+    def stacked(self) -> Layout:
+        if self._stacked is None:
+            self._stacked = stack_layouts(self.layouts, self.n)
+        return self._stacked

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from regcb_stream.features import EncodedRows
-from regcb_stream.io.hashed_adf import layout_rows, make_layout
+from regcb_stream.io.hashed_adf import Catalogue, Layout, layout_rows, make_layout
 from regcb_stream.io.vw_features import (
     DEFAULT_NS,
     FieldError,
@@ -228,6 +228,20 @@ def _layout(names: tuple[str, ...]) -> tuple:
     return tuple((namespace, tuple(feats)) for namespace, feats in namespaces if feats)
 
 
+def _groups(initials: bytes, offsets, actions: list[tuple], examples: list[int]) -> dict:
+    """The examples by (shared namespace initials, action set): grouped by the action
+    sets' identity first (a reader that repeats an action set gives the same tuple),
+    so each distinct tuple is hashed once."""
+    by_identity: dict[tuple, list[int]] = {}
+    for i in examples:
+        by_identity.setdefault((initials[offsets[i]:offsets[i + 1]], id(actions[i])),
+                               []).append(i)
+    groups: dict[tuple, list[int]] = {}
+    for (starts, _), members in by_identity.items():
+        groups.setdefault((starts, actions[members[0]]), []).extend(members)
+    return {key: sorted(members) for key, members in groups.items()}
+
+
 def _memo(cache: dict, key, make):
     """``cache[key]``, made by ``make()`` if missing (the cache is cleared when full)."""
     if key in cache:
@@ -264,6 +278,7 @@ class AdfEncoder:
         self.constant = constant
         self._keys = None if hash_bits is None else HashKeys()
         self._templates: dict[tuple, tuple | None] = {}
+        self._catalogues: dict[bytes, Catalogue] = {}  # shared initials -> action rows
 
     def encode(self, shared, actions) -> tuple[EncodedRows, int]:
         """Rows of the (shared, action) features and VW's feature count of the example."""
@@ -330,34 +345,79 @@ class AdfEncoder:
         """``encode_block`` with hashing: the shared lines hashed in one compiled pass,
         each (namespace initials, action lines) layout in a few vectorized operations
         (`hashed_adf`), the slow lines by the reference; then every key's column, in
-        example order."""
+        example order. An action set met once in the block, and never before, is not worth
+        a layout of its own (streams whose action sets change would build one per example):
+        its rows go by the layouts of (initials, one action), which such streams repeat."""
         offsets, initials, hashes, values, slow = _scan.hashes(bodies)
         offsets, values = np.frombuffer(offsets, np.int64), np.frombuffer(values, float)
         hashes, slow = np.frombuffer(hashes, np.uint32), np.frombuffer(slow, bool).copy()
-        groups: dict[tuple, list[int]] = {}
-        for i in np.flatnonzero(~slow).tolist():
-            layout = (initials[offsets[i]:offsets[i + 1]], actions[i])
-            groups.setdefault(layout, []).append(i)
-        parts, errors, counts = [], {}, {}
+        groups = _groups(initials, offsets, actions, np.flatnonzero(~slow).tolist())
+        parts, errors, counts, lone = [], {}, {}, []
         for (starts, acts), members in groups.items():
-            layout = _memo(self._templates, ("hashed", starts, acts), lambda: _or_none(
-                make_layout, starts, acts, self.interactions, _Slot))
+            if len(members) == 1 and acts and ("hashed", starts, acts) not in self._templates:
+                lone.append((members[0], starts, acts))
+                continue
+            layout = self._layout(starts, acts)
             if layout is None:  # features summed into one key: the reference path
                 slow[members] = True
                 continue
-            at = offsets[members][:, None] + np.arange(len(starts))
-            names = hashes[at]
-            if len(members) > 1 and (names == names[0]).all():  # the same names each time
-                names = names[:1]  # (keys of one example, shared by all)
-            keys, vals = layout_rows(layout, names, values[at])
+            names, vals = self._shared_of(members, starts, offsets, hashes, values)
+            keys, vals = layout_rows(layout, names, vals)
             if not layout.present.all():
                 vals = np.where(layout.present, vals, 0.0)
-            parts.append((members, keys, vals, layout.present))
+            parts.append((members, slice(None), keys, vals, layout.present))
+        parts += self._rows_by_action(lone, offsets, hashes, values, slow)
         for i, features in _parsed(bodies, shared, slow, errors).items():
             rows = flatten_adf(features, actions[i], self.interactions, False, self._keys)
             counts[i] = sum(map(len, rows)) + self.constant * len(rows)
-            parts.append(([i], *_keyed_rows(rows)))
+            parts.append(([i], slice(None), *_keyed_rows(rows)))
         return self._columns_in_order(len(actions), len(actions[0]), parts, errors, counts)
+
+    def _layout(self, starts: bytes, acts: tuple) -> Layout | None:
+        return _memo(self._templates, ("hashed", starts, acts), lambda: _or_none(
+            make_layout, starts, acts, self.interactions, _Slot))
+
+    @staticmethod
+    def _shared_of(members: list[int], starts: bytes, offsets, hashes, values):
+        """The shared hashes ``(m, n)`` (``(1, n)`` when the same for all) and values of
+        examples whose shared lines have ``len(starts)`` tokens."""
+        at = offsets[members][:, None] + np.arange(len(starts))
+        names = hashes[at]
+        if len(members) > 1 and (names == names[0]).all():  # the same names each time
+            names = names[:1]  # (keys of one example, shared by all)
+        return names, values[at]
+
+    def _rows_by_action(self, lone: list, offsets, hashes, values, slow) -> list:
+        """Parts of the rows of examples ``(i, starts, acts)``, by shared initials: each
+        row by the layout of its one action (an ADF row depends on the shared line and its
+        own action only), kept in a `Catalogue` per initials; an example with a row the
+        layouts cannot give is marked ``slow``."""
+        if len(self._catalogues) > 256 or any(
+                len(c.layouts) > 4096 for c in self._catalogues.values()):
+            self._catalogues.clear()  # (bounded memory)
+        by_starts: dict[bytes, tuple[list, list]] = {}
+        for i, starts, acts in lone:
+            catalogue = self._catalogues.get(starts) or self._catalogues.setdefault(
+                starts, Catalogue(len(starts)))
+            rows = [catalogue.row(action, lambda: self._layout(starts, (action,)))
+                    for action in acts]
+            if None in rows:
+                slow[i] = True
+                continue
+            examples, all_rows = by_starts.setdefault(starts, ([], []))
+            examples.append(i)
+            all_rows += rows
+        parts = []
+        for starts, (examples, rows) in by_starts.items():
+            layout = self._catalogues[starts].stacked
+            names, vals = self._shared_of(examples, starts, offsets, hashes, values)
+            k = len(rows) // len(examples)
+            which = (np.repeat(np.arange(len(examples)), k), np.array(rows))
+            keys, vals = layout_rows(layout, names, vals, which)
+            present = layout.present[which[1]]
+            parts.append((np.repeat(examples, k), np.tile(np.arange(k), len(examples)), keys,
+                          np.where(present, vals, 0.0), present))
+        return parts
 
     def _parsed_block(self, shared: list, actions: list[tuple]) -> EncodedBlock:
         """``encode_block`` of examples whose shared features are parsed (``Features``):
@@ -373,10 +433,12 @@ class AdfEncoder:
 
     def _columns_in_order(self, n: int, k: int, parts: list, errors: dict, counts: dict
                           ) -> EncodedBlock:
-        """Padded rows ``(n, K, L)`` from each part's (examples, keys, values, present),
-        the keys' columns registered in example order."""
-        if len(parts) == 1 and len(parts[0][0]) == n and parts[0][3].all():
-            _, keys, value, _ = parts[0]  # the usual case: one layout without padding
+        """Padded rows ``(n, K, L)`` from each part's (examples, rows, keys, values,
+        present): ``rows`` a slice of all rows (keys ``(m, K, L)``), or each example's row
+        (keys ``(m, L)``); the keys' columns registered in example order."""
+        if (len(parts) == 1 and len(parts[0][0]) == n and isinstance(parts[0][1], slice)
+                and parts[0][4].all()):
+            _, _, keys, value, _ = parts[0]  # the usual case: one layout without padding
             index = np.asarray(self._columns(keys.reshape(-1)), np.intp).reshape(keys.shape)
             if len(index) == 1 < n:  # every example has the same keys
                 merged = EncodedRows(index.copy(), np.ones(index.shape))
@@ -385,13 +447,13 @@ class AdfEncoder:
                     return self._finish_rows(index, value, errors, counts, merged=True)
                 index = np.broadcast_to(index, value.shape)
             return self._finish_rows(index, value, errors, counts)
-        width = max([keys.shape[-1] for _, keys, _, _ in parts] + [1])
+        width = max([part[2].shape[-1] for part in parts] + [1])
         keys, value = np.zeros((n, k, width), np.uint64), np.zeros((n, k, width))
         present = np.zeros((n, k, width), bool)
-        for members, part_keys, part_values, part_present in parts:
+        for members, rows, part_keys, part_values, part_present in parts:
             w = part_keys.shape[-1]
-            keys[members, :, :w], value[members, :, :w] = part_keys, part_values
-            present[members, :, :w] = part_present
+            keys[members, rows, :w], value[members, rows, :w] = part_keys, part_values
+            present[members, rows, :w] = part_present
         index = np.zeros((n, k, width), np.intp)
         index[present] = self._columns(keys[present])
         return self._finish_rows(index, value, errors, counts)
