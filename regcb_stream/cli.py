@@ -75,6 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
                          "(implies --cb_explore_adf)")
     io.add_argument("--blocks", action="store_true",
                     help=argparse.SUPPRESS)  # input is always read ahead as far as available
+    loop = parser.add_argument_group("the production loop (regcb-stream's own)")
+    loop.add_argument("--decision_log", metavar="FILE",
+                      help="write each decision (event id, context, actions, chosen action, "
+                           "probabilities, model version, and its reward once known) as a "
+                           "DSJSON line, which regcb-ope --dsjson and vw --dsjson read")
+    loop.add_argument("--reward_wait", type=_positive_int, metavar="N",
+                      help="--dsjson: an event without a label waits for a reward line "
+                           '{"EventId": ..., "v": reward}; at most N wait, one more times '
+                           "the oldest out")
+    loop.add_argument("--default_reward", type=float, metavar="R",
+                      help="--reward_wait: the reward a timed-out decision is learned with "
+                           "(default: none, it is dropped)")
     cb = parser.add_argument_group("contextual bandit (as vw)")
     mode = cb.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
@@ -145,24 +157,35 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(error))
     except ValueError as error:
         parser.error(str(error))
+    if args.reward_wait and not settings.dsjson:
+        parser.error("--reward_wait joins DSJSON reward lines by EventId: give --dsjson")
     with contextlib.ExitStack() as stack:
         try:
             lines = shell.open_input(stack, args.data)
             sink = args.predictions and shell.open_output(stack, args.predictions, "-p")
+            log = args.decision_log and shell.open_output(stack, args.decision_log,
+                                                          "--decision_log")
             shell.check_model_path(args.final_regressor)
         except shell.PathError as error:
             return _fail(str(error))
+        outcomes = None
+        if log or args.reward_wait:
+            from regcb_stream.outcomes import Outcomes
+
+            outcomes = Outcomes(learner, log or None, args.reward_wait, args.default_reward,
+                                dsjson=settings.dsjson)
         progress = ProgressTable(None if args.quiet else sys.stderr,
                                  _preamble(settings, learner))
         interrupts = stack.enter_context(shell.Interrupts())
         driver = Driver(learner, settings, sink or None, progress, legacy=settings.legacy,
                         first_only=settings.first_only and learner.variant == "optimistic",
                         vw_compat=settings.vw_compat, learn=not args.testonly,
-                        guard=interrupts.block)
+                        guard=interrupts.block, outcomes=outcomes)
         stack.enter_context(threadpool_limits(1, "blas"))  # one core does more than two
         status = _run(driver, lines, _on_error(args, progress))
     if not args.quiet and status != shell.PIPE_CLOSED:
-        sys.stderr.write(progress.summary(learner.budget_in_force, learner.oracle_in_use))
+        sys.stderr.write(progress.summary(learner.budget_in_force, learner.oracle_in_use,
+                                          outcomes.summary() if outcomes else ()))
     if status == shell.INTERRUPTED:
         print(f"regcb-stream: interrupted after {progress.examples} examples, every "
               "prediction of them written", file=sys.stderr)
@@ -217,6 +240,16 @@ class _Version(argparse.Action):
             text = "(not installed)"
         print(f"{parser.prog} {text}")
         parser.exit()
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
 
 
 def _mellowness_list(text: str) -> tuple[float, ...]:

@@ -93,6 +93,10 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
         raise ValueError("give --cb_explore K or --cb_explore_adf")
     if args.cb_force_legacy and args.cb_explore_adf:
         raise ValueError("--cb_force_legacy applies to --cb_explore K only")
+    if args.default_reward is not None and not args.reward_wait:
+        raise ValueError("--default_reward applies with --reward_wait N")
+    if args.reward_wait and args.testonly:
+        raise ValueError("--reward_wait learns the rewards that arrive: not with -t")
     if args.initial_regressor:
         from regcb_stream.persist import load_model  # (here: it costs start-up)
 

@@ -31,7 +31,14 @@ from regcb_stream.io.vw_predictions import (
     format_legacy_block,
     format_pmf,
 )
-from regcb_stream.io.vw_text import OnError, VWParseError, clean_line, iter_adf, read_cb_block
+from regcb_stream.io.vw_text import (
+    ADFExample,
+    OnError,
+    VWParseError,
+    clean_line,
+    iter_adf,
+    read_cb_block,
+)
 from regcb_stream.progress import ProgressTable
 
 MAX_BLOCK = 512  # examples read ahead at most (larger blocks cost memory, not time)
@@ -83,12 +90,16 @@ class Driver:
     guard
         Context manager each block of work runs in (``shell.Interrupts.block``: Ctrl-C
         waits for the block's predictions and learning to finish).
+    outcomes
+        The decision log and the decisions waiting for rewards (`outcomes.Outcomes`).
     """
 
     def __init__(self, learner, settings: StreamSettings, predictions: TextIO | None,
                  progress: ProgressTable, legacy: bool = False, first_only: bool = False,
-                 vw_compat: bool = False, learn: bool = True, guard=contextlib.nullcontext):
+                 vw_compat: bool = False, learn: bool = True, guard=contextlib.nullcontext,
+                 outcomes=None):
         self.learner = learner
+        self.outcomes = outcomes
         self.settings = settings
         self.predictions = predictions
         self.progress = progress
@@ -129,7 +140,10 @@ class Driver:
             ready = getattr(lines, "ready", lambda: True)
             for batch in self._batches(examples, ready):
                 with self.guard():
-                    self._adf_batch(batch, on_error)
+                    if isinstance(batch, list):
+                        self._adf_batch(batch, on_error)
+                    else:
+                        self._reward(batch, on_error)
             return
         take = getattr(lines, "take", None) or functools.partial(_take, iter(lines))
         count, limit = 0, 64  # a first block short enough whatever the lines
@@ -145,7 +159,8 @@ class Driver:
 
     def _batches(self, records, ready):
         """Lists of the ADF examples available (at most ``MAX_BLOCK``, or ``MAX_ROWS``
-        action lines, with as many actions each). A bad example ends the list before it."""
+        action lines, with as many actions each). A bad example ends the list before it;
+        a reward line (DSJSON) is yielded alone, after the list before it."""
         batch, rows, iterator = [], 0, iter(records)
         while True:
             try:
@@ -155,6 +170,11 @@ class Driver:
             except Exception as error:
                 yield batch  # predictions before a bad example are written
                 raise error
+            if not isinstance(record, ADFExample):  # a reward line
+                yield batch
+                yield record
+                batch, rows = [], 0
+                continue
             if batch and len(record.actions) != len(batch[0].actions):
                 yield batch
                 batch, rows = [], 0
@@ -179,7 +199,8 @@ class Driver:
             labels = (block.action[keep] - 1, block.cost[keep], block.prob[keep],
                       np.ones(len(keep)))
             self._replay([block.tags[i] for i in keep], [batch[i][0] for i in keep], rows,
-                         self._labels, labels, counts.tolist())
+                         self._labels, labels, counts.tolist(),
+                         [block.bodies[i] for i in keep])
         _report(reports, on_error)
 
     def _adf_batch(self, batch: list, on_error: OnError | None) -> None:
@@ -203,16 +224,17 @@ class Driver:
                                (-1, 0.0, 1.0, 1.0) for ex in examples]).T
             self._replay(tags, [ex.line_no for ex in examples], [{}] * len(examples),
                          rows, (labels[0].astype(np.intp), *labels[1:]),
-                         encoded.n_features[keep].tolist())
+                         encoded.n_features[keep].tolist(), examples)
         _report(reports, on_error)
 
     def _replay(self, tags: list, line_nos: list[int], contexts, actions, labels,
-                n_features: list[int]) -> None:
+                n_features: list[int], examples: list) -> None:
         """Decide and learn a block (single-line: contexts and the action labels; ADF:
         empty contexts and the rows of each action), write the predictions and update
         the progress table with VW's IPS loss ``cost * pmf(action) / prob`` of each label.
         ``labels``: the played actions' indices (-1: nothing to learn), costs, probabilities
-        and importance weights."""
+        and importance weights; ``examples``: the `ADFExample` (single-line: the feature
+        text) of each, for the `outcomes`."""
         played, costs, probs, weights = labels
         learned = played >= 0
         self._check_costs(costs, learned, line_nos)
@@ -226,7 +248,8 @@ class Driver:
             for i in range(len(played)):  # one at a time: the examples before it are written
                 self._replay(tags[i:i + 1], line_nos[i:i + 1], contexts[i:i + 1],
                              actions if isinstance(actions, list) else actions[i:i + 1],
-                             tuple(x[i:i + 1] for x in labels), n_features[i:i + 1])
+                             tuple(x[i:i + 1] for x in labels), n_features[i:i + 1],
+                             examples[i:i + 1])
             raise
         self._note_oracle(line_nos[-1])
         pmfs, orders = self._shown(decision.pmf, decision.prediction)
@@ -240,6 +263,30 @@ class Driver:
         firsts = orders[:, 0].tolist()
         predictions = [(a, float(p[a])) for a, p in zip(firsts, pmfs)]
         self.progress.update_block(losses, labels, predictions, n_features)
+        if self.outcomes is not None:
+            self._outcomes(examples, decision, actions, (played, costs), before, tags)
+
+    def _outcomes(self, examples: list, decision, actions, labels, before: int, tags: list
+                  ) -> None:
+        """Hand a block's decisions to the `outcomes` (log, waiting decisions), each with
+        the number of labels the learner had when it decided (the model version)."""
+        learned = (labels[0] >= 0) if self.learn else np.zeros(len(labels[0]), bool)
+        versions = (before + np.cumsum(learned) - learned).tolist()
+        if self.settings.adf:
+            self.outcomes.decided(examples, decision.pmf, decision.candidates, actions,
+                                  versions)
+        else:
+            self.outcomes.decided_single(examples, labels, decision.pmf, tags, versions)
+
+    def _reward(self, reward, on_error: OnError | None) -> None:
+        """A reward line: learned by the `outcomes` (a line error without them)."""
+        if self.outcomes is None or self.outcomes.pending is None:
+            error = VWParseError(reward.line_no, f'{{"EventId": "{reward.event_id}", ...}}',
+                                 "reward", "a reward line, but no decision waits for rewards "
+                                 "(give --reward_wait N)")
+            _report([error], on_error)
+            return
+        self.outcomes.reward(reward)
 
     def _note_oracle(self, line_no: int) -> None:
         """Say when the learner's oracle changes kind (exact ridge hands over to bounded

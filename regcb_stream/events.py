@@ -39,8 +39,8 @@ class PendingDecisions:
         self.counts = {"decided": 0, "rewarded": 0, "defaulted": 0, "dropped": 0}
 
     def add(self, event_id, decision: tuple) -> list[tuple]:
-        """Keep a decision; return the ``(decision, reward)`` pairs that timed out and are
-        to be learned with the default reward now."""
+        """Keep a decision; return the ``(decision, reward)`` pairs that timed out: to be
+        learned with the default reward now, or dropped (reward None)."""
         if event_id in self.waiting:
             raise ValueError(f"event id {event_id!r} is already waiting for its reward")
         self.waiting[event_id] = decision
@@ -49,11 +49,8 @@ class PendingDecisions:
         while len(self.waiting) > self.window:
             oldest = next(iter(self.waiting))
             expired = self.waiting.pop(oldest)
-            if self.default_reward is None:
-                self.counts["dropped"] += 1
-            else:
-                self.counts["defaulted"] += 1
-                due.append((expired, self.default_reward))
+            self.counts["dropped" if self.default_reward is None else "defaulted"] += 1
+            due.append((expired, self.default_reward))
         return due
 
     def take(self, event_id) -> tuple:

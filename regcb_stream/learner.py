@@ -543,7 +543,8 @@ class RegCB:
         action, prob, info = self.predict(context, actions)
         for decision, reward in self._waiting().add(
                 event_id, (_snapshot(context), action, prob, info)):
-            self.learn(decision[0], decision[1], reward, decision[2], **decision[3])
+            if reward is not None:  # (None: dropped)
+                self.learn(decision[0], decision[1], reward, decision[2], **decision[3])
         return action, prob
 
     def reward_event(self, event_id, reward: float) -> None:

@@ -20,6 +20,7 @@ n.a.     n.a.                1            1.0        unknown         0:0.25     
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TextIO
 
 HEADER = (
@@ -96,9 +97,10 @@ class ProgressTable:
         if self.out is not None:
             self.out.write(text + "\n")
 
-    def summary(self, budget: str | None = None, oracle: str | None = None) -> str:
-        """VW's closing block (plus the count of skipped examples in lenient mode, and the
-        exploration ``budget`` and the ``oracle`` in force, in words)."""
+    def summary(self, budget: str | None = None, oracle: str | None = None,
+                more: Iterable[str] = ()) -> str:
+        """VW's closing block (plus the count of skipped examples in lenient mode, the
+        exploration ``budget`` and the ``oracle`` in force, in words, and ``more`` lines)."""
         lines = [
             "",
             "finished run",
@@ -117,6 +119,7 @@ class ProgressTable:
             lines.append(f"exploration budget = {budget}")
         if oracle:
             lines.append(f"oracle = {oracle}")
+        lines += more
         return "\n".join(lines) + "\n"
 
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from river import bandit
 from river.stream import utils
 
-from regcb_stream.io.dsjson import iter_dsjson_adf
+from regcb_stream.io.dsjson import Reward, iter_dsjson_adf
 from regcb_stream.io.vw_features import HashKeys, flatten, flatten_adf
 from regcb_stream.io.vw_text import iter_adf, iter_cb
 from regcb_stream.learner import DEFAULT_VARIANT, RegCB
@@ -299,6 +299,9 @@ def iter_vw(
     try:
         if adf:
             for ex in iter_dsjson_adf(buffer) if dsjson else iter_adf(buffer):
+                if isinstance(ex, Reward):
+                    raise ValueError(f"line {ex.line_no}: a reward line; iter_vw reads "
+                                     "joined logs (regcb-stream --reward_wait joins them)")
                 yield (*_adf_inputs(ex, interactions, merge_shared, flat),
                        _logged(ex.label, 0))
         else:

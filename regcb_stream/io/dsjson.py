@@ -26,6 +26,7 @@ with `parse_event` as its reference.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import json
@@ -61,15 +62,30 @@ class DSJSONEvent:
     skip_learn: bool = False
 
 
-def parse_event(text: str) -> DSJSONEvent | None:
-    """One DSJSON line as an event, None for an event without actions (VW skips it), or
-    ``FieldError`` saying what is wrong."""
+@dataclass(frozen=True)
+class Reward:
+    """A reward line, ``{"EventId": "e1", "v": 1.0}``: the reward of the decision made
+    under ``event_id`` (``action``, from an optional ``_labelIndex``: the index of the
+    action the caller played; None: the one the command chose). Its ``v`` is a reward, the
+    negative of a DSJSON cost, as in the outcomes (``o``) of Decision Service logs."""
+
+    event_id: str
+    value: float
+    action: int | None = None
+    line_no: int = 0
+
+
+def parse_event(text: str) -> DSJSONEvent | Reward | None:
+    """One DSJSON line as an event (or a `Reward` line), None for an event without actions
+    (VW skips it), or ``FieldError`` saying what is wrong."""
     try:
         obj = json.loads(text)
     except ValueError as error:
         raise FieldError("json", f"not a JSON object ({error})") from None
     if not isinstance(obj, dict):
         raise FieldError("json", "not a JSON object")
+    if "c" not in obj and "v" in obj:
+        return _reward(obj)
     context = obj.get("c")
     if not isinstance(context, dict):
         raise FieldError("context", "no context object 'c'")
@@ -91,7 +107,7 @@ def parse_event(text: str) -> DSJSONEvent | None:
 
 
 def iter_dsjson(lines: Iterable[str], on_error: OnError | None = None
-                ) -> Iterator[tuple[int, DSJSONEvent | None]]:
+                ) -> Iterator[tuple[int, DSJSONEvent | Reward | None]]:
     """``(line number, event)`` per non-empty line (event None: no actions, skipped); a bad
     line raises its `VWParseError`, or with ``on_error`` is reported and skipped."""
     for no, raw in enumerate(lines, 1):
@@ -109,10 +125,11 @@ def iter_dsjson(lines: Iterable[str], on_error: OnError | None = None
 
 def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
                     skipped: list | None = None, shared_text: bool = False
-                    ) -> Iterator[ADFExample]:
-    """The events of a DSJSON log as ADF examples (`vw_text.ADFExample`): an event without
-    actions is skipped and its line appended to ``skipped``; ``_skipLearn`` events are
-    decided without a label; ``pdrop`` gives the label's weight.
+                    ) -> Iterator[ADFExample | Reward]:
+    """The events of a DSJSON log as ADF examples (`vw_text.ADFExample`), and its reward
+    lines as `Reward`: an event without actions is skipped and its line appended to
+    ``skipped``; ``_skipLearn`` events are decided without a label; ``pdrop`` gives the
+    label's weight.
 
     Lines are read in blocks of what is available (``lines.take``, as `ReadAhead` has it),
     each through the compiled reader (``_dsjson.events``), which writes the shared features
@@ -157,11 +174,12 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
 def _example(event: tuple, raw: str, no: int, actions: _Actions, shared_text: bool
              ) -> ADFExample:
     """The ADF example of a line the compiled reader took."""
-    shared, texts, index, cost, prob, weight, skip_learn, _ = event
+    shared, texts, index, cost, prob, weight, skip_learn, event_id = event
     if not shared_text:
         shared = parse_namespaces(shared)
     label = Label(index, cost, prob) if index >= 0 and not skip_learn else None
-    return ADFExample(shared, actions.of(texts), label, None, no, raw, weight)
+    return ADFExample(shared, actions.of(texts), label, None, no, raw, weight, event_id,
+                      skip_learn)
 
 
 class _Actions:
@@ -190,17 +208,18 @@ class _Actions:
         return found
 
 
-def _reference(raw: str, no: int) -> ADFExample | None:
-    """The ADF example of a line by `parse_event` (None: blank, or no actions)."""
+def _reference(raw: str, no: int) -> ADFExample | Reward | None:
+    """The ADF example (or `Reward`) of a line by `parse_event` (None: blank, or no
+    actions)."""
     text = raw.rstrip("\r\n")
     if not text.strip():
         return None
     event = parse_event(text)
-    if event is None:
-        return None
+    if event is None or isinstance(event, Reward):
+        return event and dataclasses.replace(event, line_no=no)
     return ADFExample(event.shared, event.actions,
                       None if event.skip_learn else event.label, None, no, text,
-                      weight=event.weight)
+                      event.weight, event.event_id, event.skip_learn)
 
 
 def _take(lines: Iterator[str], limit: int) -> list[str]:
@@ -259,6 +278,19 @@ def _positional(values: list, key: str) -> list:
         if value:
             out.append((str(i), float(value)))
     return out
+
+
+def _reward(obj: dict) -> Reward:
+    event_id, value, action = obj.get("EventId"), obj["v"], obj.get("_labelIndex")
+    if not isinstance(event_id, str):
+        raise FieldError("reward", "a reward line needs its decision's \"EventId\" (a string)")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
+            value):
+        raise FieldError("reward", f"reward \"v\" {value!r} is not a finite number")
+    if action is not None and (isinstance(action, bool) or not isinstance(action, int)
+                               or action < 0):
+        raise FieldError("reward", f"_labelIndex {action!r} is not an action's index")
+    return Reward(event_id, float(value), action)
 
 
 def _label(obj: dict, n_actions: int) -> Label | None:

@@ -63,6 +63,8 @@ class ADFExample(NamedTuple):
     line_no: int
     text: str = ""
     weight: float = 1.0  # the label's importance weight (DSJSON's pdrop)
+    event_id: str | None = None  # DSJSON's EventId
+    skip_learn: bool = False  # DSJSON's _skipLearn: decided, never learned
 
 
 class VWParseError(ValueError):
