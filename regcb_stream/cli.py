@@ -91,8 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     mode = cb.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
     mode.add_argument("--cb_explore_adf", action="store_true", help="multi-line ADF examples")
-    cb.add_argument("--cb_min_cost", type=float, help="the least cost (default 0)")
-    cb.add_argument("--cb_max_cost", type=float, help="the largest cost (default 1)")
+    cb.add_argument("--cb_min_cost", type=float,
+                    help="the least cost (default 0; with --dsjson -1, as costs there are "
+                         "negative rewards in [0, 1])")
+    cb.add_argument("--cb_max_cost", type=float,
+                    help="the largest cost (default 1; with --dsjson 0)")
     cb.add_argument("--cb_force_legacy", action="store_true",
                     help="--cb_explore K: K probabilities in action order")
     cb.add_argument("--random_seed", type=int, help="seed of the action draws (default 0)")

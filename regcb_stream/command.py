@@ -26,6 +26,8 @@ VW_MELLOWNESS = 0.1  # VW's default, the default with VW's own regressor (--orac
 #: the defaults of the flags a resumed run keeps from its model (None: not given)
 DEFAULTS = {"random_seed": 0, "schedule": "online", "oracle": "ridge",
             "bit_precision": DEFAULT_BITS, "cb_min_cost": 0.0, "cb_max_cost": 1.0}
+DSJSON_COSTS = (-1.0, 0.0)  # --dsjson's cost range: rewards in [0, 1], as Personalizer's
+# (VW keeps [0, 1], and so does --vw_compat: there the bounds clip every reward to cost 0)
 
 
 def make_learner(args) -> RegCB:
@@ -108,6 +110,8 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
         except ValueError as error:
             raise shell.PathError(f"-i: {error}") from None
         return _resumed(args, learner, StreamSettings(**saved))
+    if args.dsjson and not args.vw_compat and args.cb_min_cost is args.cb_max_cost is None:
+        args.cb_min_cost, args.cb_max_cost = DSJSON_COSTS
     for name, value in DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, value)

@@ -103,3 +103,16 @@ def test_iter_vw_and_regcb_ope_read_dsjson(tmp_path, capsys):
     assert stream_main(["--dsjson", "-d", str(data), "-f", str(model), "--quiet"]) == 0
     assert ope_main(["-d", str(data), "--policy-model", str(model)]) == 0
     assert f"n = {len(events)}" in capsys.readouterr().out
+
+
+def test_dsjson_costs_are_negative_rewards_by_default():
+    """DSJSON costs are -reward, rewards in [0, 1]: --dsjson's cost range is [-1, 0] unless
+    given (VW's [0, 1] would clip every bound to cost 0), and VW's under --vw_compat."""
+    from test_cli import run_cli
+
+    data = needs(TRAIN / "dsjson_cb.json")
+    done = run_cli(["--dsjson", "-d", str(data)])
+    assert done.returncode == 0 and "outside [cb_min_cost" not in done.stderr
+    for flags in (["--vw_compat"], ["--cb_min_cost", "0"]):
+        done = run_cli(["--dsjson", "-d", str(data), *flags])
+        assert "cost -1 is outside [cb_min_cost, cb_max_cost] = [0, 1]" in done.stderr

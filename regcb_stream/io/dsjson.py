@@ -183,10 +183,13 @@ def _example(event: tuple, raw: str, no: int, actions: _Actions, shared_text: bo
 
 
 class _Actions:
-    """The features of action objects, each distinct text parsed once (and each distinct
-    tuple of them looked up at once: logs repeat their action sets)."""
+    """The features of action objects, each distinct text parsed once (and the last
+    distinct tuples of them looked up at once: logs repeat their action sets). Equal texts
+    give the same ``Features`` object, which the ADF encoder's layouts are keyed by."""
 
-    LIMIT = 65_536  # texts (and tuples) remembered, at most: then forgotten
+    TEXTS = 65_536  # texts remembered, at most: then forgotten
+    SETS = 1024  # tuples of texts remembered (each holds its texts: the memory of a log
+    # whose action sets change)
 
     def __init__(self):
         self.sets: dict[tuple, tuple[Features, ...]] = {}
@@ -195,9 +198,10 @@ class _Actions:
     def of(self, texts: tuple[str, ...]) -> tuple[Features, ...]:
         found = self.sets.get(texts)
         if found is None:
-            if len(self.texts) > self.LIMIT or len(self.sets) > self.LIMIT:
-                self.sets.clear()
+            if len(self.texts) > self.TEXTS:
                 self.texts.clear()
+            if len(self.sets) > self.SETS:
+                self.sets.clear()
             found = self.sets[texts] = tuple([self._one(text) for text in texts])
         return found
 

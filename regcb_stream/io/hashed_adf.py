@@ -164,18 +164,22 @@ class Catalogue:
 
     def __init__(self, n: int):
         self.n = n
-        self.rows: dict[tuple, int] = {}  # action -> its row
+        self.rows: dict[int, int] = {}  # id of an action (kept in .actions) -> its row
+        self.actions: list[tuple] = []
         self.layouts: list[Layout] = []
         self._stacked: Layout | None = None
 
     def row(self, action: tuple, make) -> int | None:
-        """The action's row (its layout from ``make()`` the first time; None: no layout)."""
-        r = self.rows.get(action)
+        """The action's row (its layout from ``make()`` the first time; None: no layout).
+        Actions are known by identity (readers give a repeated action line the same
+        object; an equal one read again takes a row of its own, with the same layout)."""
+        r = self.rows.get(id(action))
         if r is None:
             layout = make()
             if layout is None:
                 return None
-            r = self.rows[action] = len(self.layouts)
+            r = self.rows[id(action)] = len(self.layouts)
+            self.actions.append(action)  # (its id stays its own)
             self.layouts.append(layout)
             self._stacked = None
         return r
