@@ -1,0 +1,241 @@
+r"""Explore-eval: how an exploring, *learning* policy would have done on a logged stream, as
+VW's ``--explore_eval`` estimates it, for RegCB and VW's explorers alike.
+
+Each labelled example of a log (ADF: the logged action ``a``, its cost and probability
+``p``) is offered to the explorer, which gives its distribution ``pi``. The example is
+kept with probability ``m * pi(a) / p`` (rejection sampling), and the explorer learns only
+the kept examples, with the probability ``pi(a)``: the kept examples are then distributed
+as if the explorer had chosen the actions itself, so its costs on them estimate its online
+(progressive) cost. ``m`` is VW's multiplier: fixed (``multiplier``), or the running least
+``p / pi(a)`` so that no threshold exceeds 1; with ``target_rate`` a further factor steers
+the kept fraction toward that rate (VW's ``rate_target``; a threshold above 1 then makes
+the learner's example weight that threshold, and counts a violation). The uniform draws are
+VW's (``merand48``, seeded by ``seed`` as VW's ``--random_seed``), so VW's explorers,
+driven through `VWExplorer`, keep the examples VW's own ``--explore_eval`` keeps.
+
+Reported (`ExploreEvalResult`): the explore-eval estimate (the mean reward of the kept
+examples, with a normal interval), VW's ``average loss`` (the progressive IPS cost of the
+explorer's distributions on every labelled example), the counts VW prints, and the trace of
+the estimate along the log (for plots).
+
+>>> import io
+>>> log = io.StringIO("shared | s_1 s_2\n0:1.0:0.5 | a_1 b_1\n | a_2 b_2\n\n"
+...                   " | b_1 c_1\n0:0.0:0.5 | b_2 c_2\n\n")
+>>> result = explore_eval(read_log(log), VWExplorer("--epsilon 0.2 --noconstant"))
+>>> result.kept, round(result.multiplier, 6), round(result.ips_loss, 6)
+(2, 0.555556, 0.5)
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import NamedTuple
+
+import numpy as np
+
+from regcb_stream.io.vw_text import Label, iter_adf
+
+_A, _C, _MASK = 0xEECE66D5DEECE66D, 2147483647, (1 << 64) - 1
+
+
+class Merand48:
+    """VW's uniform draws (``merand48``): a 64-bit linear congruence, 23 bits of it as the
+    mantissa of a float in [0, 1).
+
+    >>> draw = Merand48(0)
+    >>> [round(draw(), 6) for _ in range(3)]
+    [8e-06, 0.048357, 0.036452]
+    """
+
+    def __init__(self, seed: int = 0):
+        self.state = seed & _MASK
+
+    def __call__(self) -> float:
+        self.state = (_A * self.state + _C) & _MASK
+        return ((self.state >> 25) & 0x7FFFFF) / float(1 << 23)
+
+
+class LoggedExample(NamedTuple):
+    """One ADF example of a log: its text lines, label and number of actions."""
+
+    lines: tuple[str, ...]
+    label: Label | None
+    n_actions: int
+
+
+def read_log(lines: Iterable[str]) -> Iterator[LoggedExample]:
+    """The ADF examples of VW text (blank lines between examples)."""
+    block: list[str] = []
+    for raw in [*lines, ""]:
+        text = raw.rstrip("\r\n")
+        if text.strip():
+            block.append(text)
+            continue
+        if block:
+            example, = iter_adf(block)
+            yield LoggedExample(tuple(block), example.label, len(example.actions))
+            block = []
+
+
+@dataclass
+class ExploreEvalResult:
+    """What an explore-eval run found (VW's names where VW prints them)."""
+
+    name: str
+    examples: int = 0  # labelled examples seen
+    kept: int = 0  # VW's update count
+    weighted_kept: float = 0.0  # VW's weighted update count
+    violations: int = 0  # thresholds above 1
+    multiplier: float = 1.0  # final multiplier
+    rate: float = 1.0  # the target rate's last factor
+    ips_loss: float = 0.0  # VW's average loss
+    kept_rewards: list = field(default_factory=list, repr=False)
+    trace: list = field(default_factory=list, repr=False)  # (example, estimate) on the way
+
+    @property
+    def estimate(self) -> float:
+        """The explorer's online reward, estimated: the mean reward of the kept examples."""
+        return float(np.mean(self.kept_rewards)) if self.kept_rewards else math.nan
+
+    def interval(self, alpha: float = 0.05) -> tuple[float, float]:
+        """A normal ``1 - alpha`` interval of `estimate`."""
+        n = len(self.kept_rewards)
+        if n < 2:
+            return (math.nan, math.nan)
+        z = NormalDist().inv_cdf(1 - alpha / 2)
+        half = z * float(np.std(self.kept_rewards, ddof=1)) / math.sqrt(n)
+        return (self.estimate - half, self.estimate + half)
+
+
+class Explorer:
+    """What `explore_eval` drives: ``pmf`` of an example (its label hidden), ``learn`` of a
+    kept one."""
+
+    name = "explorer"
+
+    def pmf(self, example: LoggedExample) -> np.ndarray:
+        raise NotImplementedError
+
+    def learn(self, example: LoggedExample, cost: float, prob: float, weight: float) -> None:
+        raise NotImplementedError
+
+
+def explore_eval(log: Iterable[LoggedExample], explorer: Explorer, *, seed: int = 0,
+                 multiplier: float | None = None, target_rate: float | None = None,
+                 every: int = 100, progress: Callable[[int], None] | None = None
+                 ) -> ExploreEvalResult:
+    """Replay a log through an exploring learner by rejection sampling (VW's
+    ``--explore_eval``; see the module's docstring). ``every``: examples between points of
+    the trace; ``progress``: called with each example's number."""
+    f32 = np.float32  # (VW's thresholds, multiplier and rate are floats: the same draws kept)
+    result = ExploreEvalResult(explorer.name)
+    m = f32(1.0 if multiplier is None else multiplier)
+    draw, rate_sum, ips_total = Merand48(seed), f32(0.0), 0.0
+    for number, example in enumerate(log, 1):
+        label = example.label
+        pmf = explorer.pmf(example)
+        if progress is not None:
+            progress(number)
+        if label is None or label.prob is None or label.cost is None:
+            continue
+        found = 0 <= label.action < len(pmf)
+        prob = f32(pmf[label.action]) if found else f32(0.0)
+        ips_total += float(prob) * label.cost / label.prob
+        threshold = prob / f32(label.prob)
+        if multiplier is None and target_rate is None and found and threshold > 0:
+            m = min(m, f32(1.0) / threshold)
+        threshold = f32(threshold * m)
+        rate = f32(target_rate) * f32(result.examples) / rate_sum if (
+            target_rate is not None and rate_sum > 0) else f32(1.0)
+        rate_sum = f32(rate_sum + threshold)
+        result.examples += 1
+        if found:
+            result.violations += bool(threshold > 1 + 1e-6)
+            if target_rate is not None:
+                threshold = f32(threshold * rate)
+            if draw() < threshold:
+                weight = float(max(threshold, f32(1.0)))
+                explorer.learn(example, label.cost, float(prob), weight)
+                result.kept += 1
+                result.weighted_kept += weight
+                result.kept_rewards.append(-label.cost)
+        if result.examples % every == 0:
+            result.trace.append((number, result.estimate))
+    result.multiplier, result.rate = float(m), float(rate) if result.examples else 1.0
+    result.ips_loss = ips_total / result.examples if result.examples else math.nan
+    return result
+
+
+class VWExplorer(Explorer):
+    """One of VW's explorers (``vw --cb_explore_adf FLAGS``, e.g. ``--epsilon 0.05`` or
+    ``--squarecb``), predicting and learning through VW's Python module as VW's
+    ``--explore_eval`` drives it. A weight above 1 (``target_rate``) cannot be given to VW's
+    example this way: such examples are learned with weight 1 and counted (``unweighted``)."""
+
+    def __init__(self, flags: str = ""):
+        from vowpalwabbit import Workspace
+
+        self.name = f"vw {flags}".strip()
+        self.flags = flags
+        self.unweighted = 0
+        self._vw = Workspace(f"--cb_explore_adf {flags} --quiet")
+
+    def pmf(self, example: LoggedExample) -> np.ndarray:
+        return np.asarray(self._vw.predict(list(_unlabelled(example))), dtype=float)
+
+    def learn(self, example: LoggedExample, cost: float, prob: float, weight: float) -> None:
+        self.unweighted += weight != 1.0
+        lines = list(_unlabelled(example))
+        at = _action_line(example, example.label.action)
+        lines[at] = f"0:{cost!r}:{prob!r} {lines[at].lstrip()}"
+        self._vw.learn(lines)
+
+
+class RegCBExplorer(Explorer):
+    """A `regcb_stream.RegCB` learner (its defaults unless given) on the log's features,
+    hashed as VW hashes them, with VW's ``-q`` crosses."""
+
+    def __init__(self, learner=None, interactions: Iterable[str] = (), hash_bits: int = 18,
+                 name: str = "regcb (defaults)"):
+        from regcb_stream.learner import RegCB
+
+        self.name = name
+        self.learner = RegCB(hash_bits=hash_bits, allow_out_of_range=True) if (
+            learner is None) else learner
+        self.interactions = tuple(interactions)
+        self.hash_bits = hash_bits
+        self._parsed: tuple | None = None
+
+    def pmf(self, example: LoggedExample) -> np.ndarray:
+        context, actions = self._inputs(example)
+        return np.asarray(self.learner.pmf(context, actions), dtype=float)
+
+    def learn(self, example: LoggedExample, cost: float, prob: float, weight: float) -> None:
+        context, actions = self._inputs(example)
+        self.learner.learn(context, actions[example.label.action], -cost, prob, weight=weight)
+
+    def _inputs(self, example: LoggedExample) -> tuple:
+        if self._parsed is None or self._parsed[0] is not example:
+            from regcb_stream.integrations.river import iter_vw
+
+            context, actions, _ = next(iter_vw(io.StringIO("\n".join(example.lines)),
+                                               adf=True, interactions=self.interactions,
+                                               hash_bits=self.hash_bits))
+            self._parsed = (example, (context, actions))
+        return self._parsed[1]
+
+
+def _unlabelled(example: LoggedExample) -> Iterator[str]:
+    """The example's lines with the action lines' labels removed."""
+    for line in example.lines:
+        yield line if line.startswith("shared") or "|" not in line else line[line.index("|"):]
+
+
+def _action_line(example: LoggedExample, action: int) -> int:
+    """The index in ``lines`` of the 0-based action's line."""
+    shared = example.lines[0].startswith("shared")
+    return action + shared
