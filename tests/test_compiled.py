@@ -163,6 +163,33 @@ def test_joint_blocks_per_example_and_epochs_match_the_reference():
         assert fast._oracle._blocks is not None
 
 
+def test_joint_blocks_take_features_met_after_they_are_built():
+    """ADF examples through the Python API (``iter_vw``'s hashed dicts, ``-q sa``) meet
+    new features after the blocks are built: the blocks grow with them (this raised
+    "inconsistent block arrays" at the second example)."""
+    import io
+
+    from regcb_stream.integrations.river import iter_vw
+
+    rng, lines = np.random.default_rng(0), []
+    for _ in range(150):
+        logged = rng.integers(6)
+        lines.append(f"shared |s c{rng.integers(6)} d:{rng.random():.3f}")
+        lines += [(f"0:{-float(rng.random() < 0.3)}:0.2 " if a == logged else "")
+                  + f"|a x{a} y:{a / 10}" for a in range(6)]
+        lines.append("")
+    fast = RegCB(seed=0, hash_bits=18, allow_out_of_range=True)
+    slow = RegCB(oracle=reference_oracle(prior="optimistic"), seed=0, hash_bits=18,
+                 allow_out_of_range=True)
+    for t, (context, actions, label) in enumerate(iter_vw(
+            io.StringIO("\n".join(lines)), adf=True, interactions=["sa"], hash_bits=18)):
+        assert_same(*[learner.decide(context, actions) for learner in (fast, slow)])
+        if t % 2:
+            for learner in (fast, slow):
+                learner.learn(context, actions[label.index], -label.cost, label.prob)
+    assert fast.n_labels == 75
+
+
 @pytest.mark.parametrize("variant", ["optimistic", "elimination"])
 def test_automatic_budget_candidates_match_the_numpy_reference(variant):
     """The compiled candidates of ``budget="auto"`` equal ``candidate_decisions``'s numpy

@@ -382,7 +382,13 @@ class _Blocks:
         self.arrays: tuple = ()
 
     def grow(self, dim: int) -> _Blocks:
-        self.kind = np.r_[self.kind, np.full(dim - len(self.kind), -2, np.int64)]
+        """Unseen columns added (to the built blocks too: a row with one is refitted)."""
+        extra = dim - len(self.kind)
+        self.kind = np.r_[self.kind, np.full(extra, -2, np.int64)]
+        if self.arrays:
+            kind, pos, *rest = self.arrays
+            self.arrays = (np.r_[kind, np.full(extra, -2, np.int64)],
+                           np.r_[pos, np.zeros(extra, np.int64)], *rest)
         return self
 
     def take(self, index: np.ndarray, value: np.ndarray) -> bool:
