@@ -28,7 +28,7 @@ the estimate along the log (for plots).
 
 from __future__ import annotations
 
-import io
+import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from regcb_stream.io.vw_text import Label, iter_adf
+from regcb_stream.io.vw_text import ADFExample, Label, iter_adf
 
 _A, _C, _MASK = 0xEECE66D5DEECE66D, 2147483647, (1 << 64) - 1
 
@@ -60,24 +60,25 @@ class Merand48:
 
 
 class LoggedExample(NamedTuple):
-    """One ADF example of a log: its text lines, label and number of actions."""
+    """One ADF example of a log: its text lines, label, and the example as parsed (its
+    shared features as text, `vw_text.ADFExample`)."""
 
     lines: tuple[str, ...]
     label: Label | None
-    n_actions: int
+    parsed: ADFExample
 
 
 def read_log(lines: Iterable[str]) -> Iterator[LoggedExample]:
     """The ADF examples of VW text (blank lines between examples)."""
     block: list[str] = []
-    for raw in [*lines, ""]:
+    for raw in itertools.chain(lines, [""]):
         text = raw.rstrip("\r\n")
         if text.strip():
             block.append(text)
             continue
         if block:
-            example, = iter_adf(block)
-            yield LoggedExample(tuple(block), example.label, len(example.actions))
+            example, = iter_adf(block, shared_text=True)
+            yield LoggedExample(tuple(block), example.label, example)
             block = []
 
 
@@ -93,6 +94,7 @@ class ExploreEvalResult:
     multiplier: float = 1.0  # final multiplier
     rate: float = 1.0  # the target rate's last factor
     ips_loss: float = 0.0  # VW's average loss
+    ips_rewards: list = field(default_factory=list, repr=False)  # pi(a) r / p, per example
     kept_rewards: list = field(default_factory=list, repr=False)
     trace: list = field(default_factory=list, repr=False)  # (example, estimate) on the way
 
@@ -112,10 +114,13 @@ class ExploreEvalResult:
 
 
 class Explorer:
-    """What `explore_eval` drives: ``pmf`` of an example (its label hidden), ``learn`` of a
-    kept one."""
+    """What `explore_eval` drives: ``prepare`` for the next examples of the log (read a
+    block at a time), ``pmf`` of an example (its label hidden), ``learn`` of a kept one."""
 
     name = "explorer"
+
+    def prepare(self, examples: list[LoggedExample]) -> None:
+        """The next examples ``pmf`` will be asked about, in order."""
 
     def pmf(self, example: LoggedExample) -> np.ndarray:
         raise NotImplementedError
@@ -135,7 +140,7 @@ def explore_eval(log: Iterable[LoggedExample], explorer: Explorer, *, seed: int 
     result = ExploreEvalResult(explorer.name)
     m = f32(1.0 if multiplier is None else multiplier)
     draw, rate_sum, ips_total = Merand48(seed), f32(0.0), 0.0
-    for number, example in enumerate(log, 1):
+    for number, example in enumerate(_prepared(log, explorer), 1):
         label = example.label
         pmf = explorer.pmf(example)
         if progress is not None:
@@ -145,6 +150,7 @@ def explore_eval(log: Iterable[LoggedExample], explorer: Explorer, *, seed: int 
         found = 0 <= label.action < len(pmf)
         prob = f32(pmf[label.action]) if found else f32(0.0)
         ips_total += float(prob) * label.cost / label.prob
+        result.ips_rewards.append(-float(prob) * label.cost / label.prob)
         threshold = prob / f32(label.prob)
         if multiplier is None and target_rate is None and found and threshold > 0:
             m = min(m, f32(1.0) / threshold)
@@ -168,6 +174,15 @@ def explore_eval(log: Iterable[LoggedExample], explorer: Explorer, *, seed: int 
     result.multiplier, result.rate = float(m), float(rate) if result.examples else 1.0
     result.ips_loss = ips_total / result.examples if result.examples else math.nan
     return result
+
+
+def _prepared(log: Iterable[LoggedExample], explorer: Explorer, size: int = 1024
+              ) -> Iterator[LoggedExample]:
+    """The log's examples, each block of them given to ``explorer.prepare`` first."""
+    iterator = iter(log)
+    while block := list(itertools.islice(iterator, size)):
+        explorer.prepare(block)
+        yield from block
 
 
 class VWExplorer(Explorer):
@@ -196,37 +211,62 @@ class VWExplorer(Explorer):
 
 
 class RegCBExplorer(Explorer):
-    """A `regcb_stream.RegCB` learner (its defaults unless given) on the log's features,
-    hashed as VW hashes them, with VW's ``-q`` crosses."""
+    """A `regcb_stream.RegCB` learner (its defaults unless given; VW's feature hashing)
+    on the log's features as ``regcb-stream`` encodes them (VW's ``-q`` crosses).
+
+    Its distribution does not change until it learns, so the examples ahead are decided
+    together (``ahead`` at a time, again after each kept example)."""
 
     def __init__(self, learner=None, interactions: Iterable[str] = (), hash_bits: int = 18,
-                 name: str = "regcb (defaults)"):
+                 name: str = "regcb (defaults)", ahead: int = 16):
+        from regcb_stream.io.vw_encode import AdfEncoder
         from regcb_stream.learner import RegCB
 
         self.name = name
         self.learner = RegCB(hash_bits=hash_bits, allow_out_of_range=True) if (
             learner is None) else learner
-        self.interactions = tuple(interactions)
-        self.hash_bits = hash_bits
-        self._parsed: tuple | None = None
+        columns = self.learner.encoder.columns
+        self._encoder = AdfEncoder(lambda keys: columns("h", keys), interactions, True,
+                                   hash_bits)
+        self.ahead = ahead
+        self._rows: list = []  # (examples, their rows), by runs of as many actions
+        self._at: dict[int, tuple] = {}  # id of an example -> (run, position)
+        self._decided: tuple | None = None  # (run, first, Decision) of the examples ahead
+
+    def prepare(self, examples: list[LoggedExample]) -> None:
+        self._rows, self._at, self._decided = [], {}, None
+        for _, run in itertools.groupby(examples, key=lambda ex: len(ex.parsed.actions)):
+            run = list(run)
+            block = self._encoder.encode_block([ex.parsed.shared for ex in run],
+                                               [ex.parsed.actions for ex in run])
+            if block.errors:
+                i, error = min(block.errors.items())
+                raise ValueError(f"example {run[i].lines[0]!r}: {error.detail}")
+            for i, ex in enumerate(run):
+                self._at[id(ex)] = (len(self._rows), i)
+            self._rows.append(block.rows)
 
     def pmf(self, example: LoggedExample) -> np.ndarray:
-        context, actions = self._inputs(example)
-        return np.asarray(self.learner.pmf(context, actions), dtype=float)
+        run, i = self._at[id(example)]
+        decided = self._decided
+        if decided is None or decided[0] != run or not decided[1] <= i < decided[1] + len(
+                decided[2].pmf):
+            rows = self._rows[run]
+            stop = min(i + self.ahead, len(rows.index))
+            part = type(rows)(rows.index[i:stop], rows.value[i:stop])
+            self._decided = decided = (run, i, self.learner.decide_many([{}] * (stop - i),
+                                                                          part))
+        return decided[2].pmf[i - decided[1]]
 
     def learn(self, example: LoggedExample, cost: float, prob: float, weight: float) -> None:
-        context, actions = self._inputs(example)
-        self.learner.learn(context, actions[example.label.action], -cost, prob, weight=weight)
-
-    def _inputs(self, example: LoggedExample) -> tuple:
-        if self._parsed is None or self._parsed[0] is not example:
-            from regcb_stream.integrations.river import iter_vw
-
-            context, actions, _ = next(iter_vw(io.StringIO("\n".join(example.lines)),
-                                               adf=True, interactions=self.interactions,
-                                               hash_bits=self.hash_bits))
-            self._parsed = (example, (context, actions))
-        return self._parsed[1]
+        run, i = self._at[id(example)]
+        rows, a = self._rows[run], example.label.action
+        run_, first, decision = self._decided
+        candidates = None if decision.candidates is None else decision.candidates[
+            i - first][None, :, a]
+        chosen = type(rows)(rows.index[i:i + 1, [a]], rows.value[i:i + 1, [a]])
+        self.learner.learn_many([{}], chosen, [-cost], [prob], [weight], candidates)
+        self._decided = None
 
 
 def _unlabelled(example: LoggedExample) -> Iterator[str]:

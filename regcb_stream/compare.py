@@ -1,0 +1,250 @@
+"""``regcb-compare``: RegCB or my VW explorer, on my logs? Every candidate replayed over the
+same logged ADF stream by explore-eval (`regcb_stream.explore_eval`), side by side.
+
+    regcb-compare log.dat -q UA                      # RegCB's defaults and five VW explorers
+    regcb-compare log.dat --regcb "--mellowness 0.01" --vw "--epsilon 0.1" --vw=--squarecb
+    regcb-compare log.dat --json - --plot estimates.png
+
+Each candidate's estimate is the progressive IPS reward of its own distributions on the
+log's labelled examples while it learns from the examples explore-eval keeps for it (VW's
+``--explore_eval`` average loss, negated), with a normal 95% interval; the table also gives
+the examples kept, and two baselines on the same examples: the uniform-random policy (IPS)
+and the logging policy (the logged rewards). RegCB runs in this process (``--regcb``: any
+``regcb-stream`` learner flags; none: its defaults, with the log's cost range unless the
+flags give one); each VW explorer (``--vw``: flags as
+given to ``vw --cb_explore_adf``; none: ``--epsilon 0.05``, ``--squarecb``, ``--regcb``,
+``--regcbopt`` and ``--cover 3``) runs VW's own ``--explore_eval`` in a process of its own,
+beside the others. ``-q`` and ``--target_rate`` apply to every candidate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from regcb_stream import shell
+from regcb_stream.explore_eval import RegCBExplorer, explore_eval, read_log
+
+DEFAULT_VW = ("--epsilon 0.05", "--squarecb", "--regcb", "--regcb --regcbopt", "--cover 3")
+VW_RUN = ("import sys; from vowpalwabbit import Workspace; "
+          "Workspace(sys.argv[1]).finish()")
+Z = NormalDist().inv_cdf(0.975)
+
+
+@dataclass
+class Row:
+    """One line of the comparison: a candidate or a baseline."""
+
+    name: str
+    estimate: float  # expected reward (the negative of VW's average loss)
+    low: float
+    high: float
+    examples: int  # labelled examples scored
+    kept: float | None = None  # explore-eval's (weighted) update count
+    trace: list | None = None  # (labelled examples, running estimate) along the log
+
+
+def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = None, *,
+            interactions: list[str] = (), target_rate: float | None = None, seed: int = 0,
+            progress: bool = False, points: int = 100) -> list[Row]:
+    """The comparison as data: a `Row` per candidate, then the baselines.
+
+    >>> rows = compare("../shared/vw_tests/train-sets/cb_test.ldf", vw=["--epsilon 0.2"])
+    >>> [(row.name, row.examples) for row in rows]  # doctest: +NORMALIZE_WHITESPACE
+    [('regcb (defaults)', 2), ('vw --epsilon 0.2', 2), ('uniform random', 2),
+     ('logging policy', 2)]
+    """
+    with open(path) as lines:
+        examples = [(ex.label, len(ex.parsed.actions)) for ex in read_log(lines)]
+    labelled = [(i, lab) for i, (lab, _) in enumerate(examples) if _usable(lab)]
+    every = max(1, len(labelled) // points)
+    costs = [lab.cost for _, lab in labelled]
+    cost_range = (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
+    quadratic = " ".join(f"-q {spec}" for spec in interactions)
+    tail = f"{quadratic} --random_seed {seed}" + (
+        f" --target_rate {target_rate}" if target_rate is not None else "")
+    with tempfile.TemporaryDirectory() as folder:
+        runs = [_start_vw(flags, tail, path, os.path.join(folder, f"{j}.p"))
+                for j, flags in enumerate(vw if vw is not None else DEFAULT_VW)]
+        rows = [_regcb_row(path, flags, interactions, target_rate, seed, progress, every,
+                           len(examples), cost_range) for flags in (regcb or [""])]
+        rows += [_vw_row(run, labelled, every) for run in runs]
+    uniform = np.array([-lab.cost / lab.prob / examples[i][1] for i, lab in labelled])
+    rows.append(_row("uniform random", uniform, every))
+    rows.append(_row("logging policy", np.array([-lab.cost for _, lab in labelled]), every))
+    return rows
+
+
+def _usable(label) -> bool:
+    return label is not None and label.prob is not None and label.cost is not None
+
+
+def _regcb_row(path: str, flags: str, interactions, target_rate, seed: int, progress: bool,
+               every: int, total: int, cost_range: tuple | None) -> Row:
+    """RegCB's row; without ``--cb_min_cost``/``--cb_max_cost`` among its flags, the cost
+    range is the log's (its bounds are clipped to the range: a range the costs leave
+    makes every action look alike)."""
+    from regcb_stream import command
+    from regcb_stream.cli import build_parser
+
+    args = build_parser().parse_args(["--cb_explore_adf", *flags.split(),
+                                      *[f"-q{spec}" for spec in interactions]])
+    if cost_range and args.cb_min_cost is None and args.cb_max_cost is None:
+        args.cb_min_cost, args.cb_max_cost = cost_range
+    learner, settings = command.setup(args)
+    explorer = RegCBExplorer(learner, settings.interactions, settings.hash_bits,
+                             name=f"regcb {flags}".strip() if flags else "regcb (defaults)")
+    bar = _bar(total, explorer.name) if progress else None
+    with open(path) as lines:
+        result = explore_eval(read_log(lines), explorer, seed=seed, target_rate=target_rate,
+                              progress=bar and (lambda n: bar.update(1)))
+    if bar is not None:
+        bar.close()
+    row = _row(explorer.name, np.array(result.ips_rewards), every)
+    row.kept = result.weighted_kept
+    return row
+
+
+def _start_vw(flags: str, tail: str, path: str, predictions: str):
+    command = [sys.executable, "-c", VW_RUN,
+               f"--cb_explore_adf {flags} {tail} --explore_eval -d {path} -p {predictions}"]
+    return (flags, predictions, subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                                 stderr=subprocess.PIPE, text=True))
+
+
+def _vw_row(run, labelled: list, every: int) -> Row:
+    flags, predictions, process = run
+    _, err = process.communicate()
+    if process.returncode:
+        raise RuntimeError(f"vw {flags} --explore_eval failed: {err.strip()[-300:]}")
+    pmfs = _read_predictions(predictions)
+    terms = np.array([pmfs[i].get(lab.action, 0.0) * -lab.cost / lab.prob
+                      for i, lab in labelled])
+    row = _row(f"vw {flags}", terms, every)
+    kept = [line.split("=")[1] for line in err.splitlines()
+            if line.startswith("weighted update count")]
+    row.kept = float(kept[0]) if kept else None
+    return row
+
+
+def _read_predictions(path: str) -> list[dict[int, float]]:
+    """VW's ``-p`` output of ADF examples: one ``{action: probability}`` per example."""
+    out = []
+    with open(path) as lines:
+        for line in lines:
+            line = line.strip()
+            if line:
+                pairs = (pair.split(":") for pair in line.split(" ")[0].split(","))
+                out.append({int(a): float(p) for a, p in pairs})
+    return out
+
+
+def _row(name: str, terms: np.ndarray, every: int) -> Row:
+    n = len(terms)
+    value = float(terms.mean()) if n else math.nan
+    half = Z * float(terms.std(ddof=1)) / math.sqrt(n) if n > 1 else math.nan
+    running = np.cumsum(terms) / np.arange(1, n + 1) if n else terms
+    trace = [(i + 1, float(running[i])) for i in range(every - 1, n, every)]
+    return Row(name, value, value - half, value + half, n, trace=trace)
+
+
+def _bar(total: int, name: str):
+    try:
+        from tqdm import tqdm
+    except ImportError:  # (an optional extra)
+        return None
+    return tqdm(total=total, desc=name, unit=" ex", file=sys.stderr, leave=False)
+
+
+def format_table(rows: list[Row]) -> str:
+    """The comparison as a text table (rewards: higher is better)."""
+    width = max(len(row.name) for row in rows)
+    lines = [f"{'policy':<{width}}  {'reward':>8}  {'95% interval':>19}  {'kept':>9}  "
+             f"{'examples':>8}"]
+    for row in rows:
+        kept = "" if row.kept is None else f"{row.kept:9.1f}"
+        lines.append(f"{row.name:<{width}}  {row.estimate:8.4f}  [{row.low:8.4f}, "
+                     f"{row.high:8.4f}]  {kept:>9}  {row.examples:8d}")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[Row], path: str) -> None:
+    """Each row's running estimate along the log, to an image file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 5))
+    for row in rows:
+        if row.trace:
+            x, y = zip(*row.trace)
+            axes.plot(x, y, label=row.name, linestyle="--" if row.kept is None else "-")
+    axes.set_xlabel("labelled examples")
+    axes.set_ylabel("estimated reward (progressive IPS)")
+    if any(row.trace for row in rows):
+        axes.legend(fontsize="small")
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(figure)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="regcb-compare", description=__doc__.replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
+    parser.add_argument("log", help="a logged stream in VW's ADF text format")
+    parser.add_argument("--regcb", action="append", metavar="FLAGS",
+                        help="a RegCB candidate: regcb-stream learner flags (repeatable; "
+                             "none: RegCB's defaults)")
+    parser.add_argument("--vw", action="append", metavar="FLAGS",
+                        help="a VW explorer: flags as given to vw --cb_explore_adf, e.g. "
+                             "--vw \"--epsilon 0.1\" or --vw=--squarecb (repeatable; none: "
+                             f"{', '.join(DEFAULT_VW)})")
+    parser.add_argument("-q", "--quadratic", action="append", default=[], metavar="AB",
+                        dest="interactions", help="cross namespaces A and B (every candidate)")
+    parser.add_argument("--target_rate", type=float, help="VW's --explore_eval target rate")
+    parser.add_argument("--random_seed", type=int, default=0, help="the rejection draws' seed")
+    parser.add_argument("--json", metavar="FILE", help="write the table as JSON (- stdout)")
+    parser.add_argument("--plot", metavar="FILE", help="draw the estimates along the log")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not os.path.isfile(args.log):
+        parser.error(f"{args.log}: no such file")
+    try:
+        rows = compare(args.log, args.regcb, args.vw, interactions=args.interactions,
+                       target_rate=args.target_rate, seed=args.random_seed,
+                       progress=not args.quiet)
+    except (ValueError, RuntimeError) as error:
+        print(f"regcb-compare: error: {error}", file=sys.stderr)
+        return 1
+    if args.plot:
+        plot(rows, args.plot)
+    text = json.dumps([asdict(row) for row in rows], indent=1) + "\n"
+    if args.json and args.json != "-":
+        with open(args.json, "w") as out:
+            out.write(text)
+    try:
+        sys.stdout.write(text if args.json == "-" else format_table(rows))
+        sys.stdout.flush()
+    except BrokenPipeError:  # (| head)
+        shell.silence_stdout()
+        return shell.PIPE_CLOSED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""``regcb-compare``: RegCB and VW's explorers by explore-eval on one log, side by side."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_cli import TRAIN, needs
+from test_explore_eval import vw_reported
+
+from regcb_stream.compare import compare, main
+
+LOG = TRAIN / "explore_eval_egreedy.dat"
+
+
+def test_a_vw_row_is_vws_own_explore_eval():
+    want = vw_reported("explore_eval_tr_1.stderr")
+    rows = compare(str(needs(LOG)), vw=["--coin --epsilon 0.1"], interactions=["UA"])
+    by_name = {row.name: row for row in rows}
+    vw = by_name["vw --coin --epsilon 0.1"]
+    assert vw.estimate == pytest.approx(-want["average loss"], abs=1e-6)
+    assert vw.kept == want["weighted update count"] and vw.examples == 50
+    assert vw.low < vw.estimate < vw.high
+    assert [row.name for row in rows] == ["regcb (defaults)", "vw --coin --epsilon 0.1",
+                                          "uniform random", "logging policy"]
+    assert by_name["logging policy"].estimate == pytest.approx(0.58)
+    assert 0 < by_name["regcb (defaults)"].kept <= 50
+
+
+def test_regcb_takes_the_logs_cost_range_unless_its_flags_give_one():
+    """The log's costs are -1 and 0: with VW's range [0, 1] every bound is clipped to 0 and
+    RegCB plays uniformly (its estimate is then the uniform policy's)."""
+    rows = compare(str(needs(LOG)), regcb=["", "--cb_min_cost 0 --cb_max_cost 1"], vw=[],
+                   interactions=["UA"])
+    defaults, clipped, uniform = rows[0], rows[1], rows[2]
+    assert clipped.estimate == pytest.approx(uniform.estimate)
+    assert defaults.estimate != pytest.approx(uniform.estimate)
+
+
+def test_the_command_writes_a_table_json_and_a_plot(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out, image = tmp_path / "c.json", tmp_path / "c.png"
+    assert main([str(needs(LOG)), "-q", "UA", "--vw=--squarecb", "--quiet", "--json",
+                 str(out), "--plot", str(image)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split() == ["policy", "reward", "95%", "interval", "kept", "examples"]
+    assert [line.split()[0] for line in table[1:]] == ["regcb", "vw", "uniform", "logging"]
+    rows = json.loads(out.read_text())
+    assert [row["name"] for row in rows][:2] == ["regcb (defaults)", "vw --squarecb"]
+    assert rows[0]["trace"][-1][0] == 50 and image.stat().st_size > 1000
+    assert main([str(needs(LOG)), "--quiet", "--vw=--squarecb", "--json", "-"]) == 0
+    assert json.loads(capsys.readouterr().out)[1]["name"] == "vw --squarecb"
+
+
+def test_bad_input(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "missing.dat")])
+    assert "no such file" in capsys.readouterr().err
+    assert main([str(needs(LOG)), "--quiet", "--vw=--no_such_flag"]) == 1
+    assert "vw --no_such_flag --explore_eval failed" in capsys.readouterr().err
