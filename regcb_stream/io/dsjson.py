@@ -202,7 +202,9 @@ class _Actions:
                 self.texts.clear()
             if len(self.sets) > self.SETS:
                 self.sets.clear()
-            found = self.sets[texts] = tuple([self._one(text) for text in texts])
+            known = self.texts.get
+            found = tuple([known(text) or self._one(text) for text in texts])
+            self.sets[texts] = found
         return found
 
     def _one(self, text: str) -> Features:

@@ -399,8 +399,11 @@ class AdfEncoder:
         for i, starts, acts in lone:
             catalogue = self._catalogues.get(starts) or self._catalogues.setdefault(
                 starts, Catalogue(len(starts)))
-            rows = [catalogue.row(action, lambda: self._layout(starts, (action,)))
-                    for action in acts]
+            known = catalogue.rows.get
+            rows = [known(id(action)) for action in acts]
+            if None in rows:  # (actions met for the first time)
+                rows = [catalogue.row(action, lambda: self._layout(starts, (action,)))
+                        for action in acts]
             if None in rows:
                 slow[i] = True
                 continue
