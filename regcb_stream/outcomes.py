@@ -56,7 +56,6 @@ class Outcomes:
         self.learner = learner
         self.log = log
         self.dsjson = dsjson
-        self.wait = wait
         self.unmatched = 0  # rewards of no waiting decision
         if wait is not None:
             pending = learner._waiting()  # (the waiting decisions of a resumed model)
@@ -82,8 +81,8 @@ class Outcomes:
                 record = (rows.index[i].copy(), rows.value[i].copy(), pmf[i].copy(),
                           None if candidates is None else candidates[i].copy(), a,
                           self._context(ex) if self.log else None, versions[i])
-                for (event, late), reward in self._add(event_id, record):
-                    lines.append(self._learn(event, late, reward))
+                for event, reward in self.pending.add(event_id, (event_id, record)):
+                    lines.append(self._learn(event, None, reward))  # (timed out)
                 continue
             if self.log is not None:
                 label = ex.label
@@ -129,12 +128,6 @@ class Outcomes:
                   "unmatched rewards": self.unmatched}
         return ["decisions with delayed rewards: " + ", ".join(
             f"{name} {count}" for name, count in counts.items())]
-
-    def _add(self, event_id: str, record: tuple) -> list:
-        """Keep a waiting decision; the timed-out ones, each with its default reward
-        (None: dropped)."""
-        return [((event, None), reward) for event, reward in
-                self.pending.add(event_id, (event_id, record))]
 
     def _learn(self, event: tuple, action: int | None, reward: float | None) -> str | None:
         """Learn a waiting decision's reward (None: none came, nothing to learn); its log
