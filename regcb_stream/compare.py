@@ -4,6 +4,7 @@ same logged ADF stream by explore-eval (`regcb_stream.explore_eval`), side by si
     regcb-compare log.dat -q UA                      # RegCB's defaults and five VW explorers
     regcb-compare log.dat --regcb "--mellowness 0.01" --vw "--epsilon 0.1" --vw=--squarecb
     regcb-compare log.dat --json - --plot estimates.png
+    regcb-compare decisions.json --dsjson --vw "--epsilon 0.1"   # a DSJSON log
 
 Each candidate's estimate is the progressive IPS reward of its own distributions on the
 log's labelled examples while it learns from the examples explore-eval keeps for it (VW's
@@ -55,7 +56,7 @@ class Row:
 
 def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = None, *,
             interactions: list[str] = (), target_rate: float | None = None, seed: int = 0,
-            progress: bool = False, points: int = 100) -> list[Row]:
+            progress: bool = False, points: int = 100, dsjson: bool = False) -> list[Row]:
     """The comparison as data: a `Row` per candidate, then the baselines.
 
     >>> rows = compare("../shared/vw_tests/train-sets/cb_test.ldf", vw=["--epsilon 0.2"])
@@ -64,19 +65,20 @@ def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = No
      ('logging policy', 2)]
     """
     with open(path) as lines:
-        examples = [(ex.label, len(ex.parsed.actions)) for ex in read_log(lines)]
+        examples = [(ex.label, len(ex.parsed.actions)) for ex in read_log(lines, dsjson)]
     labelled = [(i, lab) for i, (lab, _) in enumerate(examples) if _usable(lab)]
     every = max(1, len(labelled) // points)
     costs = [lab.cost for _, lab in labelled]
     cost_range = (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
     quadratic = " ".join(f"-q {spec}" for spec in interactions)
     tail = f"{quadratic} --random_seed {seed}" + (
-        f" --target_rate {target_rate}" if target_rate is not None else "")
+        f" --target_rate {target_rate}" if target_rate is not None else "") + (
+        " --dsjson" if dsjson else "")
     with tempfile.TemporaryDirectory() as folder:
         runs = [_start_vw(flags, tail, path, os.path.join(folder, f"{j}.p"))
                 for j, flags in enumerate(vw if vw is not None else DEFAULT_VW)]
         rows = [_regcb_row(path, flags, interactions, target_rate, seed, progress, every,
-                           len(examples), cost_range) for flags in (regcb or [""])]
+                           len(examples), cost_range, dsjson) for flags in (regcb or [""])]
         rows += [_vw_row(run, labelled, every) for run in runs]
     uniform = np.array([-lab.cost / lab.prob / examples[i][1] for i, lab in labelled])
     rows.append(_row("uniform random", uniform, every))
@@ -89,7 +91,7 @@ def _usable(label) -> bool:
 
 
 def _regcb_row(path: str, flags: str, interactions, target_rate, seed: int, progress: bool,
-               every: int, total: int, cost_range: tuple | None) -> Row:
+               every: int, total: int, cost_range: tuple | None, dsjson: bool) -> Row:
     """RegCB's row; without ``--cb_min_cost``/``--cb_max_cost`` among its flags, the cost
     range is the log's (its bounds are clipped to the range: a range the costs leave
     makes every action look alike)."""
@@ -105,7 +107,8 @@ def _regcb_row(path: str, flags: str, interactions, target_rate, seed: int, prog
                              name=f"regcb {flags}".strip() if flags else "regcb (defaults)")
     bar = _bar(total, explorer.name) if progress else None
     with open(path) as lines:
-        result = explore_eval(read_log(lines), explorer, seed=seed, target_rate=target_rate,
+        result = explore_eval(read_log(lines, dsjson), explorer, seed=seed,
+                              target_rate=target_rate,
                               progress=bar and (lambda n: bar.update(1)))
     if bar is not None:
         bar.close()
@@ -201,7 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="regcb-compare", description=__doc__.replace("``", ""),
         formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
-    parser.add_argument("log", help="a logged stream in VW's ADF text format")
+    parser.add_argument("log", help="a logged stream in VW's ADF text format (or DSJSON)")
+    parser.add_argument("--dsjson", action="store_true", help="the log is VW's DSJSON")
     parser.add_argument("--regcb", action="append", metavar="FLAGS",
                         help="a RegCB candidate: regcb-stream learner flags (repeatable; "
                              "none: RegCB's defaults)")
@@ -227,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows = compare(args.log, args.regcb, args.vw, interactions=args.interactions,
                        target_rate=args.target_rate, seed=args.random_seed,
-                       progress=not args.quiet)
+                       progress=not args.quiet, dsjson=args.dsjson)
     except (ValueError, RuntimeError) as error:
         print(f"regcb-compare: error: {error}", file=sys.stderr)
         return 1

@@ -68,8 +68,12 @@ class LoggedExample(NamedTuple):
     parsed: ADFExample
 
 
-def read_log(lines: Iterable[str]) -> Iterator[LoggedExample]:
-    """The ADF examples of VW text (blank lines between examples)."""
+def read_log(lines: Iterable[str], dsjson: bool = False) -> Iterator[LoggedExample]:
+    """The ADF examples of VW text (blank lines between examples), or of a DSJSON log (an
+    event per line; events without actions skipped, as VW skips them)."""
+    if dsjson:
+        yield from _dsjson_log(lines)
+        return
     block: list[str] = []
     for raw in itertools.chain(lines, [""]):
         text = raw.rstrip("\r\n")
@@ -80,6 +84,16 @@ def read_log(lines: Iterable[str]) -> Iterator[LoggedExample]:
             example, = iter_adf(block, shared_text=True)
             yield LoggedExample(tuple(block), example.label, example)
             block = []
+
+
+def _dsjson_log(lines: Iterable[str]) -> Iterator[LoggedExample]:
+    from regcb_stream.io.dsjson import iter_dsjson_adf
+
+    for example in iter_dsjson_adf(lines, shared_text=True):
+        if not isinstance(example, ADFExample):
+            raise ValueError(f"line {example.line_no}: a reward line; explore-eval reads "
+                             "joined logs")
+        yield LoggedExample((example.text,), example.label, example)
 
 
 @dataclass

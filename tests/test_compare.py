@@ -58,3 +58,11 @@ def test_bad_input(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     assert main([str(needs(LOG)), "--quiet", "--vw=--no_such_flag"]) == 1
     assert "vw --no_such_flag --explore_eval failed" in capsys.readouterr().err
+
+
+def test_a_dsjson_log():
+    """DSJSON logs: VW runs --dsjson --explore_eval, RegCB reads the events as the command
+    does; both score every event (VW's -p has a line for each)."""
+    rows = compare(str(needs(TRAIN / "dsjson_cb.json")), vw=["--epsilon 0.1"], dsjson=True)
+    assert [row.examples for row in rows] == [23] * 4
+    assert all(row.low <= row.estimate <= row.high for row in rows)
