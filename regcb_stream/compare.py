@@ -8,14 +8,15 @@ same logged ADF stream by explore-eval (`regcb_stream.explore_eval`), side by si
 
 Each candidate's estimate is the progressive IPS reward of its own distributions on the
 log's labelled examples while it learns from the examples explore-eval keeps for it (VW's
-``--explore_eval`` average loss, negated), with a normal 95% interval; the table also gives
-the examples kept, and two baselines on the same examples: the uniform-random policy (IPS)
-and the logging policy (the logged rewards). RegCB runs in this process (``--regcb``: any
-``regcb-stream`` learner flags; none: its defaults, with the log's cost range unless the
-flags give one); each VW explorer (``--vw``: flags as
-given to ``vw --cb_explore_adf``; none: ``--epsilon 0.05``, ``--squarecb``, ``--regcb``,
-``--regcbopt`` and ``--cover 3``) runs VW's own ``--explore_eval`` in a process of its own,
-beside the others. ``-q`` and ``--target_rate`` apply to every candidate.
+``--explore_eval`` average loss, negated), with a normal 95% interval, and its
+self-normalized (SNIPS) variant. The table also gives the examples kept, and two
+baselines on the same examples: the uniform-random policy and the logging policy (the
+logged rewards). RegCB runs in this process (``--regcb``: any ``regcb-stream`` learner
+flags; none: its defaults, with the log's cost range unless the flags give one). Each VW
+explorer (``--vw``: flags as given to ``vw --cb_explore_adf``; none: ``--epsilon 0.05``,
+``--squarecb``, ``--regcb``, ``--regcbopt`` and ``--cover 3``) runs VW's own
+``--explore_eval`` in a process of its own, beside the others. ``-q``, ``--dsjson`` and
+``--target_rate`` apply to every candidate.
 """
 
 from __future__ import annotations
@@ -46,12 +47,15 @@ class Row:
     """One line of the comparison: a candidate or a baseline."""
 
     name: str
-    estimate: float  # expected reward (the negative of VW's average loss)
+    estimate: float  # expected reward, IPS (the negative of VW's average loss)
     low: float
     high: float
+    snips: float  # the self-normalized estimate
+    snips_low: float
+    snips_high: float
     examples: int  # labelled examples scored
     kept: float | None = None  # explore-eval's (weighted) update count
-    trace: list | None = None  # (labelled examples, running estimate) along the log
+    trace: list | None = None  # (labelled examples, running IPS estimate) along the log
 
 
 def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = None, *,
@@ -80,9 +84,10 @@ def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = No
         rows = [_regcb_row(path, flags, interactions, target_rate, seed, progress, every,
                            len(examples), cost_range, dsjson) for flags in (regcb or [""])]
         rows += [_vw_row(run, labelled, every) for run in runs]
-    uniform = np.array([-lab.cost / lab.prob / examples[i][1] for i, lab in labelled])
-    rows.append(_row("uniform random", uniform, every))
-    rows.append(_row("logging policy", np.array([-lab.cost for _, lab in labelled]), every))
+    rewards = np.array([-lab.cost for _, lab in labelled])
+    uniform = np.array([1 / lab.prob / examples[i][1] for i, lab in labelled])
+    rows.append(_row("uniform random", uniform, rewards, every))
+    rows.append(_row("logging policy", np.ones(len(labelled)), rewards, every))
     return rows
 
 
@@ -112,7 +117,7 @@ def _regcb_row(path: str, flags: str, interactions, target_rate, seed: int, prog
                               progress=bar and (lambda n: bar.update(1)))
     if bar is not None:
         bar.close()
-    row = _row(explorer.name, np.array(result.ips_rewards), every)
+    row = _row(explorer.name, np.array(result.weights), np.array(result.rewards), every)
     row.kept = result.weighted_kept
     return row
 
@@ -130,9 +135,8 @@ def _vw_row(run, labelled: list, every: int) -> Row:
     if process.returncode:
         raise RuntimeError(f"vw {flags} --explore_eval failed: {err.strip()[-300:]}")
     pmfs = _read_predictions(predictions)
-    terms = np.array([pmfs[i].get(lab.action, 0.0) * -lab.cost / lab.prob
-                      for i, lab in labelled])
-    row = _row(f"vw {flags}", terms, every)
+    weights = np.array([pmfs[i].get(lab.action, 0.0) / lab.prob for i, lab in labelled])
+    row = _row(f"vw {flags}", weights, np.array([-lab.cost for _, lab in labelled]), every)
     kept = [line.split("=")[1] for line in err.splitlines()
             if line.startswith("weighted update count")]
     row.kept = float(kept[0]) if kept else None
@@ -151,13 +155,20 @@ def _read_predictions(path: str) -> list[dict[int, float]]:
     return out
 
 
-def _row(name: str, terms: np.ndarray, every: int) -> Row:
-    n = len(terms)
-    value = float(terms.mean()) if n else math.nan
-    half = Z * float(terms.std(ddof=1)) / math.sqrt(n) if n > 1 else math.nan
-    running = np.cumsum(terms) / np.arange(1, n + 1) if n else terms
+def _row(name: str, weights: np.ndarray, rewards: np.ndarray, every: int) -> Row:
+    """A row from each labelled example's weight ``pi(a) / p`` and logged reward: IPS and
+    SNIPS with their normal intervals (`regcb_stream.ope`), and the IPS trace."""
+    from regcb_stream.ope import _mean, _snips
+
+    n = len(weights)
+    if n == 0:
+        nan = math.nan
+        return Row(name, nan, nan, nan, nan, nan, nan, 0, trace=[])
+    ips, snips = _mean(weights * rewards, Z), _snips(weights, rewards, Z)
+    running = np.cumsum(weights * rewards) / np.arange(1, n + 1)
     trace = [(i + 1, float(running[i])) for i in range(every - 1, n, every)]
-    return Row(name, value, value - half, value + half, n, trace=trace)
+    return Row(name, ips.value, ips.low, ips.high, snips.value, snips.low, snips.high, n,
+               trace=trace)
 
 
 def _bar(total: int, name: str):
@@ -171,12 +182,12 @@ def _bar(total: int, name: str):
 def format_table(rows: list[Row]) -> str:
     """The comparison as a text table (rewards: higher is better)."""
     width = max(len(row.name) for row in rows)
-    lines = [f"{'policy':<{width}}  {'reward':>8}  {'95% interval':>19}  {'kept':>9}  "
-             f"{'examples':>8}"]
+    lines = [f"{'policy':<{width}}  {'IPS':>7}  {'95% interval':>17}  {'SNIPS':>7}  "
+             f"{'kept':>8}  {'examples':>8}"]
     for row in rows:
-        kept = "" if row.kept is None else f"{row.kept:9.1f}"
-        lines.append(f"{row.name:<{width}}  {row.estimate:8.4f}  [{row.low:8.4f}, "
-                     f"{row.high:8.4f}]  {kept:>9}  {row.examples:8d}")
+        kept = "" if row.kept is None else f"{row.kept:8.1f}"
+        lines.append(f"{row.name:<{width}}  {row.estimate:7.4f}  [{row.low:7.4f}, "
+                     f"{row.high:7.4f}]  {row.snips:7.4f}  {kept:>8}  {row.examples:8d}")
     return "\n".join(lines) + "\n"
 
 

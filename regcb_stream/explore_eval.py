@@ -108,9 +108,15 @@ class ExploreEvalResult:
     multiplier: float = 1.0  # final multiplier
     rate: float = 1.0  # the target rate's last factor
     ips_loss: float = 0.0  # VW's average loss
-    ips_rewards: list = field(default_factory=list, repr=False)  # pi(a) r / p, per example
+    weights: list = field(default_factory=list, repr=False)  # pi(a) / p, per example
+    rewards: list = field(default_factory=list, repr=False)  # the logged rewards, -cost
     kept_rewards: list = field(default_factory=list, repr=False)
     trace: list = field(default_factory=list, repr=False)  # (example, estimate) on the way
+
+    @property
+    def ips_rewards(self) -> list[float]:
+        """Each labelled example's IPS term ``pi(a) r / p`` (their mean: -``ips_loss``)."""
+        return [w * r for w, r in zip(self.weights, self.rewards)]
 
     @property
     def estimate(self) -> float:
@@ -164,7 +170,8 @@ def explore_eval(log: Iterable[LoggedExample], explorer: Explorer, *, seed: int 
         found = 0 <= label.action < len(pmf)
         prob = f32(pmf[label.action]) if found else f32(0.0)
         ips_total += float(prob) * label.cost / label.prob
-        result.ips_rewards.append(-float(prob) * label.cost / label.prob)
+        result.weights.append(float(prob) / label.prob)
+        result.rewards.append(-label.cost)
         threshold = prob / f32(label.prob)
         if multiplier is None and target_rate is None and found and threshold > 0:
             m = min(m, f32(1.0) / threshold)

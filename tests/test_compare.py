@@ -43,7 +43,8 @@ def test_the_command_writes_a_table_json_and_a_plot(tmp_path, capsys):
     assert main([str(needs(LOG)), "-q", "UA", "--vw=--squarecb", "--quiet", "--json",
                  str(out), "--plot", str(image)]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split() == ["policy", "reward", "95%", "interval", "kept", "examples"]
+    assert table[0].split() == ["policy", "IPS", "95%", "interval", "SNIPS", "kept",
+                                "examples"]
     assert [line.split()[0] for line in table[1:]] == ["regcb", "vw", "uniform", "logging"]
     rows = json.loads(out.read_text())
     assert [row["name"] for row in rows][:2] == ["regcb (defaults)", "vw --squarecb"]
