@@ -277,13 +277,14 @@ def verdict(rewards: dict, max_delay: int) -> str:
     """The bar on the Python API's mean paired difference at ``max_delay``, and what its
     95% interval says."""
     mean, _, lo, hi = paired(rewards[max_delay].mean(axis=1) - rewards[0].mean(axis=1))
-    if -BAR <= lo and hi <= BAR:
-        ci = "lies within ±0.01: the bar holds at 95% confidence."
+    if lo >= -BAR:
+        ci = ("lies above −0.01: at 95% confidence late rewards cost less than 0.01."
+              + ("" if hi <= BAR else " (Its top above +0.01: late may do better.)"))
     elif hi < -BAR:
         ci = "lies below −0.01: the bar fails at 95% confidence."
     else:
-        ci = ("does not lie within ±0.01 and holds −0.01: at 95% confidence these runs "
-              "cannot tell whether the cost is below or above 0.01.")
+        ci = ("holds −0.01: at 95% confidence these runs cannot tell whether the cost is "
+              "below or above 0.01.")
     return (f"**Bar (issue 16), max delay {max_delay}: {'pass' if mean >= -BAR else 'fail'}** "
             f"on the mean paired difference, {mean:+.4f} (late − immediate; pass if "
             f"≥ −{BAR}). Its 95% CI [{lo:+.4f}, {hi:+.4f}] {ci}")

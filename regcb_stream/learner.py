@@ -179,6 +179,8 @@ class RegCB:
         self._one_row_ready = self._one_row_oracle()
         self._last: tuple | None = None  # (context, actions, candidates) of the last decide
         self._pending_events: PendingDecisions | None = None  # decide_event's, made lazily
+        self._unlied = None  # the event id of the last decide_event, not yet learned (a lie)
+        self._rewarded = (0.0, 0)  # sum and number of the rewards of reward_event
         self._labels: dict = {}  # action label -> model id (product class)
         self._ids_of: dict[tuple, np.ndarray] = {}  # offered action list -> model ids
         self._joint: bool | None = None
@@ -479,13 +481,17 @@ class RegCB:
     def _learn_one(self, rows: SparseRows, model: int, reward: float, weight: float) -> None:
         """Teach the oracle one row ``(1, 1, L)`` (``learn``), rebuilding at the schedule's
         points."""
-        x = self._oracle_examples(rows)
-        row = (x.value[0, 0] if x.index is None else (x.index[0, 0], x.value[0, 0])
-               ) if isinstance(x, SparseRows) else x[0]
-        self._oracle.learn(row, model, reward, weight)
+        self._oracle.learn(self._example(rows), model, reward, weight)
         self._n_labels += 1
         if self._n_labels == self._next_rebuild:
             self._rebuild()
+
+    def _example(self, rows: SparseRows):
+        """One learned row ``(1, 1, L)`` as the oracle's ``learn`` takes it."""
+        x = self._oracle_examples(rows)
+        if not isinstance(x, SparseRows):
+            return x[0]
+        return x.value[0, 0] if x.index is None else (x.index[0, 0], x.value[0, 0])
 
     # -- state -------------------------------------------------------------------------
 
@@ -534,29 +540,97 @@ class RegCB:
         action, keep the decision under ``event_id``, return the action and its
         probability. See `regcb_stream.events` for the window of waiting decisions.
 
+        A decision still waiting for its reward when the next one is made is learned with
+        a lie until its reward comes (`_lie`).
+
         >>> learner = RegCB(seed=0)
         >>> action, prob = learner.decide_event("e1", [1.0, 0.0], ["a", "b"])
         >>> learner.reward_event("e1", 1.0)
         >>> learner.events["rewarded"], learner.n_labels
         (1, 1)
         """
+        self._lie()
         action, prob, info = self.predict(context, actions)
         for decision, reward in self._waiting().add(
                 event_id, (_snapshot(context), action, prob, info)):
-            if reward is not None:  # (None: dropped)
-                self.learn(decision[0], decision[1], reward, decision[2], **decision[3])
+            self._settle(decision, reward)  # (timed out: the default reward, or dropped)
+        self._unlied = event_id
         return action, prob
 
     def reward_event(self, event_id, reward: float) -> None:
         """Learn the reward of the decision made under ``event_id`` (rewards are learned in
         the order they arrive)."""
-        context, action, prob, info = self._waiting().take(event_id)
-        self.learn(context, action, reward, prob, **info)
+        self._check_reward(reward)
+        decision = self._waiting().take(event_id)
+        total, count = getattr(self, "_rewarded", (0.0, 0))
+        self._rewarded = (total + float(reward), count + 1)
+        self._settle(decision, reward)
+
+    def _lie(self) -> None:
+        """Learn the last `decide_event`'s decision, if it still waits for its reward, with
+        a lie: the mean reward of `reward_event` so far (the middle of the reward range
+        before the first).
+
+        The constant liar of batch Bayesian optimization (Ginsbourger, Le Riche and
+        Carraro, "Kriging is well-suited to parallelize optimization", 2010): pending
+        evaluations are learned at once with a constant. With the optimistic prior, an
+        action not yet rewarded in a region predicts the top of the reward range there,
+        and without the lie it is played again and again until its first rewards come; a
+        typical reward pulls it down as the real one will, most likely. The real reward
+        replaces the lie exactly (`_settle`; ridge: ``b += (reward - lie) x``), so once
+        every reward has come, the state is that of the real rewards. Only exact ridge (an
+        oracle that can ``relabel``) with the ``online`` schedule lies; lies are not
+        labels (``n_labels``), nor do they score budgets; a reward that comes before the
+        next decision (no delay) is learned as ``learn`` does."""
+        event_id, self._unlied = getattr(self, "_unlied", None), None
+        pending = self._waiting().waiting
+        decision = pending.get(event_id)
+        if (decision is None or len(decision) != 4 or self.schedule != "online"
+                or not hasattr(self._oracle, "relabel")):
+            return
+        total, count = getattr(self, "_rewarded", (0.0, 0))
+        lie = total / count if count else sum(self._range) / 2
+        self._oracle.learn(*self._event_row(*decision[:2]), lie)
+        self._oracle.rebuild()
+        pending[event_id] = (*decision, lie)
+
+    def _settle(self, decision: tuple, reward: float | None) -> None:
+        """Learn a waiting decision's reward (None: drop it), replacing the lie it was
+        learned with, if any (`_lie`)."""
+        context, action, prob, info, *lie = decision
+        if not lie:
+            if reward is not None:
+                self.learn(context, action, reward, prob, **info)
+            return
+        x, model = self._event_row(context, action)
+        if reward is None:  # dropped: the lie is unlearned
+            self._oracle.learn(x, model, lie[0], -1.0)
+            self._oracle.rebuild()
+            return
+        self._check_reward(reward)
+        if hasattr(self._oracle, "relabel"):
+            self._oracle.relabel(x, model, float(reward) - lie[0])
+        else:  # (handed over to the bounded oracle since)
+            self._oracle.learn(x, model, lie[0], -1.0)
+            self._oracle.learn(x, model, float(reward))
+        if self._selector is not None and info.get("candidates") is not None:
+            self._selector.update(info["candidates"], float(prob), self._unit_reward(reward))
+        self._n_labels += 1
+        self._rebuild()
+
+    def _event_row(self, context, action) -> tuple[object, int]:
+        """A decision's row as the oracle's ``learn`` takes it, and its model."""
+        rows, models = self._played_rows([context], [action])
+        return self._example(rows), int(models[0])
 
     def wait_for_rewards(self, window: int = 10_000, default_reward: float | None = None
                          ) -> None:
         """Set the window of decisions waiting for their rewards, and the reward a decision
-        that times out is learned with (None: dropped); see `regcb_stream.events`."""
+        that times out is learned with (None: dropped); see `regcb_stream.events`. The
+        decisions waiting so far are dropped."""
+        for decision in self._waiting().waiting.values():
+            if len(decision) == 5:  # (its lie unlearned)
+                self._settle(decision, None)
         self._pending_events = PendingDecisions(window, default_reward)
 
     @property

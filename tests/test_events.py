@@ -79,3 +79,45 @@ def test_a_model_file_keeps_the_waiting_decisions(tmp_path):
             who.reward_event(t, float(R[t, 0]))
     assert restored.pmf(X[40], list(range(26))) == twin.pmf(X[40], list(range(26)))
     assert restored.events == twin.events
+
+
+def test_waiting_decisions_are_learned_with_a_lie_replaced_exactly_by_their_rewards():
+    X, R = bandit_stream("letter", noisy=False, seed=3)
+    n, actions = 400, list(range(26))
+    delays = np.random.default_rng(1).integers(0, 30, n)
+    learner, due, played, arrived = RegCB(seed=4), {}, {}, []
+    for t in range(n):
+        seen = [R[e, played[e]] for e in arrived]  # the rewards before this decision
+        played[t], _ = learner.decide_event(t, X[t], actions)
+        due.setdefault(t + int(delays[t]), []).append(t)
+        for event in due.pop(t, []):
+            learner.reward_event(event, float(R[event, played[event]]))
+            arrived.append(event)
+    oracle, waiting = learner._oracle, learner._pending_events.waiting
+    lied = [event for event, decision in waiting.items() if len(decision) == 5]
+    assert n - 1 in waiting and n - 1 not in lied  # the last decision waits without a lie
+    assert lied[-1] == n - 2 and waiting[n - 2][4] == pytest.approx(np.mean(seen))
+    for event in [e for t in sorted(due) for e in due[t]]:  # the rest arrive
+        learner.reward_event(event, float(R[event, played[event]]))
+        arrived.append(event)
+    twin = RegCB(seed=4)  # the real rewards learned in their order of arrival
+    twin.decide(X[0], actions)
+    for event in arrived:
+        twin.learn(X[event], played[event], float(R[event, played[event]]))
+    assert learner.n_labels == twin.n_labels == n
+    for name in ("_a", "_b", "_a_inv", "_theta"):
+        np.testing.assert_allclose(getattr(oracle, name), getattr(twin._oracle, name),
+                                   rtol=1e-9, atol=1e-9)
+
+
+def test_a_dropped_decision_takes_its_lie_away():
+    learner = RegCB(seed=0)
+    learner.wait_for_rewards(window=2)
+    for t in range(4):  # decision t lies about t - 1 and drops t - 2
+        learner.decide_event(t, [1.0, float(t)], ["a", "b"])
+    oracle, eye = learner._oracle, np.eye(3)
+    assert learner.events["dropped"] == 2 and learner.n_labels == 0
+    assert np.abs(oracle._b).max() > 0.1  # decision 2's lie (3 waits without one)
+    learner.wait_for_rewards(window=5)  # the waiting decisions dropped, and the lie
+    np.testing.assert_allclose(oracle._a, np.broadcast_to(eye, oracle._a.shape), atol=1e-12)
+    np.testing.assert_allclose(oracle._b, 0.0, atol=1e-12)

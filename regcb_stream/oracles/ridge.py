@@ -227,6 +227,22 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
 
     learn_many = learn_row_by_row
 
+    def relabel(self, x, model: int, shift: float) -> None:
+        """Change the label of a row learned before by ``shift`` (``b += shift x``, ``A``
+        unchanged): the solution moves by ``shift A^-1 x`` at once, exactly, when the
+        model's inverse is up to date, else at the next rebuild (a fresh inverse)."""
+        index, value = _sparse_row(x, self.dim)
+        if index.size:
+            np.add.at(self._b[model], index, shift * value)
+        else:
+            self._b[model] += shift * value
+        if model in self._pending or self._blocks is not None:
+            self._pending[model] = None
+        elif index.size:
+            self._theta[model] += shift * (value @ self._a_inv[model][index])
+        else:
+            self._theta[model] += shift * (self._a_inv[model] @ value)
+
     def rebuild(self) -> None:
         """Solve the ridge problems of the models that learned since the last rebuild:
         by Sherman-Morrison rank-one updates of the inverse and of the solution when few
