@@ -22,6 +22,7 @@ explorer (``--vw``: flags as given to ``vw --cb_explore_adf``; none: ``--epsilon
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -68,8 +69,9 @@ def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = No
     [('regcb (defaults)', 2), ('vw --epsilon 0.2', 2), ('uniform random', 2),
      ('logging policy', 2)]
     """
-    with open(path) as lines:
-        examples = [(ex.label, len(ex.parsed.actions)) for ex in read_log(lines, dsjson)]
+    with _log(path) as lines:
+        examples = [(ex.label, len(ex.parsed.actions)) for ex in read_log(lines, dsjson,
+                                                                          text=False)]
     labelled = [(i, lab) for i, (lab, _) in enumerate(examples) if _usable(lab)]
     every = max(1, len(labelled) // points)
     costs = [lab.cost for _, lab in labelled]
@@ -89,6 +91,18 @@ def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = No
     rows.append(_row("uniform random", uniform, rewards, every))
     rows.append(_row("logging policy", np.ones(len(labelled)), rewards, every))
     return rows
+
+
+@contextlib.contextmanager
+def _log(path: str):
+    """The log's lines, read ahead (`ReadAhead`: repeated action lines parsed once)."""
+    from regcb_stream.io.read_ahead import ReadAhead
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        yield ReadAhead(fd)
+    finally:
+        os.close(fd)
 
 
 def _usable(label) -> bool:
@@ -111,8 +125,8 @@ def _regcb_row(path: str, flags: str, interactions, target_rate, seed: int, prog
     explorer = RegCBExplorer(learner, settings.interactions, settings.hash_bits,
                              name=f"regcb {flags}".strip() if flags else "regcb (defaults)")
     bar = _bar(total, explorer.name) if progress else None
-    with open(path) as lines:
-        result = explore_eval(read_log(lines, dsjson), explorer, seed=seed,
+    with _log(path) as lines:
+        result = explore_eval(read_log(lines, dsjson, text=False), explorer, seed=seed,
                               target_rate=target_rate,
                               progress=bar and (lambda n: bar.update(1)))
     if bar is not None:

@@ -68,11 +68,18 @@ class LoggedExample(NamedTuple):
     parsed: ADFExample
 
 
-def read_log(lines: Iterable[str], dsjson: bool = False) -> Iterator[LoggedExample]:
+def read_log(lines: Iterable[str], dsjson: bool = False, text: bool = True
+             ) -> Iterator[LoggedExample]:
     """The ADF examples of VW text (blank lines between examples), or of a DSJSON log (an
-    event per line; events without actions skipped, as VW skips them)."""
+    event per line; events without actions skipped, as VW skips them). ``text``: keep each
+    example's lines (`VWExplorer` needs them; without, one parse of the whole stream, which
+    reads repeated action lines once)."""
     if dsjson:
         yield from _dsjson_log(lines)
+        return
+    if not text:
+        for example in iter_adf(lines, shared_text=True):
+            yield LoggedExample((), example.label, example)
         return
     block: list[str] = []
     for raw in itertools.chain(lines, [""]):
@@ -239,7 +246,7 @@ class RegCBExplorer(Explorer):
     together (``ahead`` at a time, again after each kept example)."""
 
     def __init__(self, learner=None, interactions: Iterable[str] = (), hash_bits: int = 18,
-                 name: str = "regcb (defaults)", ahead: int = 16):
+                 name: str = "regcb (defaults)", ahead: int = 32):
         from regcb_stream.io.vw_encode import AdfEncoder
         from regcb_stream.learner import RegCB
 
