@@ -61,8 +61,12 @@ class Row:
 
 def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = None, *,
             interactions: list[str] = (), target_rate: float | None = None, seed: int = 0,
-            progress: bool = False, points: int = 100, dsjson: bool = False) -> list[Row]:
-    """The comparison as data: a `Row` per candidate, then the baselines.
+            progress: bool = False, points: int = 100, dsjson: bool = False,
+            replays: int = 1) -> list[Row]:
+    """The comparison as data: a `Row` per candidate, then the baselines. With ``replays``
+    R > 1, each candidate replays the log R times (rejection seeds ``seed`` to
+    ``seed + R - 1``): its row is their mean, and its interval adds the spread of the
+    replays (the learner's path) to the log's sampling error (see `combined`).
 
     >>> rows = compare("../shared/vw_tests/train-sets/cb_test.ldf", vw=["--epsilon 0.2"])
     >>> [(row.name, row.examples) for row in rows]  # doctest: +NORMALIZE_WHITESPACE
@@ -77,15 +81,18 @@ def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = No
     costs = [lab.cost for _, lab in labelled]
     cost_range = (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
     quadratic = " ".join(f"-q {spec}" for spec in interactions)
-    tail = f"{quadratic} --random_seed {seed}" + (
-        f" --target_rate {target_rate}" if target_rate is not None else "") + (
-        " --dsjson" if dsjson else "")
+    tail = quadratic + (f" --target_rate {target_rate}" if target_rate is not None else ""
+                        ) + (" --dsjson" if dsjson else "")
+    seeds = range(seed, seed + replays)
     with tempfile.TemporaryDirectory() as folder:
-        runs = [_start_vw(flags, tail, path, os.path.join(folder, f"{j}.p"))
+        runs = [[_start_vw(flags, f"{tail} --random_seed {s}", path,
+                           os.path.join(folder, f"{j}.{s}.p")) for s in seeds]
                 for j, flags in enumerate(vw if vw is not None else DEFAULT_VW)]
-        rows = [_regcb_row(path, flags, interactions, target_rate, seed, progress, every,
-                           len(examples), cost_range, dsjson) for flags in (regcb or [""])]
-        rows += [_vw_row(run, labelled, every) for run in runs]
+        rows = [combined([_regcb_row(path, flags, interactions, target_rate, s, progress,
+                                     every, len(examples), cost_range, dsjson)
+                          for s in seeds]) for flags in (regcb or [""])]
+        rows += [combined([_vw_row(run, labelled, every) for run in replayed])
+                 for replayed in runs]
     rewards = np.array([-lab.cost for _, lab in labelled])
     uniform = np.array([1 / lab.prob / examples[i][1] for i, lab in labelled])
     rows.append(_row("uniform random", uniform, rewards, every))
@@ -169,6 +176,30 @@ def _read_predictions(path: str) -> list[dict[int, float]]:
     return out
 
 
+def combined(replays: list[Row]) -> Row:
+    """One row of R replays of a candidate: the mean of their estimates, within
+    ``z sqrt(se^2 + s^2 / R)``, ``se^2`` the mean of their squared standard errors (the
+    log's sampling error, which the replays share) and ``s^2`` the variance of their
+    estimates (the learner's path, which a single replay's interval leaves out)."""
+    if len(replays) == 1:
+        return replays[0]
+    first, n = replays[0], len(replays)
+
+    def pooled(values: list[float], lows: list[float], highs: list[float]) -> tuple:
+        se2 = np.mean([((high - low) / (2 * Z)) ** 2 for low, high in zip(lows, highs)])
+        value = float(np.mean(values))
+        half = Z * math.sqrt(se2 + np.var(values, ddof=1) / n)
+        return value, value - half, value + half
+
+    ips = pooled(*zip(*[(r.estimate, r.low, r.high) for r in replays]))
+    snips = pooled(*zip(*[(r.snips, r.snips_low, r.snips_high) for r in replays]))
+    kept = [r.kept for r in replays if r.kept is not None]
+    trace = [(point[0], float(np.mean([r.trace[i][1] for r in replays])))
+             for i, point in enumerate(first.trace or [])]
+    return Row(first.name, *ips, *snips, first.examples,
+               float(np.mean(kept)) if kept else None, trace)
+
+
 def _row(name: str, weights: np.ndarray, rewards: np.ndarray, every: int) -> Row:
     """A row from each labelled example's weight ``pi(a) / p`` and logged reward: IPS and
     SNIPS with their normal intervals (`regcb_stream.ope`), and the IPS trace."""
@@ -242,6 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
                         dest="interactions", help="cross namespaces A and B (every candidate)")
     parser.add_argument("--target_rate", type=float, help="VW's --explore_eval target rate")
     parser.add_argument("--random_seed", type=int, default=0, help="the rejection draws' seed")
+    parser.add_argument("--replays", type=int, default=1, metavar="R",
+                        help="replay the log R times per candidate (seeds random_seed, ...): "
+                             "the mean, and an interval that counts the learner's path")
     parser.add_argument("--json", metavar="FILE", help="write the table as JSON (- stdout)")
     parser.add_argument("--plot", metavar="FILE", help="draw the estimates along the log")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -256,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rows = compare(args.log, args.regcb, args.vw, interactions=args.interactions,
                        target_rate=args.target_rate, seed=args.random_seed,
-                       progress=not args.quiet, dsjson=args.dsjson)
+                       progress=not args.quiet, dsjson=args.dsjson,
+                       replays=max(1, args.replays))
     except (ValueError, RuntimeError) as error:
         print(f"regcb-compare: error: {error}", file=sys.stderr)
         return 1

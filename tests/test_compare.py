@@ -67,3 +67,20 @@ def test_a_dsjson_log():
     rows = compare(str(needs(TRAIN / "dsjson_cb.json")), vw=["--epsilon 0.1"], dsjson=True)
     assert [row.examples for row in rows] == [23] * 4
     assert all(row.low <= row.estimate <= row.high for row in rows)
+
+
+def test_replays_count_the_learners_path():
+    from regcb_stream.compare import Row, combined
+
+    one = Row("x", 0.5, 0.4, 0.6, 0.5, 0.4, 0.6, 10, 3.0, [(5, 0.5)])
+    assert combined([one]) is one
+    rows = [Row("x", v, v - 0.1, v + 0.1, v, v - 0.1, v + 0.1, 10, k, [(5, v)])
+            for v, k in ((0.4, 2.0), (0.6, 4.0))]
+    row = combined(rows)
+    z = 1.959964
+    half = z * ((0.1 / z) ** 2 + 0.02 / 2) ** 0.5  # se^2 + s^2 / R, s^2 = 0.02
+    assert (row.estimate, row.kept, row.trace) == (pytest.approx(0.5), 3.0, [(5, 0.5)])
+    assert (row.low, row.high) == (pytest.approx(0.5 - half), pytest.approx(0.5 + half))
+    replayed = compare(str(needs(LOG)), vw=["--coin --epsilon 0.1"], interactions=["UA"],
+                       replays=3)
+    assert all(r.low <= r.estimate <= r.high for r in replayed)
