@@ -26,6 +26,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -73,24 +74,23 @@ def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = No
     [('regcb (defaults)', 2), ('vw --epsilon 0.2', 2), ('uniform random', 2),
      ('logging policy', 2)]
     """
-    with _log(path) as lines:
-        examples = [(ex.label, len(ex.parsed.actions)) for ex in read_log(lines, dsjson,
-                                                                          text=False)]
-    labelled = [(i, lab) for i, (lab, _) in enumerate(examples) if _usable(lab)]
-    every = max(1, len(labelled) // points)
-    costs = [lab.cost for _, lab in labelled]
-    cost_range = (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
+    cost_range = _cost_range(path, dsjson)
     quadratic = " ".join(f"-q {spec}" for spec in interactions)
     tail = quadratic + (f" --target_rate {target_rate}" if target_rate is not None else ""
                         ) + (" --dsjson" if dsjson else "")
     seeds = range(seed, seed + replays)
+    examples: list = []  # (label, number of actions) of each example, read by RegCB's run
     with tempfile.TemporaryDirectory() as folder:
         runs = [[_start_vw(flags, f"{tail} --random_seed {s}", path,
                            os.path.join(folder, f"{j}.{s}.p")) for s in seeds]
                 for j, flags in enumerate(vw if vw is not None else DEFAULT_VW)]
-        rows = [combined([_regcb_row(path, flags, interactions, target_rate, s, progress,
-                                     every, len(examples), cost_range, dsjson)
-                          for s in seeds]) for flags in (regcb or [""])]
+        results = [[_regcb_run(path, flags, interactions, target_rate, s, progress,
+                               cost_range, dsjson, examples) for s in seeds]
+                   for flags in (regcb or [""])]
+        labelled = [(i, lab) for i, (lab, _) in enumerate(examples) if _usable(lab)]
+        every = max(1, len(labelled) // points)
+        rows = [combined([_result_row(name, result, every) for name, result in replayed])
+                for replayed in results]
         rows += [combined([_vw_row(run, labelled, every) for run in replayed])
                  for replayed in runs]
     rewards = np.array([-lab.cost for _, lab in labelled])
@@ -116,11 +116,23 @@ def _usable(label) -> bool:
     return label is not None and label.prob is not None and label.cost is not None
 
 
-def _regcb_row(path: str, flags: str, interactions, target_rate, seed: int, progress: bool,
-               every: int, total: int, cost_range: tuple | None, dsjson: bool) -> Row:
-    """RegCB's row; without ``--cb_min_cost``/``--cb_max_cost`` among its flags, the cost
-    range is the log's (its bounds are clipped to the range: a range the costs leave
-    makes every action look alike)."""
+def _cost_range(path: str, dsjson: bool) -> tuple[float, float] | None:
+    """The least and largest cost of the log's labels (None: fewer than two values), from
+    a scan of its text."""
+    pattern = (rb'"_label_cost":\s*(-?[\d.eE+-]+)' if dsjson else
+               rb"(?m)^[ \t]*(?:\d+|[ \t]*):(-?[\d.eE+-]+):[\d.eE+-]+[ \t]*\|")
+    with open(path, "rb") as log:
+        costs = [float(cost) for cost in re.findall(pattern, log.read())]
+    return (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
+
+
+def _regcb_run(path: str, flags: str, interactions, target_rate, seed: int, progress: bool,
+               cost_range: tuple | None, dsjson: bool, examples: list) -> tuple:
+    """A RegCB candidate's explore-eval: its name and `ExploreEvalResult`. Without
+    ``--cb_min_cost``/``--cb_max_cost`` among its flags, the cost range is the log's (its
+    bounds are clipped to the range: a range the costs leave makes every action look
+    alike). The first run appends each example's (label, number of actions) to
+    ``examples``."""
     from regcb_stream import command
     from regcb_stream.cli import build_parser
 
@@ -129,16 +141,23 @@ def _regcb_row(path: str, flags: str, interactions, target_rate, seed: int, prog
     if cost_range and args.cb_min_cost is None and args.cb_max_cost is None:
         args.cb_min_cost, args.cb_max_cost = cost_range
     learner, settings = command.setup(args)
-    explorer = RegCBExplorer(learner, settings.interactions, settings.hash_bits,
-                             name=f"regcb {flags}".strip() if flags else "regcb (defaults)")
-    bar = _bar(total, explorer.name) if progress else None
+    name = f"regcb {flags}".strip() if flags else "regcb (defaults)"
+    explorer = RegCBExplorer(learner, settings.interactions, settings.hash_bits, name=name)
+    bar = _bar(name) if progress else None
+    tap = examples if not examples else None  # (the first run)
     with _log(path) as lines:
-        result = explore_eval(read_log(lines, dsjson, text=False), explorer, seed=seed,
-                              target_rate=target_rate,
+        log = read_log(lines, dsjson, text=False)
+        if tap is not None:
+            log = (tap.append((ex.label, len(ex.parsed.actions))) or ex for ex in log)
+        result = explore_eval(log, explorer, seed=seed, target_rate=target_rate,
                               progress=bar and (lambda n: bar.update(1)))
     if bar is not None:
         bar.close()
-    row = _row(explorer.name, np.array(result.weights), np.array(result.rewards), every)
+    return name, result
+
+
+def _result_row(name: str, result, every: int) -> Row:
+    row = _row(name, np.array(result.weights), np.array(result.rewards), every)
     row.kept = result.weighted_kept
     return row
 
@@ -216,12 +235,12 @@ def _row(name: str, weights: np.ndarray, rewards: np.ndarray, every: int) -> Row
                trace=trace)
 
 
-def _bar(total: int, name: str):
+def _bar(name: str):
     try:
         from tqdm import tqdm
     except ImportError:  # (an optional extra)
         return None
-    return tqdm(total=total, desc=name, unit=" ex", file=sys.stderr, leave=False)
+    return tqdm(desc=name, unit=" ex", file=sys.stderr, leave=False)
 
 
 def format_table(rows: list[Row]) -> str:
