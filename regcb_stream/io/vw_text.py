@@ -43,6 +43,11 @@ class Line(NamedTuple):
     tag: str | None
     shared: bool = False
 
+    def with_features(self, features) -> Line:
+        """The line with these features (``_replace``'s result, at a tuple's cost: a
+        stream's every line goes through it)."""
+        return tuple.__new__(Line, (features, self.label, self.tag, self.shared))
+
 
 class CBExample(NamedTuple):
     """A single-line ``--cb_explore K`` example (label actions are 1..K)."""
@@ -98,7 +103,7 @@ def parse_line(text: str, n_actions: int | None = None) -> Line:
     ((('a', (('x', 2.0), ('y', 1.0))),), Label(action=2, cost=1.5, prob=0.25), 'id7')
     """
     head, body = split_line(text, n_actions)
-    return head._replace(features=parse_namespaces(body))
+    return head.with_features(parse_namespaces(body))
 
 
 def split_line(text: str, n_actions: int | None = None) -> tuple[Line, str]:
@@ -343,11 +348,11 @@ class _Reader:
         feats = self.memo.get(raw[bar:]) if bar >= 0 else None
         if feats is not None:  # same features as a plain line seen before: parse the head only
             head = text[:text.find("|")]
-            return self._head(head)._replace(features=feats) if head else Line(feats, None, None)
+            return self._head(head).with_features(feats) if head else Line(feats, None, None)
         head, body = split_line(text)
         if head.shared and self.lazy:
-            return head._replace(features=body)
-        line = head._replace(features=parse_namespaces(body))
+            return head.with_features(body)
+        line = head.with_features(parse_namespaces(body))
         if line.label is None and line.tag is None and not line.shared:
             if len(self.memo) >= self.size:
                 self.memo.clear()
