@@ -197,17 +197,21 @@ def _read_predictions(path: str) -> list[dict[int, float]]:
 
 def combined(replays: list[Row]) -> Row:
     """One row of R replays of a candidate: the mean of their estimates, within
-    ``z sqrt(se^2 + s^2 / R)``, ``se^2`` the mean of their squared standard errors (the
+    ``t sqrt(se^2 + s^2 / R)``, ``se^2`` the mean of their squared standard errors (the
     log's sampling error, which the replays share) and ``s^2`` the variance of their
-    estimates (the learner's path, which a single replay's interval leaves out)."""
+    estimates (the learner's path, which a single replay's interval leaves out); ``t`` is
+    Student's quantile for Welch-Satterthwaite's degrees of freedom, ``s^2`` being known
+    from R - 1 only."""
     if len(replays) == 1:
         return replays[0]
     first, n = replays[0], len(replays)
 
     def pooled(values: list[float], lows: list[float], highs: list[float]) -> tuple:
-        se2 = np.mean([((high - low) / (2 * Z)) ** 2 for low, high in zip(lows, highs)])
+        se2 = float(np.mean([((high - low) / (2 * Z)) ** 2 for low, high in zip(lows, highs)]))
+        path = float(np.var(values, ddof=1)) / n
         value = float(np.mean(values))
-        half = Z * math.sqrt(se2 + np.var(values, ddof=1) / n)
+        dof = (se2 + path) ** 2 / (path ** 2 / (n - 1)) if path > 0 else math.inf
+        half = _student(dof) * math.sqrt(se2 + path)
         return value, value - half, value + half
 
     ips = pooled(*zip(*[(r.estimate, r.low, r.high) for r in replays]))
@@ -217,6 +221,19 @@ def combined(replays: list[Row]) -> Row:
              for i, point in enumerate(first.trace or [])]
     return Row(first.name, *ips, *snips, first.examples,
                float(np.mean(kept)) if kept else None, trace)
+
+
+def _student(dof: float) -> float:
+    """Student's t quantile of 97.5% for ``dof`` degrees of freedom: below 3, the exact
+    value at the integer below (wider: conservative); from 3, the Cornish-Fisher expansion
+    around the normal's (within 0.8% of the exact value at 3, 0.3% at 4, 0.1% at 5)."""
+    if math.isinf(dof):
+        return Z
+    if dof < 3:
+        return 12.7062 if dof < 2 else 4.3027
+    z = Z
+    return (z + (z ** 3 + z) / (4 * dof) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * dof ** 2)
+            + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * dof ** 3))
 
 
 def _row(name: str, weights: np.ndarray, rewards: np.ndarray, every: int) -> Row:

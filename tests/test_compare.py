@@ -61,6 +61,16 @@ def test_bad_input(tmp_path, capsys):
     assert "vw --no_such_flag --explore_eval failed" in capsys.readouterr().err
 
 
+def test_students_quantiles():
+    from scipy import stats
+
+    from regcb_stream.compare import _student
+
+    for dof in (1, 2, 3, 4, 6, 10, 40):
+        assert _student(dof) == pytest.approx(stats.t.ppf(0.975, dof), rel=0.008)
+    assert _student(1.5) >= stats.t.ppf(0.975, 1.5) and _student(2.5) >= stats.t.ppf(0.975, 2.5)
+
+
 def test_a_dsjson_log():
     """DSJSON logs: VW runs --dsjson --explore_eval, RegCB reads the events as the command
     does; both score every event (VW's -p has a line for each)."""
@@ -70,15 +80,15 @@ def test_a_dsjson_log():
 
 
 def test_replays_count_the_learners_path():
-    from regcb_stream.compare import Row, combined
+    from regcb_stream.compare import Row, _student, combined
 
     one = Row("x", 0.5, 0.4, 0.6, 0.5, 0.4, 0.6, 10, 3.0, [(5, 0.5)])
     assert combined([one]) is one
     rows = [Row("x", v, v - 0.1, v + 0.1, v, v - 0.1, v + 0.1, 10, k, [(5, v)])
             for v, k in ((0.4, 2.0), (0.6, 4.0))]
     row = combined(rows)
-    z = 1.959964
-    half = z * ((0.1 / z) ** 2 + 0.02 / 2) ** 0.5  # se^2 + s^2 / R, s^2 = 0.02
+    se2, path = (0.1 / 1.959964) ** 2, 0.02 / 2  # s^2 = 0.02, R = 2
+    half = _student((se2 + path) ** 2 / path ** 2) * (se2 + path) ** 0.5
     assert (row.estimate, row.kept, row.trace) == (pytest.approx(0.5), 3.0, [(5, 0.5)])
     assert (row.low, row.high) == (pytest.approx(0.5 - half), pytest.approx(0.5 + half))
     replayed = compare(str(needs(LOG)), vw=["--coin --epsilon 0.1"], interactions=["UA"],
