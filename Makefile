@@ -45,6 +45,10 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/bounded_quality.py
 	$(BIN)/python benchmarks/oracle_threshold.py
 	$(BIN)/python benchmarks/reliability.py
+	$(BIN)/python benchmarks/delayed_rewards.py
+	$(BIN)/python benchmarks/dsjson_speed.py
+	$(BIN)/python benchmarks/explore_eval_coverage.py
+	$(BIN)/python benchmarks/compare_speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
