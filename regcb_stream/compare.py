@@ -16,7 +16,7 @@ flags; none: its defaults, with the log's cost range unless the flags give one).
 explorer (``--vw``: flags as given to ``vw --cb_explore_adf``; none: ``--epsilon 0.05``,
 ``--squarecb``, ``--regcb``, ``--regcbopt`` and ``--cover 3``) runs VW's own
 ``--explore_eval`` in a process of its own, beside the others. ``-q``, ``--dsjson`` and
-``--target_rate`` apply to every candidate.
+``--target_rate``, ``--multiplier`` apply to every candidate.
 """
 
 from __future__ import annotations
@@ -63,29 +63,36 @@ class Row:
 def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = None, *,
             interactions: list[str] = (), target_rate: float | None = None, seed: int = 0,
             progress: bool = False, points: int = 100, dsjson: bool = False,
-            replays: int = 1) -> list[Row]:
+            replays: int = 1, multiplier: float | str | None = None) -> list[Row]:
     """The comparison as data: a `Row` per candidate, then the baselines. With ``replays``
     R > 1, each candidate replays the log R times (rejection seeds ``seed`` to
     ``seed + R - 1``): its row is their mean, and its interval adds the spread of the
     replays (the learner's path) to the log's sampling error (see `combined`).
+    ``multiplier``: VW's ``--multiplier`` (fixed; ``"min"``: the log's least logged
+    probability, which keeps every example with probability at most 1 whatever the
+    explorer plays: exact rejection sampling); None: VW's adaptive multiplier.
 
     >>> rows = compare("../shared/vw_tests/train-sets/cb_test.ldf", vw=["--epsilon 0.2"])
     >>> [(row.name, row.examples) for row in rows]  # doctest: +NORMALIZE_WHITESPACE
     [('regcb (defaults)', 2), ('vw --epsilon 0.2', 2), ('uniform random', 2),
      ('logging policy', 2)]
     """
-    cost_range = _cost_range(path, dsjson)
+    costs, probs = _scan_labels(path, dsjson)
+    cost_range = (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
+    if multiplier == "min":
+        multiplier = min(probs) if probs else None
     quadratic = " ".join(f"-q {spec}" for spec in interactions)
     tail = quadratic + (f" --target_rate {target_rate}" if target_rate is not None else ""
-                        ) + (" --dsjson" if dsjson else "")
+                        ) + (" --dsjson" if dsjson else "") + (
+        f" --multiplier {multiplier!r}" if multiplier is not None else "")
     seeds = range(seed, seed + replays)
     examples: list = []  # (label, number of actions) of each example, read by RegCB's run
     with tempfile.TemporaryDirectory() as folder:
         runs = [[_start_vw(flags, f"{tail} --random_seed {s}", path,
                            os.path.join(folder, f"{j}.{s}.p")) for s in seeds]
                 for j, flags in enumerate(vw if vw is not None else DEFAULT_VW)]
-        results = [[_regcb_run(path, flags, interactions, target_rate, s, progress,
-                               cost_range, dsjson, examples) for s in seeds]
+        results = [[_regcb_run(path, flags, interactions, (target_rate, multiplier), s,
+                               progress, cost_range, dsjson, examples) for s in seeds]
                    for flags in (regcb or [""])]
         labelled = [(i, lab) for i, (lab, _) in enumerate(examples) if _usable(lab)]
         every = max(1, len(labelled) // points)
@@ -116,18 +123,23 @@ def _usable(label) -> bool:
     return label is not None and label.prob is not None and label.cost is not None
 
 
-def _cost_range(path: str, dsjson: bool) -> tuple[float, float] | None:
-    """The least and largest cost of the log's labels (None: fewer than two values), from
-    a scan of its text."""
-    pattern = (rb'"_label_cost":\s*(-?[\d.eE+-]+)' if dsjson else
-               rb"(?m)^[ \t]*(?:\d+|[ \t]*):(-?[\d.eE+-]+):[\d.eE+-]+[ \t]*\|")
+def _scan_labels(path: str, dsjson: bool) -> tuple[list[float], list[float]]:
+    """The costs and the logged probabilities of the log's labels, from a scan of its
+    text."""
     with open(path, "rb") as log:
-        costs = [float(cost) for cost in re.findall(pattern, log.read())]
-    return (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
+        text = log.read()
+    if dsjson:
+        return ([float(c) for c in re.findall(rb'"_label_cost":\s*(-?[\d.eE+-]+)', text)],
+                [float(p) for p in re.findall(rb'"_label_probability":\s*([\d.eE+-]+)',
+                                              text)])
+    pairs = re.findall(rb"(?m)^[ \t]*(?:\d+|[ \t]*):(-?[\d.eE+-]+):([\d.eE+-]+)[ \t]*\|",
+                       text)
+    return [float(c) for c, _ in pairs], [float(p) for _, p in pairs]
 
 
-def _regcb_run(path: str, flags: str, interactions, target_rate, seed: int, progress: bool,
-               cost_range: tuple | None, dsjson: bool, examples: list) -> tuple:
+def _regcb_run(path: str, flags: str, interactions, rejection: tuple, seed: int,
+               progress: bool, cost_range: tuple | None, dsjson: bool, examples: list
+               ) -> tuple:
     """A RegCB candidate's explore-eval: its name and `ExploreEvalResult`. Without
     ``--cb_min_cost``/``--cb_max_cost`` among its flags, the cost range is the log's (its
     bounds are clipped to the range: a range the costs leave makes every action look
@@ -149,7 +161,9 @@ def _regcb_run(path: str, flags: str, interactions, target_rate, seed: int, prog
         log = read_log(lines, dsjson, text=False)
         if tap is not None:
             log = (tap.append((ex.label, len(ex.parsed.actions))) or ex for ex in log)
+        target_rate, multiplier = rejection
         result = explore_eval(log, explorer, seed=seed, target_rate=target_rate,
+                              multiplier=multiplier,
                               progress=bar and (lambda n: bar.update(1)))
     if bar is not None:
         bar.close()
@@ -308,6 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quadratic", action="append", default=[], metavar="AB",
                         dest="interactions", help="cross namespaces A and B (every candidate)")
     parser.add_argument("--target_rate", type=float, help="VW's --explore_eval target rate")
+    parser.add_argument("--multiplier", type=_multiplier, metavar="M|min",
+                        help="VW's fixed --multiplier; min: the log's least logged "
+                             "probability (exact rejection sampling; default: VW's adaptive "
+                             "multiplier)")
     parser.add_argument("--random_seed", type=int, default=0, help="the rejection draws' seed")
     parser.add_argument("--replays", type=int, default=1, metavar="R",
                         help="replay the log R times per candidate (seeds random_seed, ...): "
@@ -316,6 +334,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--plot", metavar="FILE", help="draw the estimates along the log")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
+
+
+def _multiplier(text: str) -> float | str:
+    if text == "min":
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or min, got {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -327,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = compare(args.log, args.regcb, args.vw, interactions=args.interactions,
                        target_rate=args.target_rate, seed=args.random_seed,
                        progress=not args.quiet, dsjson=args.dsjson,
-                       replays=max(1, args.replays))
+                       replays=max(1, args.replays), multiplier=args.multiplier)
     except (ValueError, RuntimeError) as error:
         print(f"regcb-compare: error: {error}", file=sys.stderr)
         return 1

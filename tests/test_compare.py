@@ -94,3 +94,16 @@ def test_replays_count_the_learners_path():
     replayed = compare(str(needs(LOG)), vw=["--coin --epsilon 0.1"], interactions=["UA"],
                        replays=3)
     assert all(r.low <= r.estimate <= r.high for r in replayed)
+
+
+def test_a_fixed_multiplier_is_vws():
+    """``multiplier="min"``: the log's least logged probability, given to VW's own
+    --explore_eval as --multiplier and to our estimator alike (the same examples kept)."""
+    from regcb_stream.explore_eval import VWExplorer, explore_eval, read_log
+
+    path = str(needs(LOG))
+    rows = compare(path, vw=["--coin --epsilon 0.1"], interactions=["UA"], multiplier="min")
+    ours = explore_eval(read_log(open(path)), VWExplorer("--coin --epsilon 0.1 -q UA"),
+                        multiplier=0.011111111297375624)  # (the log's least probability)
+    assert rows[1].kept == ours.weighted_kept < 50
+    assert rows[1].estimate == pytest.approx(-ours.ips_loss, abs=1e-6)
