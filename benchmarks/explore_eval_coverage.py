@@ -208,22 +208,25 @@ def measure(args, folder: pathlib.Path) -> dict:
             start = time.perf_counter()
             rows = {row.name: row for row in compare(
                 str(path), regcb=[""], vw=[v.removeprefix("vw ") for v in VW_LEARNERS],
-                interactions=["sa"], replays=args.compare_replays)}
+                interactions=["sa"], replays=args.compare_replays,
+                multiplier=args.multiplier)}
             logs.append({"stream": name, "log": logger, "n": n, "k": k, "logged": logged,
                          "uniform": rows["uniform random"].estimate,
                          "compare_seconds": time.perf_counter() - start,
                          "online_seconds": online_seconds})
             with open(path) as lines:
                 examples = list(read_log(lines))
+            m = None if args.multiplier is None else min(
+                ex.label.prob for ex in examples if ex.label is not None)
             for learner in LEARNERS:
                 cells.append(cell(name, logger, learner, examples, rows[learner],
-                                  online[learner], args.compare_replays))
+                                  online[learner], args.compare_replays, m))
                 print({key: value for key, value in cells[-1].items()}, flush=True)
     return {"cells": cells, "logs": logs}
 
 
 def cell(name: str, logger: str, learner: str, examples: list, row, online: np.ndarray,
-         replays: int) -> dict:
+         replays: int, multiplier: float | None) -> dict:
     """One (stream, log, learner): regcb-compare's pooled row against the on-policy value
     its replays stand for; explore-eval's replays run here (their stages, and seed 0's
     single-replay numbers)."""
@@ -231,7 +234,7 @@ def cell(name: str, logger: str, learner: str, examples: list, row, online: np.n
     targets, ips, ses, kept = [], [], [], []
     for seed in range(replays):
         explorer = Staged(explorer_of(learner))
-        result = explore_eval(examples, explorer, seed=seed)
+        result = explore_eval(examples, explorer, seed=seed, multiplier=multiplier)
         terms = np.array(result.ips_rewards)
         ips.append(terms.mean())
         ses.append(terms.std(ddof=1) / np.sqrt(len(terms)))
@@ -297,7 +300,8 @@ def report(results: dict, args, seconds: float) -> str:
         "# Explore-eval against the on-policy value (issue 17)",
         "",
         f"Command: `.venv/bin/python benchmarks/explore_eval_coverage.py --rounds {args.rounds}"
-        f" --seeds {args.seeds} --streams {' '.join(args.streams)} --compare-replays {r}`",
+        f" --seeds {args.seeds} --streams {' '.join(args.streams)} --compare-replays {r}"
+        + (f" --multiplier {args.multiplier}`" if args.multiplier else "`"),
         "",
         f"Code: {code_version()}; date: {datetime.date.today()}; machine: {os.cpu_count()} "
         f"cores, {platform.machine()}, Python {platform.python_version()}, numpy "
@@ -328,11 +332,16 @@ def report(results: dict, args, seconds: float) -> str:
         "(`--cb_explore_adf -q sa`).",
         "",
         f"Estimate: `compare(log, regcb=[\"\"], vw=[\"--epsilon 0.05\", \"--squarecb\"], "
-        f"interactions=[\"sa\"], replays={r})`, i.e. `regcb-compare LOG -q sa --replays {r}` "
-        "(no target rate: VW's adaptive multiplier): per replay (seed s = 0..R-1) the "
+        f"interactions=[\"sa\"], replays={r}"
+        + (f", multiplier=\"{args.multiplier}\")`, i.e. `regcb-compare LOG -q sa --replays "
+           f"{r} --multiplier {args.multiplier}` (a fixed multiplier, the log's least logged "
+           "probability, no target rate)" if args.multiplier else
+           f")`, i.e. `regcb-compare LOG -q sa --replays {r}` (no target rate: VW's adaptive "
+           "multiplier)")
+        + ": per replay (seed s = 0..R-1) the "
         "progressive IPS reward pi_t(a) r / p over every example of the log, pi_t the "
         "learner's distribution after the examples kept before t; the row is their mean, "
-        "within z sqrt(mean se^2 + var(replays) / R).",
+        "within t sqrt(mean se^2 + var(replays) / R) (Student's t, Welch-Satterthwaite).",
         "",
         f"On-policy: the learner online on the same rounds, {args.seeds} runs averaged round "
         "by round (run s: its draws seeded by s; run 0 in the logs' order, the others on "
@@ -447,6 +456,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10, help="seeds of the on-policy runs")
     parser.add_argument("--compare-replays", type=int, default=5,
                         help="replays per candidate (regcb-compare --replays)")
+    parser.add_argument("--multiplier", choices=["min"],
+                        help="min: a fixed multiplier, the log's least logged probability "
+                             "(default: VW's adaptive multiplier)")
     parser.add_argument("--output", default=str(ROOT / "docs" / "explore_eval.md"))
     args = parser.parse_args()
     start = time.perf_counter()
