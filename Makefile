@@ -47,7 +47,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/reliability.py
 	$(BIN)/python benchmarks/delayed_rewards.py
 	$(BIN)/python benchmarks/dsjson_speed.py
-	$(BIN)/python benchmarks/explore_eval_coverage.py
+	$(BIN)/python benchmarks/explore_eval_coverage.py --multiplier min
 	$(BIN)/python benchmarks/compare_speed.py
 
 clean:
