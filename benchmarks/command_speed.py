@@ -36,7 +36,7 @@ import time
 import numpy as np
 import vowpalwabbit
 
-from regcb_stream.bench.datasets import bandit_stream
+from regcb_stream.bench.datasets import long_stream
 from regcb_stream.bench.vw_logs import write_logged_stream
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -84,13 +84,7 @@ def timed(command: list[str], stdin: pathlib.Path | None) -> tuple[float, float]
 
 def letter(n: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` rounds of letter: successive shuffles (seeds 0, 1, ...)."""
-    parts, total, seed = [], 0, 0
-    while total < n:
-        X, R = bandit_stream("letter", noisy=False, seed=seed)
-        parts.append((X, R))
-        total, seed = total + len(X), seed + 1
-    return (np.concatenate([X for X, _ in parts])[:n],
-            np.concatenate([R for _, R in parts])[:n])
+    return long_stream("letter", n)
 
 
 def synthetic(n: int, d: int, k: int) -> tuple[np.ndarray, np.ndarray]:

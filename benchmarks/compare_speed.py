@@ -44,7 +44,7 @@ import time
 import numpy as np
 import vowpalwabbit
 
-from regcb_stream.bench.datasets import bandit_stream
+from regcb_stream.bench.datasets import long_stream
 from regcb_stream.bench.provenance import code_version
 from regcb_stream.bench.vw_logs import write_logged_stream
 from regcb_stream.compare import DEFAULT_VW
@@ -57,13 +57,7 @@ REGCB_ALONE = ("import sys; from regcb_stream.compare import compare; "
 
 def letter(n: int) -> tuple[np.ndarray, np.ndarray]:
     """``n`` rounds of letter: successive shuffles (seeds 0, 1, ...)."""
-    parts, total, seed = [], 0, 0
-    while total < n:
-        X, R = bandit_stream("letter", noisy=False, seed=seed)
-        parts.append((X, R))
-        total, seed = total + len(X), seed + 1
-    return (np.concatenate([X for X, _ in parts])[:n],
-            np.concatenate([R for _, R in parts])[:n])
+    return long_stream("letter", n)
 
 
 def timed(command: list[str]) -> tuple[float, float]:

@@ -259,3 +259,14 @@ def _dense_query(
     for i, (_, features) in enumerate(docs):
         F[i, np.fromiter(features, dtype=np.int64) - 1] = list(features.values())
     return F, np.array([label for label, _ in docs]) / 4.0
+
+
+def long_stream(name: str, n: int, noisy: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` rounds of a set: its repetitions (`bandit_stream`, seeds 0, 1, ...) one after
+    another, for streams longer than the set."""
+    parts, total, seed = [], 0, 0
+    while total < n:
+        parts.append(bandit_stream(name, noisy=noisy, seed=seed))
+        total, seed = total + len(parts[-1][0]), seed + 1
+    return (np.concatenate([X for X, _ in parts])[:n],
+            np.concatenate([R for _, R in parts])[:n])
