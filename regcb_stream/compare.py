@@ -109,14 +109,10 @@ def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = No
 
 @contextlib.contextmanager
 def _log(path: str):
-    """The log's lines, read ahead (`ReadAhead`: repeated action lines parsed once)."""
-    from regcb_stream.io.read_ahead import ReadAhead
-
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        yield ReadAhead(fd)
-    finally:
-        os.close(fd)
+    """The log's lines, read ahead as the command reads its input (`shell.open_input`:
+    repeated action lines parsed once, gzip decompressed)."""
+    with contextlib.ExitStack() as stack:
+        yield shell.open_input(stack, path)
 
 
 def _usable(label) -> bool:

@@ -15,8 +15,6 @@ example before learning its label, so the output does not depend on how the inpu
 from __future__ import annotations
 
 import contextlib
-import functools
-import itertools
 import sys
 from dataclasses import dataclass
 from typing import TextIO
@@ -24,6 +22,7 @@ from typing import TextIO
 import numpy as np
 
 from regcb_stream.io.hashing import DEFAULT_BITS
+from regcb_stream.io.read_ahead import taker
 from regcb_stream.io.vw_encode import AdfEncoder, TextEncoder
 from regcb_stream.io.vw_predictions import (
     format_block,
@@ -145,7 +144,7 @@ class Driver:
                     else:
                         self._reward(batch, on_error)
             return
-        take = getattr(lines, "take", None) or functools.partial(_take, iter(lines))
+        take = taker(lines)
         count, limit = 0, 64  # a first block short enough whatever the lines
         while chunk := take(limit):
             numbered = [(no, text) for no, raw in enumerate(chunk, count + 1)
@@ -361,11 +360,6 @@ class ExampleError(ValueError):
     def __init__(self, line_no: int, error: Exception):
         super().__init__(f"line {line_no}: {error}")
         self.line_no = line_no
-
-
-def _take(lines, limit: int) -> list[str]:
-    """The next ``limit`` lines of an iterator (``[]`` at its end)."""
-    return list(itertools.islice(lines, limit))
 
 
 def _checked(located: list[tuple], errors: dict, on_error: OnError | None):

@@ -27,8 +27,6 @@ with `parse_event` as its reference.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import itertools
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -36,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from regcb_stream.io.read_ahead import taker
 from regcb_stream.io.vw_features import DEFAULT_NS, Features, FieldError, parse_namespaces
 from regcb_stream.io.vw_text import ADFExample, Label, OnError, VWParseError
 
@@ -146,7 +145,7 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
     >>> next(iter_dsjson_adf([line], shared_text=True)).shared
     'u age:31'
     """
-    take = getattr(lines, "take", None) or functools.partial(_take, iter(lines))
+    take = taker(lines)
     actions = _Actions()
     no = 0
     while chunk := take(BLOCK):
@@ -226,10 +225,6 @@ def _reference(raw: str, no: int) -> ADFExample | Reward | None:
     return ADFExample(event.shared, event.actions,
                       None if event.skip_learn else event.label, None, no, text,
                       event.weight, event.event_id, event.skip_learn)
-
-
-def _take(lines: Iterator[str], limit: int) -> list[str]:
-    return list(itertools.islice(lines, limit))
 
 
 def _namespaces(obj: dict) -> Features:

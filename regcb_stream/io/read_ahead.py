@@ -23,10 +23,12 @@ whose bytes start with gzip's magic number) is decompressed as it is read, as VW
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import select
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 try:
     from regcb_stream.io import _scan
@@ -120,3 +122,14 @@ class ReadAhead:
             if cut:
                 self._lines = data[:cut - 1].decode("utf-8", "surrogateescape").split("\n")
         return True
+
+
+def taker(lines: Iterable[str]) -> Callable[[int], list[str]]:
+    """``take(limit)`` of some lines: a `ReadAhead`'s own (what is available, at least one),
+    or the next ``limit`` lines of any other iterable (``[]`` at its end)."""
+    take = getattr(lines, "take", None)
+    return take or functools.partial(_islice, iter(lines))
+
+
+def _islice(lines: Iterator[str], limit: int) -> list[str]:
+    return list(itertools.islice(lines, limit))
