@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
                        target_rate=args.target_rate, seed=args.random_seed,
                        progress=not args.quiet, dsjson=args.dsjson,
                        replays=max(1, args.replays), multiplier=args.multiplier)
-    except (ValueError, RuntimeError) as error:
+    except (ValueError, RuntimeError, shell.PathError) as error:
         print(f"regcb-compare: error: {error}", file=sys.stderr)
         return 1
     if args.plot:
