@@ -52,7 +52,7 @@ from regcb_stream.bench.datasets import bandit_stream
 from regcb_stream.bench.provenance import code_version
 from regcb_stream.bench.vw_explorers import adf_example_lines, run_vw
 from regcb_stream.cli import build_parser
-from regcb_stream.compare import compare
+from regcb_stream.compare import compare, replay_order
 from regcb_stream.explore_eval import Explorer, RegCBExplorer, VWExplorer, explore_eval, read_log
 from regcb_stream.features import EncodedRows
 from regcb_stream.io.vw_encode import AdfEncoder
@@ -206,10 +206,10 @@ def measure(args, folder: pathlib.Path) -> dict:
             path = folder / f"{name}_{logger}.dat"
             logged = write_log(path, X, R, logger)
             start = time.perf_counter()
-            rows = {row.name: row for row in compare(
+            rows, single = ({row.name: row for row in compare(
                 str(path), regcb=[""], vw=[v.removeprefix("vw ") for v in VW_LEARNERS],
-                interactions=["sa"], replays=args.compare_replays,
-                multiplier=args.multiplier)}
+                interactions=["sa"], replays=replays, multiplier=args.multiplier)}
+                for replays in (args.compare_replays, 1))
             logs.append({"stream": name, "log": logger, "n": n, "k": k, "logged": logged,
                          "uniform": rows["uniform random"].estimate,
                          "compare_seconds": time.perf_counter() - start,
@@ -220,24 +220,25 @@ def measure(args, folder: pathlib.Path) -> dict:
                 ex.label.prob for ex in examples if ex.label is not None)
             for learner in LEARNERS:
                 cells.append(cell(name, logger, learner, examples, rows[learner],
-                                  online[learner], args.compare_replays, m))
+                                  single[learner], online[learner], args.compare_replays, m))
                 print({key: value for key, value in cells[-1].items()}, flush=True)
     return {"cells": cells, "logs": logs}
 
 
-def cell(name: str, logger: str, learner: str, examples: list, row, online: np.ndarray,
-         replays: int, multiplier: float | None) -> dict:
+def cell(name: str, logger: str, learner: str, examples: list, row, single,
+         online: np.ndarray, replays: int, multiplier: float | None) -> dict:
     """One (stream, log, learner): regcb-compare's pooled row against the on-policy value
     its replays stand for; explore-eval's replays run here (their stages, and seed 0's
     single-replay numbers)."""
     curve = online.mean(axis=0)  # expected reward at each online round, over the seeds
-    targets, ips, ses, kept = [], [], [], []
-    for seed in range(replays):
+    targets, ips, kept = [], [], []
+    for seed in range(replays):  # (replays after the first: the log shuffled, as compare's)
         explorer = Staged(explorer_of(learner))
-        result = explore_eval(examples, explorer, seed=seed, multiplier=multiplier)
+        order = replay_order(len(examples), seed) if seed else range(len(examples))
+        result = explore_eval([examples[i] for i in order], explorer, seed=seed,
+                              multiplier=multiplier)
         terms = np.array(result.ips_rewards)
         ips.append(terms.mean())
-        ses.append(terms.std(ddof=1) / np.sqrt(len(terms)))
         kept.append(result.kept)
         stages = np.minimum(np.array(explorer.stages), len(curve) - 1)
         targets.append(online[:, stages].mean(axis=1))  # per online seed
@@ -251,12 +252,12 @@ def cell(name: str, logger: str, learner: str, examples: list, row, online: np.n
         "compare_kept": row.kept, "ips_here": float(np.mean(ips)),
         "target": float(per_seed.mean()), "target_se": se(per_seed),
         "replay_sd": float(np.std(ips, ddof=1)) if replays > 1 else float("nan"),
-        "replay_se": float(np.mean(ses)), "on_all": float(curve.mean()),
+        "replay_se": single.se, "on_all": float(curve.mean()),
         # seed 0 alone: explore-eval's estimate (kept rewards) and its IPS estimate
         "kept0": first.kept, "estimate0": first.estimate, "low0": low, "high0": high,
         "on_kept0": float(first_kept.mean()), "on_kept0_se": se(first_kept),
-        "ips0": float(ips[0]), "ips0_low": float(ips[0] - Z * ses[0]),
-        "ips0_high": float(ips[0] + Z * ses[0]), "on_stages0": float(curve[first_stages].mean()),
+        "ips0": single.estimate, "ips0_low": single.low, "ips0_high": single.high,
+        "on_stages0": float(curve[first_stages].mean()),
     }
 
 
@@ -377,17 +378,18 @@ def report(results: dict, args, seconds: float) -> str:
         f"the {r} replays of a cell the IPS estimate varies a median "
         f"{np.nanmedian(ratios):.1f} times the standard error one replay's interval states "
         f"(from {np.nanmin(ratios):.1f} to {np.nanmax(ratios):.1f}): one replay is one path of "
-        "the learner, and which examples it learns first moves its whole progressive reward, "
-        "which the single-replay interval (a mean of independent terms) leaves out and the "
-        "pooled interval adds. It adds the spread of the paths *given the log*: the replays "
-        "share the log's contexts, order and logged actions, and their estimates vary a "
+        "the learner, and which examples it learns first (the log's order) moves its whole "
+        "progressive reward, which the single-replay interval (batch means over the log) only "
+        "partly counts and the pooled interval adds. Replays after the first play the log's "
+        "examples in shuffled orders (as the online runs after the first do), sharing its "
+        "contexts and logged actions; their estimates vary a "
         f"median {np.nanmedian(runs):.1f} times as much as one online run's stage-averaged "
         "reward varies across runs (column `one run's sd`); with R = "
-        f"{r} the spread is estimated on {r - 1} degrees of freedom, under the normal z.",
+        f"{r} the spread is estimated on {r - 1} degrees of freedom (Student's t).",
         "",
         f"`IPS, {r} replays`: regcb-compare's row [95%]; `kept`: examples kept, mean over the "
         "replays; `replays' sd`: the replays' IPS estimates' standard deviation; `one "
-        "replay's se`: the standard error a single replay's interval states (mean); `one "
+        "replay's se`: the standard error a single replay's interval states (seed 0); `one "
         "run's sd`: that of one online run's reward at the stages (the target's se times "
         f"sqrt({args.seeds})); `all "
         "n`: the online reward over all the stream's rounds (not the target). `covered`: "

@@ -8,21 +8,25 @@ same logged ADF stream by explore-eval (`regcb_stream.explore_eval`), side by si
 
 Each candidate's estimate is the progressive IPS reward of its own distributions on the
 log's labelled examples while it learns from the examples explore-eval keeps for it (VW's
-``--explore_eval`` average loss, negated), with a normal 95% interval, and its
-self-normalized (SNIPS) variant. The table also gives the examples kept, and two
-baselines on the same examples: the uniform-random policy and the logging policy (the
-logged rewards). RegCB runs in this process (``--regcb``: any ``regcb-stream`` learner
-flags; none: its defaults, with the log's cost range unless the flags give one). Each VW
-explorer (``--vw``: flags as given to ``vw --cb_explore_adf``; none: ``--epsilon 0.05``,
-``--squarecb``, ``--regcb``, ``--regcbopt`` and ``--cover 3``) runs VW's own
-``--explore_eval`` in a process of its own, beside the others. ``-q``, ``--dsjson`` and
-``--target_rate``, ``--multiplier`` apply to every candidate.
+``--explore_eval`` average loss, negated), with a 95% interval by batch means (the log cut
+in about 100 batches of consecutive examples: a learning policy's terms are not
+independent, and the batches' spread counts that), and its self-normalized (SNIPS) variant
+(for VW's rows with ``--snips``, which has VW write each example's distribution: slower;
+without, VW's rows come from its progress lines, ``-P``). The table also gives the
+examples kept, and two baselines on the same examples: the uniform-random policy and the
+logging policy (the logged rewards). RegCB runs in this process (``--regcb``: any
+``regcb-stream`` learner flags; none: its defaults, with the log's cost range unless the
+flags give one). Each VW explorer (``--vw``: flags as given to ``vw --cb_explore_adf``;
+none: ``--epsilon 0.05``, ``--squarecb``, ``--regcb``, ``--regcbopt`` and ``--cover 3``)
+runs VW's own ``--explore_eval`` in a process of its own, beside the others. ``-q``,
+``--dsjson`` and ``--target_rate``, ``--multiplier`` apply to every candidate.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import json
 import math
 import os
@@ -52,25 +56,34 @@ class Row:
     estimate: float  # expected reward, IPS (the negative of VW's average loss)
     low: float
     high: float
-    snips: float  # the self-normalized estimate
-    snips_low: float
-    snips_high: float
+    snips: float | None  # the self-normalized estimate (None: VW's rows without snips=True)
+    snips_low: float | None
+    snips_high: float | None
     examples: int  # labelled examples scored
     kept: float | None = None  # explore-eval's (weighted) update count
     trace: list | None = None  # (labelled examples, running IPS estimate) along the log
+    se: float = math.nan  # the IPS estimate's standard error (batch means)
+    snips_se: float | None = None
 
 
 def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = None, *,
             interactions: list[str] = (), target_rate: float | None = None, seed: int = 0,
             progress: bool = False, points: int = 100, dsjson: bool = False,
-            replays: int = 1, multiplier: float | str | None = None) -> list[Row]:
+            replays: int = 1, multiplier: float | str | None = None,
+            snips: bool = False) -> list[Row]:
     """The comparison as data: a `Row` per candidate, then the baselines. With ``replays``
     R > 1, each candidate replays the log R times (rejection seeds ``seed`` to
-    ``seed + R - 1``): its row is their mean, and its interval adds the spread of the
-    replays (the learner's path) to the log's sampling error (see `combined`).
+    ``seed + R - 1``; the first replay in the log's order, the others in orders of its
+    examples shuffled by their seed): its row is their mean, and its interval adds the
+    spread of the replays (the learner's path, which depends on the order it meets the
+    examples in) to the log's sampling error (see `combined`). The estimate is then the
+    learner's reward on these examples averaged over their orders, not in the log's order
+    alone: without ``replays`` for a log whose order matters (drift over time).
     ``multiplier``: VW's ``--multiplier`` (fixed; ``"min"``: the log's least logged
     probability, which keeps every example with probability at most 1 whatever the
     explorer plays: exact rejection sampling); None: VW's adaptive multiplier.
+    ``points``: about how many batches (and points of each row's trace) the log is cut in.
+    ``snips``: VW's rows get SNIPS too (VW's ``-p``, slower; without, ``Row.snips`` is None).
 
     >>> rows = compare("../shared/vw_tests/train-sets/cb_test.ldf", vw=["--epsilon 0.2"])
     >>> [(row.name, row.examples) for row in rows]  # doctest: +NORMALIZE_WHITESPACE
@@ -88,22 +101,30 @@ def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = No
     seeds = range(seed, seed + replays)
     examples: list = []  # (label, number of actions) of each example, read by RegCB's run
     with tempfile.TemporaryDirectory() as folder:
-        runs = [[_start_vw(flags, f"{tail} --random_seed {s}", path,
-                           os.path.join(folder, f"{j}.{s}.p")) for s in seeds]
+        logs = [(path, None)] + [_shuffled(path, dsjson, s, os.path.join(folder, f"{s}.log"))
+                                 for s in seeds[1:]]
+        size = max(1, len(costs) // points)  # examples in a batch
+        runs = [[_start_vw(flags, f"{tail} --random_seed {s}", log,
+                           os.path.join(folder, f"{j}.{s}.p") if snips else None, size)
+                 for s, (log, _) in zip(seeds, logs)]
                 for j, flags in enumerate(vw if vw is not None else DEFAULT_VW)]
-        results = [[_regcb_run(path, flags, interactions, (target_rate, multiplier), s,
-                               progress, cost_range, dsjson, examples) for s in seeds]
+        results = [[_regcb_run(log, flags, interactions, (target_rate, multiplier), s,
+                               progress, cost_range, dsjson, examples)
+                    for s, (log, _) in zip(seeds, logs)]
                    for flags in (regcb or [""])]
-        labelled = [(i, lab) for i, (lab, _) in enumerate(examples) if _usable(lab)]
-        every = max(1, len(labelled) // points)
-        rows = [combined([_result_row(name, result, every) for name, result in replayed])
+        batches = _Batches(size, len(examples))
+        labelled = [_labelled(examples, order) for _, order in logs]
+        rows = [combined([_result_row(name, result, known, batches)
+                          for (name, result), known in zip(replayed, labelled)])
                 for replayed in results]
-        rows += [combined([_vw_row(run, labelled, every) for run in replayed])
+        rows += [combined([_vw_row(run, known, batches) for run, known in zip(replayed, labelled)])
                  for replayed in runs]
+        labelled = labelled[0]
     rewards = np.array([-lab.cost for _, lab in labelled])
     uniform = np.array([1 / lab.prob / examples[i][1] for i, lab in labelled])
-    rows.append(_row("uniform random", uniform, rewards, every))
-    rows.append(_row("logging policy", np.ones(len(labelled)), rewards, every))
+    positions = np.array([i for i, _ in labelled], dtype=int)
+    rows.append(_row("uniform random", uniform, rewards, positions, batches))
+    rows.append(_row("logging policy", np.ones(len(labelled)), rewards, positions, batches))
     return rows
 
 
@@ -119,17 +140,54 @@ def _usable(label) -> bool:
     return label is not None and label.prob is not None and label.cost is not None
 
 
+def _labelled(examples: list, order: np.ndarray | None) -> list[tuple]:
+    """(position, label) of each labelled example of a replay's log: the log's own
+    ``examples`` (label, number of actions), in ``order`` (None: the log's)."""
+    labels = [label for label, _ in examples]
+    if order is not None:
+        if len(order) != len(labels):
+            raise ValueError(f"{len(order)} examples found by splitting the log at its empty "
+                             f"lines against {len(labels)} read; replays need a log whose "
+                             "examples end with an empty line")
+        labels = [labels[i] for i in order]
+    return [(i, label) for i, label in enumerate(labels) if _usable(label)]
+
+
+def _log_bytes(path: str) -> bytes:
+    """The log's bytes, decompressed if it is gzip."""
+    with open(path, "rb") as log:
+        data = log.read()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def replay_order(n: int, seed: int) -> np.ndarray:
+    """The order a replay after the first plays a log's ``n`` examples in."""
+    return np.random.default_rng(seed).permutation(n)
+
+
+def _shuffled(path: str, dsjson: bool, seed: int, copy: str) -> tuple[str, np.ndarray]:
+    """A copy of the log with its examples (DSJSON: its lines; text: its blocks between
+    empty lines) in a shuffled order (``seed``): the copy's path, and for each of its
+    examples the number of that example in the log."""
+    data = _log_bytes(path)
+    split = rb"\r?\n" if dsjson else rb"\r?\n(?:[ \t]*\r?\n)+"
+    units = [unit for unit in re.split(split, data) if unit.strip()]
+    order = replay_order(len(units), seed)
+    with open(copy, "wb") as out:
+        out.write((b"\n" if dsjson else b"\n\n").join(units[i] for i in order) + b"\n\n")
+    return copy, order
+
+
 def _scan_labels(path: str, dsjson: bool) -> tuple[list[float], list[float]]:
     """The costs and the logged probabilities of the log's labels, from a scan of its
     text."""
-    with open(path, "rb") as log:
-        text = log.read()
+    text = _log_bytes(path)
     if dsjson:
         return ([float(c) for c in re.findall(rb'"_label_cost":\s*(-?[\d.eE+-]+)', text)],
                 [float(p) for p in re.findall(rb'"_label_probability":\s*([\d.eE+-]+)',
                                               text)])
-    pairs = re.findall(rb"(?m)^[ \t]*(?:\d+|[ \t]*):(-?[\d.eE+-]+):([\d.eE+-]+)[ \t]*\|",
-                       text)
+    pairs = re.findall(rb"\n[ \t]*(?:\d+|[ \t]*):(-?[\d.eE+-]+):([\d.eE+-]+)[ \t]*\|",
+                       b"\n" + text)  # (at a line's start: faster than (?m)^)
     return [float(c) for c, _ in pairs], [float(p) for _, p in pairs]
 
 
@@ -166,31 +224,79 @@ def _regcb_run(path: str, flags: str, interactions, rejection: tuple, seed: int,
     return name, result
 
 
-def _result_row(name: str, result, every: int) -> Row:
-    row = _row(name, np.array(result.weights), np.array(result.rewards), every)
+def _result_row(name: str, result, labelled: list, batches: _Batches) -> Row:
+    positions = np.array([i for i, _ in labelled], dtype=int)
+    row = _row(name, np.array(result.weights), np.array(result.rewards), positions, batches)
     row.kept = result.weighted_kept
     return row
 
 
-def _start_vw(flags: str, tail: str, path: str, predictions: str):
+def _start_vw(flags: str, tail: str, path: str, predictions: str | None, size: int):
+    """VW's own ``--explore_eval`` of the log, in a process of its own: with
+    ``predictions``, each example's distribution written there (VW's ``-p``); without,
+    its progress printed every ``size`` examples (VW's ``-P``), which gives the batch
+    means."""
+    output = f"-p {predictions}" if predictions else f"-P {size}"
     command = [sys.executable, "-c", VW_RUN,
-               f"--cb_explore_adf {flags} {tail} --explore_eval -d {path} -p {predictions}"]
+               f"--cb_explore_adf {flags} {tail} --explore_eval -d {path} {output}"]
     return (flags, predictions, subprocess.Popen(command, stdout=subprocess.DEVNULL,
                                                  stderr=subprocess.PIPE, text=True))
 
 
-def _vw_row(run, labelled: list, every: int) -> Row:
+def _vw_row(run, labelled: list, batches: _Batches) -> Row:
     flags, predictions, process = run
     _, err = process.communicate()
     if process.returncode:
         raise RuntimeError(f"vw {flags} --explore_eval failed: {err.strip()[-300:]}")
-    pmfs = _read_predictions(predictions)
-    weights = np.array([pmfs[i].get(lab.action, 0.0) / lab.prob for i, lab in labelled])
-    row = _row(f"vw {flags}", weights, np.array([-lab.cost for _, lab in labelled]), every)
+    name, rewards = f"vw {flags}", np.array([-lab.cost for _, lab in labelled])
+    positions = np.array([i for i, _ in labelled], dtype=int)
+    if predictions:
+        pmfs = _read_predictions(predictions)
+        weights = np.array([pmfs[i].get(lab.action, 0.0) / lab.prob for i, lab in labelled])
+        row = _row(name, weights, rewards, positions, batches)
+    else:
+        row = _progress_row(name, err, positions)
     kept = [line.split("=")[1] for line in err.splitlines()
             if line.startswith("weighted update count")]
     row.kept = float(kept[0]) if kept else None
     return row
+
+
+def _progress_row(name: str, err: str, positions: np.ndarray) -> Row:
+    """A VW row from its progress lines (``-P``): each batch's mean loss (``since last``)
+    up to its example counter; the examples after the last line join the last batch, their
+    sum taken from the final average loss."""
+    ends, means, average = [], [], math.nan
+    for line in err.splitlines():
+        words = line.split()
+        if line.startswith("average loss ="):
+            average = float(words[-1])
+        elif len(words) >= 4 and words[2].isdigit() and _number(words[0]) is not None:
+            ends.append(int(words[2]))
+            means.append(_number(words[1]) or 0.0)  # (n.a.: no labelled example)
+    n = len(positions)
+    if n == 0 or math.isnan(average):
+        nan = math.nan
+        return Row(name, nan, nan, nan, None, None, None, n, trace=[])
+    counts = np.diff(np.searchsorted(positions, [0, *ends]))
+    sums = -np.array(means) * counts
+    if len(sums) == 0:
+        sums, counts = np.zeros(1), np.zeros(1)
+    sums[-1] += -average * n - sums.sum()
+    counts[-1] += n - counts.sum()
+    value, se, dof = _batch_mean(sums, counts.astype(float))
+    half = _student(dof) * se
+    trace = [(int(c), float(v)) for c, v, k in zip(np.cumsum(counts), _running(sums, counts),
+                                                   counts) if k]
+    return Row(name, value, value - half, value + half, None, None, None, n, trace=trace,
+               se=se)
+
+
+def _number(word: str) -> float | None:
+    try:
+        return float(word)
+    except ValueError:
+        return None
 
 
 def _read_predictions(path: str) -> list[dict[int, float]]:
@@ -209,28 +315,31 @@ def combined(replays: list[Row]) -> Row:
     """One row of R replays of a candidate: the mean of their estimates, within
     ``t sqrt(se^2 + s^2 / R)``, ``se^2`` the mean of their squared standard errors (the
     log's sampling error, which the replays share) and ``s^2`` the variance of their
-    estimates (the learner's path, which a single replay's interval leaves out); ``t`` is
+    estimates (the learner's path and the examples' order, which a single replay's
+    interval leaves out); ``t`` is
     Student's quantile for Welch-Satterthwaite's degrees of freedom, ``s^2`` being known
     from R - 1 only."""
     if len(replays) == 1:
         return replays[0]
     first, n = replays[0], len(replays)
 
-    def pooled(values: list[float], lows: list[float], highs: list[float]) -> tuple:
-        se2 = float(np.mean([((high - low) / (2 * Z)) ** 2 for low, high in zip(lows, highs)]))
+    def pooled(values: list, errors: list) -> tuple:
+        if values[0] is None:
+            return None, None, None, None
+        se2 = float(np.mean(np.square(errors)))
         path = float(np.var(values, ddof=1)) / n
         value = float(np.mean(values))
         dof = (se2 + path) ** 2 / (path ** 2 / (n - 1)) if path > 0 else math.inf
-        half = _student(dof) * math.sqrt(se2 + path)
-        return value, value - half, value + half
+        se = math.sqrt(se2 + path)
+        return value, value - _student(dof) * se, value + _student(dof) * se, se
 
-    ips = pooled(*zip(*[(r.estimate, r.low, r.high) for r in replays]))
-    snips = pooled(*zip(*[(r.snips, r.snips_low, r.snips_high) for r in replays]))
+    (*ips, se) = pooled([r.estimate for r in replays], [r.se for r in replays])
+    (*snips, snips_se) = pooled([r.snips for r in replays], [r.snips_se for r in replays])
     kept = [r.kept for r in replays if r.kept is not None]
     trace = [(point[0], float(np.mean([r.trace[i][1] for r in replays])))
              for i, point in enumerate(first.trace or [])]
     return Row(first.name, *ips, *snips, first.examples,
-               float(np.mean(kept)) if kept else None, trace)
+               float(np.mean(kept)) if kept else None, trace, se, snips_se)
 
 
 def _student(dof: float) -> float:
@@ -246,20 +355,58 @@ def _student(dof: float) -> float:
             + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * dof ** 3))
 
 
-def _row(name: str, weights: np.ndarray, rewards: np.ndarray, every: int) -> Row:
-    """A row from each labelled example's weight ``pi(a) / p`` and logged reward: IPS and
-    SNIPS with their normal intervals (`regcb_stream.ope`), and the IPS trace."""
-    from regcb_stream.ope import _mean, _snips
+class _Batches:
+    """The log's examples in batches of ``size`` by position (the examples after the last
+    whole batch join it), for batch-means standard errors."""
 
+    def __init__(self, size: int, examples: int):
+        self.size, self.count = size, max(1, examples // size)
+
+    def of(self, positions: np.ndarray) -> np.ndarray:
+        return np.minimum(positions // self.size, self.count - 1)
+
+
+def _batch_mean(sums: np.ndarray, counts: np.ndarray) -> tuple[float, float, int]:
+    """The ratio ``sum(sums) / sum(counts)`` of per-batch sums, its standard error by batch
+    means (the batches' residuals ``sums - value * counts``, which counts the dependence of
+    nearby examples: a learner's estimate is not a mean of independent terms), and its
+    degrees of freedom (the batches with examples, less one)."""
+    total = counts.sum()
+    if total == 0:
+        return math.nan, math.nan, 0
+    value = float(sums.sum() / total)
+    used = counts != 0
+    b = int(used.sum())
+    if b < 2:
+        return value, math.nan, 0
+    spread = float(np.sum((sums[used] - value * counts[used]) ** 2))
+    return value, math.sqrt(b / (b - 1) * spread) / total, b - 1
+
+
+def _running(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.cumsum(sums) / np.cumsum(counts)
+
+
+def _row(name: str, weights: np.ndarray, rewards: np.ndarray, positions: np.ndarray,
+         batches: _Batches) -> Row:
+    """A row from each labelled example's weight ``pi(a) / p``, logged reward and position
+    in the log: IPS and SNIPS with their batch-means intervals (Student's t), and the IPS
+    estimate at the end of each batch."""
     n = len(weights)
     if n == 0:
         nan = math.nan
         return Row(name, nan, nan, nan, nan, nan, nan, 0, trace=[])
-    ips, snips = _mean(weights * rewards, Z), _snips(weights, rewards, Z)
-    running = np.cumsum(weights * rewards) / np.arange(1, n + 1)
-    trace = [(i + 1, float(running[i])) for i in range(every - 1, n, every)]
-    return Row(name, ips.value, ips.low, ips.high, snips.value, snips.low, snips.high, n,
-               trace=trace)
+    batch = batches.of(positions)
+    sums = np.bincount(batch, weights * rewards, batches.count)
+    counts = np.bincount(batch, minlength=batches.count).astype(float)
+    value, se, dof = _batch_mean(sums, counts)
+    snips, snips_se, snips_dof = _batch_mean(sums, np.bincount(batch, weights, batches.count))
+    half, snips_half = _student(dof) * se, _student(snips_dof) * snips_se
+    trace = [(int(c), float(v)) for c, v, k in zip(np.cumsum(counts), _running(sums, counts),
+                                                   counts) if k]
+    return Row(name, value, value - half, value + half, snips, snips - snips_half,
+               snips + snips_half, n, trace=trace, se=se, snips_se=snips_se)
 
 
 def _bar(name: str):
@@ -277,8 +424,9 @@ def format_table(rows: list[Row]) -> str:
              f"{'kept':>8}  {'examples':>8}"]
     for row in rows:
         kept = "" if row.kept is None else f"{row.kept:8.1f}"
+        snips = "n/a" if row.snips is None else f"{row.snips:7.4f}"
         lines.append(f"{row.name:<{width}}  {row.estimate:7.4f}  [{row.low:7.4f}, "
-                     f"{row.high:7.4f}]  {row.snips:7.4f}  {kept:>8}  {row.examples:8d}")
+                     f"{row.high:7.4f}]  {snips:>7}  {kept:>8}  {row.examples:8d}")
     return "\n".join(lines) + "\n"
 
 
@@ -324,8 +472,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "multiplier)")
     parser.add_argument("--random_seed", type=int, default=0, help="the rejection draws' seed")
     parser.add_argument("--replays", type=int, default=1, metavar="R",
-                        help="replay the log R times per candidate (seeds random_seed, ...): "
-                             "the mean, and an interval that counts the learner's path")
+                        help="replay the log R times per candidate (seeds random_seed, ...; "
+                             "all but the first in shuffled orders of its examples): the "
+                             "mean, and an interval that counts the learner's path")
+    parser.add_argument("--snips", action="store_true",
+                        help="SNIPS for VW's rows too (VW then writes each example's "
+                             "distribution, -p: slower)")
     parser.add_argument("--json", metavar="FILE", help="write the table as JSON (- stdout)")
     parser.add_argument("--plot", metavar="FILE", help="draw the estimates along the log")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -353,7 +505,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = compare(args.log, args.regcb, args.vw, interactions=args.interactions,
                        target_rate=args.target_rate, seed=args.random_seed,
                        progress=not args.quiet, dsjson=args.dsjson,
-                       replays=max(1, args.replays), multiplier=args.multiplier)
+                       replays=max(1, args.replays), multiplier=args.multiplier,
+                       snips=args.snips)
     except (ValueError, RuntimeError, shell.PathError) as error:
         print(f"regcb-compare: error: {error}", file=sys.stderr)
         return 1

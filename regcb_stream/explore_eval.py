@@ -28,6 +28,7 @@ the estimate along the log (for plots).
 
 from __future__ import annotations
 
+import array
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -163,10 +164,12 @@ def explore_eval(log: Iterable[LoggedExample], explorer: Explorer, *, seed: int 
     """Replay a log through an exploring learner by rejection sampling (VW's
     ``--explore_eval``; see the module's docstring). ``every``: examples between points of
     the trace; ``progress``: called with each example's number."""
-    f32 = np.float32  # (VW's thresholds, multiplier and rate are floats: the same draws kept)
+    f32 = _float32  # (VW's thresholds, multiplier and rate are floats: the same draws kept)
     result = ExploreEvalResult(explorer.name)
     m = f32(1.0 if multiplier is None else multiplier)
-    draw, rate_sum, ips_total = Merand48(seed), f32(0.0), 0.0
+    target = None if target_rate is None else f32(target_rate)
+    draw, rate_sum, rate, ips_total, kept_total = Merand48(seed), 0.0, 1.0, 0.0, 0.0
+    weights, rewards, kept_rewards = result.weights, result.rewards, result.kept_rewards
     for number, example in enumerate(_prepared(log, explorer), 1):
         label = example.label
         pmf = explorer.pmf(example)
@@ -175,33 +178,41 @@ def explore_eval(log: Iterable[LoggedExample], explorer: Explorer, *, seed: int 
         if label is None or label.prob is None or label.cost is None:
             continue
         found = 0 <= label.action < len(pmf)
-        prob = f32(pmf[label.action]) if found else f32(0.0)
-        ips_total += float(prob) * label.cost / label.prob
-        result.weights.append(float(prob) / label.prob)
-        result.rewards.append(-label.cost)
-        threshold = prob / f32(label.prob)
-        if multiplier is None and target_rate is None and found and threshold > 0:
-            m = min(m, f32(1.0) / threshold)
+        prob = f32(float(pmf[label.action])) if found else 0.0
+        ips_total += prob * label.cost / label.prob
+        weights.append(prob / label.prob)
+        rewards.append(-label.cost)
+        threshold = f32(prob / f32(label.prob))
+        if multiplier is None and target is None and found and threshold > 0:
+            m = min(m, f32(1.0 / threshold))
         threshold = f32(threshold * m)
-        rate = f32(target_rate) * f32(result.examples) / rate_sum if (
-            target_rate is not None and rate_sum > 0) else f32(1.0)
+        rate = f32(f32(target * result.examples) / rate_sum) if (
+            target is not None and rate_sum > 0) else 1.0
         rate_sum = f32(rate_sum + threshold)
         result.examples += 1
         if found:
-            result.violations += bool(threshold > 1 + 1e-6)
-            if target_rate is not None:
+            result.violations += threshold > 1 + 1e-6
+            if target is not None:
                 threshold = f32(threshold * rate)
             if draw() < threshold:
-                weight = float(max(threshold, f32(1.0)))
-                explorer.learn(example, label.cost, float(prob), weight)
+                weight = max(threshold, 1.0)
+                explorer.learn(example, label.cost, prob, weight)
                 result.kept += 1
                 result.weighted_kept += weight
-                result.kept_rewards.append(-label.cost)
+                kept_rewards.append(-label.cost)
+                kept_total -= label.cost
         if result.examples % every == 0:
-            result.trace.append((number, result.estimate))
-    result.multiplier, result.rate = float(m), float(rate) if result.examples else 1.0
+            result.trace.append((number, kept_total / result.kept if result.kept else math.nan))
+    result.multiplier, result.rate = m, rate if result.examples else 1.0
     result.ips_loss = ips_total / result.examples if result.examples else math.nan
     return result
+
+
+def _float32(value: float, _slot=array.array("f", [0.0])) -> float:
+    """``value`` rounded to the nearest float32 (one IEEE operation done in double and then
+    rounded gives float32 arithmetic's result)."""
+    _slot[0] = value
+    return _slot[0]
 
 
 def _prepared(log: Iterable[LoggedExample], explorer: Explorer, size: int = 1024
@@ -243,10 +254,12 @@ class RegCBExplorer(Explorer):
     on the log's features as ``regcb-stream`` encodes them (VW's ``-q`` crosses).
 
     Its distribution does not change until it learns, so the examples ahead are decided
-    together (``ahead`` at a time, again after each kept example)."""
+    together, again after each kept example: about half as many as have lately been offered
+    between two kept examples (from ``ahead`` to 32 times that), which balances the
+    decisions a kept example makes void against the cost of a call."""
 
     def __init__(self, learner=None, interactions: Iterable[str] = (), hash_bits: int = 18,
-                 name: str = "regcb (defaults)", ahead: int = 32):
+                 name: str = "regcb (defaults)", ahead: int = 8):
         from regcb_stream.io.vw_encode import AdfEncoder
         from regcb_stream.learner import RegCB
 
@@ -257,6 +270,7 @@ class RegCBExplorer(Explorer):
         self._encoder = AdfEncoder(lambda keys: columns("h", keys), interactions, True,
                                    hash_bits)
         self.ahead = ahead
+        self._gap, self._offered = 2.0 * ahead, 0  # examples between kept ones (mean)
         self._rows: list = []  # (examples, their rows), by runs of as many actions
         self._at: dict[int, tuple] = {}  # id of an example -> (run, position)
         self._decided: tuple | None = None  # (run, first, Decision) of the examples ahead
@@ -280,10 +294,12 @@ class RegCBExplorer(Explorer):
         if decided is None or decided[0] != run or not decided[1] <= i < decided[1] + len(
                 decided[2].pmf):
             rows = self._rows[run]
-            stop = min(i + self.ahead, len(rows.index))
+            ahead = min(32 * self.ahead, max(self.ahead, int(self._gap / 2)))
+            stop = min(i + ahead, len(rows.index))
             part = type(rows)(rows.index[i:stop], rows.value[i:stop])
             self._decided = decided = (run, i, self.learner.decide_many([{}] * (stop - i),
                                                                           part))
+        self._offered += 1
         return decided[2].pmf[i - decided[1]]
 
     def learn(self, example: LoggedExample, cost: float, prob: float, weight: float) -> None:
@@ -295,6 +311,8 @@ class RegCBExplorer(Explorer):
         chosen = type(rows)(rows.index[i:i + 1, [a]], rows.value[i:i + 1, [a]])
         self.learner.learn_many([{}], chosen, [-cost], [prob], [weight], candidates)
         self._decided = None
+        self._gap += (self._offered - self._gap) / 8
+        self._offered = 0
 
 
 def _unlabelled(example: LoggedExample) -> Iterator[str]:

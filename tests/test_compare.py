@@ -82,18 +82,86 @@ def test_a_dsjson_log():
 def test_replays_count_the_learners_path():
     from regcb_stream.compare import Row, _student, combined
 
-    one = Row("x", 0.5, 0.4, 0.6, 0.5, 0.4, 0.6, 10, 3.0, [(5, 0.5)])
+    one = Row("x", 0.5, 0.4, 0.6, 0.5, 0.4, 0.6, 10, 3.0, [(5, 0.5)], 0.05, 0.05)
     assert combined([one]) is one
-    rows = [Row("x", v, v - 0.1, v + 0.1, v, v - 0.1, v + 0.1, 10, k, [(5, v)])
+    rows = [Row("x", v, v - 0.1, v + 0.1, v, v - 0.1, v + 0.1, 10, k, [(5, v)], 0.05, 0.05)
             for v, k in ((0.4, 2.0), (0.6, 4.0))]
     row = combined(rows)
-    se2, path = (0.1 / 1.959964) ** 2, 0.02 / 2  # s^2 = 0.02, R = 2
+    se2, path = 0.05 ** 2, 0.02 / 2  # s^2 = 0.02, R = 2
     half = _student((se2 + path) ** 2 / path ** 2) * (se2 + path) ** 0.5
     assert (row.estimate, row.kept, row.trace) == (pytest.approx(0.5), 3.0, [(5, 0.5)])
     assert (row.low, row.high) == (pytest.approx(0.5 - half), pytest.approx(0.5 + half))
+    assert row.se == pytest.approx((se2 + path) ** 0.5)
+    no_snips = [Row("x", v, v - 0.1, v + 0.1, None, None, None, 10, se=0.05) for v in (0.4, 0.6)]
+    assert combined(no_snips).snips is None
     replayed = compare(str(needs(LOG)), vw=["--coin --epsilon 0.1"], interactions=["UA"],
                        replays=3)
     assert all(r.low <= r.estimate <= r.high for r in replayed)
+
+
+def test_replays_after_the_first_play_the_log_shuffled(tmp_path):
+    """Replay s > 0 reads the log's examples in the order seeded by s: each VW replay's
+    estimate is our estimator's on that order, so the row is their mean."""
+    from regcb_stream.compare import _shuffled
+    from regcb_stream.explore_eval import VWExplorer, explore_eval, read_log
+
+    path = str(needs(LOG))
+    copy, order = _shuffled(path, False, 1, str(tmp_path / "copy.dat"))
+    original = [ex.lines for ex in read_log(open(path))]
+    assert [ex.lines for ex in read_log(open(copy))] == [original[i] for i in order]
+    assert sorted(order) == list(range(len(original))) and list(order) != sorted(order)
+    rows = compare(path, vw=["--coin --epsilon 0.1"], interactions=["UA"], replays=2,
+                   multiplier="min")
+    ours = [explore_eval(read_log(open(log)), VWExplorer("--coin --epsilon 0.1 -q UA"),
+                         seed=seed, multiplier=0.011111111297375624)
+            for seed, log in enumerate((path, copy))]
+    assert rows[1].estimate == pytest.approx(-sum(r.ips_loss for r in ours) / 2, abs=1e-6)
+    assert rows[1].kept == pytest.approx(sum(r.weighted_kept for r in ours) / 2)
+
+
+def test_a_dsjson_log_shuffles_by_lines(tmp_path):
+    from regcb_stream.compare import _shuffled
+
+    path = needs(TRAIN / "dsjson_cb.json")
+    copy, order = _shuffled(str(path), True, 3, str(tmp_path / "copy.json"))
+    lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+    assert open(copy, "rb").read().splitlines()[:len(lines)] == [lines[i] for i in order]
+    rows = compare(str(path), vw=["--epsilon 0.1"], dsjson=True, replays=2)
+    assert all(row.low <= row.estimate <= row.high for row in rows)
+
+
+@pytest.mark.parametrize("points", [100, 7])
+def test_vws_progress_lines_give_the_rows_that_its_predictions_give(points):
+    """Without ``snips``, a VW row comes from VW's progress lines (``-P``): the same
+    estimate, batch-means interval and trace as from each example's distribution (``-p``)."""
+    path = str(needs(LOG))
+    fast, full = (compare(path, vw=["--coin --epsilon 0.1", "--squarecb"], interactions=["UA"],
+                          points=points, snips=snips) for snips in (False, True))
+    for quick, slow in zip(fast[1:3], full[1:3]):
+        assert quick.snips is None and slow.snips is not None
+        assert quick.estimate == pytest.approx(slow.estimate, abs=1e-6)
+        assert (quick.low, quick.high) == (pytest.approx(slow.low, abs=1e-4),
+                                           pytest.approx(slow.high, abs=1e-4))
+        assert [c for c, _ in quick.trace] == [c for c, _ in slow.trace]
+        assert [v for _, v in quick.trace] == pytest.approx([v for _, v in slow.trace],
+                                                            abs=1e-5)
+
+
+def test_batch_means_count_dependent_terms():
+    """Batches of one: the usual standard error of a mean; terms that move together
+    (a learner's stretch of good or bad play) widen it."""
+    import numpy as np
+
+    from regcb_stream.compare import _batch_mean
+
+    terms = np.random.default_rng(0).normal(size=400)
+    value, se, dof = _batch_mean(terms, np.ones(400))
+    assert (value, se, dof) == (pytest.approx(terms.mean()),
+                                pytest.approx(terms.std(ddof=1) / 20), 399)
+    runs = np.repeat(terms[:40], 10)  # the same term ten times in a row
+    iid = runs.std(ddof=1) / 20
+    batched = _batch_mean(np.add.reduceat(runs, np.arange(0, 400, 10)), np.full(40, 10.0))
+    assert batched[1] > 2.5 * iid and batched[2] == 39
 
 
 def test_a_fixed_multiplier_is_vws():

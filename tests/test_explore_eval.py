@@ -86,3 +86,22 @@ def test_a_uniform_log_keeps_what_the_explorer_would_have_played(tmp_path):
     low, high = result.interval()
     assert 0.5 < result.estimate and low < result.estimate < high
     assert result.trace and result.trace[-1][0] == n
+
+
+def test_regcb_decides_alike_however_far_ahead():
+    """RegCB's distribution changes only when it learns: deciding one example at a time
+    or many ahead keeps the same examples with the same probabilities."""
+    from regcb_stream import command
+    from regcb_stream.cli import build_parser
+    from regcb_stream.explore_eval import RegCBExplorer
+
+    path = needs(TRAIN / "explore_eval_egreedy.dat")
+    results = []
+    for ahead in (1, 8, 1000):
+        learner, settings = command.setup(build_parser().parse_args(["--cb_explore_adf",
+                                                                     "-qUA"]))
+        explorer = RegCBExplorer(learner, settings.interactions, settings.hash_bits,
+                                 ahead=ahead)
+        result = explore_eval(read_log(open(path)), explorer)
+        results.append((result.kept, result.weights))
+    assert results[0] == results[1] == results[2] and results[0][0] > 1

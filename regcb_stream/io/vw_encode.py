@@ -468,7 +468,8 @@ class AdfEncoder:
         known to have none)."""
         n_features = (value != 0).sum(axis=(1, 2)) + self.constant * index.shape[1]
         n_features[list(counts)] = list(counts.values())
-        rows = EncodedRows(np.ascontiguousarray(index), np.ascontiguousarray(value))
+        rows = EncodedRows(index if merged else np.ascontiguousarray(index),
+                           np.ascontiguousarray(value))  # (merged: a read-only broadcast)
         if not merged:
             _merge_repeats(rows)
         return EncodedBlock(rows, n_features, errors)
