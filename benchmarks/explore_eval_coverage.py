@@ -27,7 +27,7 @@ For each (stream, log, learner) - RegCB's defaults, VW ``--epsilon 0.05``, VW ``
 
 From the repository root::
 
-    .venv/bin/python benchmarks/explore_eval_coverage.py [--rounds 20000] [--seeds 10]
+    .venv/bin/python benchmarks/explore_eval_coverage.py [--rounds 20000] [--seeds 20]
 
 Writes ``docs/explore_eval.md`` and prints it.
 """
@@ -455,7 +455,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--streams", nargs="+", default=list(STREAMS))
     parser.add_argument("--rounds", type=int, default=20_000, help="rounds per stream, at most")
-    parser.add_argument("--seeds", type=int, default=10, help="seeds of the on-policy runs")
+    parser.add_argument("--seeds", type=int, default=20, help="seeds of the on-policy runs")
     parser.add_argument("--compare-replays", type=int, default=5,
                         help="replays per candidate (regcb-compare --replays)")
     parser.add_argument("--multiplier", choices=["min"],
