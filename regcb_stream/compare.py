@@ -5,6 +5,7 @@ same logged ADF stream by explore-eval (`regcb_stream.explore_eval`), side by si
     regcb-compare log.dat --regcb "--mellowness 0.01" --vw "--epsilon 0.1" --vw=--squarecb
     regcb-compare log.dat --json - --plot estimates.png
     regcb-compare decisions.json --dsjson --vw "--epsilon 0.1"   # a DSJSON log
+    regcb-compare single_line.dat --cb_explore 26                # a single-line log
 
 Each candidate's estimate is the progressive IPS reward of its own distributions on the
 log's labelled examples while it learns from the examples explore-eval keeps for it (VW's
@@ -40,7 +41,7 @@ from statistics import NormalDist
 import numpy as np
 
 from regcb_stream import shell
-from regcb_stream.explore_eval import RegCBExplorer, explore_eval, read_log
+from regcb_stream.explore_eval import ACTIONS, RegCBExplorer, as_adf, explore_eval, read_log
 
 DEFAULT_VW = ("--epsilon 0.05", "--squarecb", "--regcb", "--regcb --regcbopt", "--cover 3")
 VW_RUN = ("import sys; from vowpalwabbit import Workspace; "
@@ -70,7 +71,7 @@ def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = No
             interactions: list[str] = (), target_rate: float | None = None, seed: int = 0,
             progress: bool = False, points: int = 100, dsjson: bool = False,
             replays: int = 1, multiplier: float | str | None = None,
-            snips: bool = False) -> list[Row]:
+            snips: bool = False, cb_actions: int | None = None) -> list[Row]:
     """The comparison as data: a `Row` per candidate, then the baselines. With ``replays``
     R > 1, each candidate replays the log R times (rejection seeds ``seed`` to
     ``seed + R - 1``; the first replay in the log's order, the others in orders of its
@@ -84,12 +85,28 @@ def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = No
     explorer plays: exact rejection sampling); None: VW's adaptive multiplier.
     ``points``: about how many batches (and points of each row's trace) the log is cut in.
     ``snips``: VW's rows get SNIPS too (VW's ``-p``, slower; without, ``Row.snips`` is None).
+    ``cb_actions``: K for a single-line log (VW's ``--cb_explore K``), replayed as the ADF
+    log `explore_eval.as_adf` makes of it, every namespace crossed with the actions'.
 
     >>> rows = compare("../shared/vw_tests/train-sets/cb_test.ldf", vw=["--epsilon 0.2"])
     >>> [(row.name, row.examples) for row in rows]  # doctest: +NORMALIZE_WHITESPACE
     [('regcb (defaults)', 2), ('vw --epsilon 0.2', 2), ('uniform random', 2),
      ('logging policy', 2)]
     """
+    if cb_actions is not None and dsjson:
+        raise ValueError("a DSJSON log is ADF: --cb_explore K is for single-line logs")
+    with tempfile.TemporaryDirectory() as folder:
+        if cb_actions is not None:  # a single-line log, replayed as ADF
+            path = _adf_copy(path, cb_actions, os.path.join(folder, "adf.log"))
+            interactions = [*interactions, ":" + ACTIONS[0]]
+        return _compare(path, folder, regcb, vw, interactions, target_rate, seed, progress,
+                        points, dsjson, replays, multiplier, snips)
+
+
+def _compare(path: str, folder: str, regcb, vw, interactions, target_rate, seed: int,
+             progress: bool, points: int, dsjson: bool, replays: int, multiplier,
+             snips: bool) -> list[Row]:
+    """`compare` of an ADF or DSJSON log, its temporary files in ``folder``."""
     costs, probs = _scan_labels(path, dsjson)
     cost_range = (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
     if multiplier == "min":
@@ -100,26 +117,25 @@ def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = No
         f" --multiplier {multiplier!r}" if multiplier is not None else "")
     seeds = range(seed, seed + replays)
     examples: list = []  # (label, number of actions) of each example, read by RegCB's run
-    with tempfile.TemporaryDirectory() as folder:
-        logs = [(path, None)] + [_shuffled(path, dsjson, s, os.path.join(folder, f"{s}.log"))
-                                 for s in seeds[1:]]
-        size = max(1, len(costs) // points)  # examples in a batch
-        runs = [[_start_vw(flags, f"{tail} --random_seed {s}", log,
-                           os.path.join(folder, f"{j}.{s}.p") if snips else None, size)
-                 for s, (log, _) in zip(seeds, logs)]
-                for j, flags in enumerate(vw if vw is not None else DEFAULT_VW)]
-        results = [[_regcb_run(log, flags, interactions, (target_rate, multiplier), s,
-                               progress, cost_range, dsjson, examples)
-                    for s, (log, _) in zip(seeds, logs)]
-                   for flags in (regcb or [""])]
-        batches = _Batches(size, len(examples))
-        labelled = [_labelled(examples, order) for _, order in logs]
-        rows = [combined([_result_row(name, result, known, batches)
-                          for (name, result), known in zip(replayed, labelled)])
-                for replayed in results]
-        rows += [combined([_vw_row(run, known, batches) for run, known in zip(replayed, labelled)])
-                 for replayed in runs]
-        labelled = labelled[0]
+    logs = [(path, None)] + [_shuffled(path, dsjson, s, os.path.join(folder, f"{s}.log"))
+                             for s in seeds[1:]]
+    size = max(1, len(costs) // points)  # examples in a batch
+    runs = [[_start_vw(flags, f"{tail} --random_seed {s}", log,
+                       os.path.join(folder, f"{j}.{s}.p") if snips else None, size)
+             for s, (log, _) in zip(seeds, logs)]
+            for j, flags in enumerate(vw if vw is not None else DEFAULT_VW)]
+    results = [[_regcb_run(log, flags, interactions, (target_rate, multiplier), s,
+                           progress, cost_range, dsjson, examples)
+                for s, (log, _) in zip(seeds, logs)]
+               for flags in (regcb or [""])]
+    batches = _Batches(size, len(examples))
+    labelled = [_labelled(examples, order) for _, order in logs]
+    rows = [combined([_result_row(name, result, known, batches)
+                      for (name, result), known in zip(replayed, labelled)])
+            for replayed in results]
+    rows += [combined([_vw_row(run, known, batches) for run, known in zip(replayed, labelled)])
+             for replayed in runs]
+    labelled = labelled[0]
     rewards = np.array([-lab.cost for _, lab in labelled])
     uniform = np.array([1 / lab.prob / examples[i][1] for i, lab in labelled])
     positions = np.array([i for i, _ in labelled], dtype=int)
@@ -163,6 +179,14 @@ def _log_bytes(path: str) -> bytes:
 def replay_order(n: int, seed: int) -> np.ndarray:
     """The order a replay after the first plays a log's ``n`` examples in."""
     return np.random.default_rng(seed).permutation(n)
+
+
+def _adf_copy(path: str, n_actions: int, copy: str) -> str:
+    """A single-line log written as ADF (`explore_eval.as_adf`)."""
+    with contextlib.ExitStack() as stack, open(copy, "w") as out:
+        for line in as_adf(shell.open_input(stack, path), n_actions):
+            out.write(line + "\n")
+    return copy
 
 
 def _shuffled(path: str, dsjson: bool, seed: int, copy: str) -> tuple[str, np.ndarray]:
@@ -218,7 +242,7 @@ def _regcb_run(path: str, flags: str, interactions, rejection: tuple, seed: int,
         target_rate, multiplier = rejection
         result = explore_eval(log, explorer, seed=seed, target_rate=target_rate,
                               multiplier=multiplier,
-                              progress=bar and (lambda n: bar.update(1)))
+                              progress=None if bar is None else (lambda n: bar.update(1)))
     if bar is not None:
         bar.close()
     return name, result
@@ -456,6 +480,10 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("log", help="a logged stream in VW's ADF text format (or DSJSON)")
     parser.add_argument("--dsjson", action="store_true", help="the log is VW's DSJSON")
+    parser.add_argument("--cb_explore", type=int, metavar="K",
+                        help="the log is single-line with K actions (VW's --cb_explore K): "
+                             "replayed as ADF, each action a line |_action aK crossed with "
+                             "every namespace (-q :_)")
     parser.add_argument("--regcb", action="append", metavar="FLAGS",
                         help="a RegCB candidate: regcb-stream learner flags (repeatable; "
                              "none: RegCB's defaults)")
@@ -506,10 +534,13 @@ def main(argv: list[str] | None = None) -> int:
                        target_rate=args.target_rate, seed=args.random_seed,
                        progress=not args.quiet, dsjson=args.dsjson,
                        replays=max(1, args.replays), multiplier=args.multiplier,
-                       snips=args.snips)
+                       snips=args.snips, cb_actions=args.cb_explore)
     except (ValueError, RuntimeError, shell.PathError) as error:
         print(f"regcb-compare: error: {error}", file=sys.stderr)
         return 1
+    if args.replays <= 1 and not args.quiet:
+        print("regcb-compare: one replay per candidate: its interval leaves out the spread "
+              "of the learner's path (--replays 5 --multiplier min counts it)", file=sys.stderr)
     if args.plot:
         plot(rows, args.plot)
     text = json.dumps([asdict(row) for row in rows], indent=1) + "\n"

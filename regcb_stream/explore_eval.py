@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from regcb_stream.io.vw_text import ADFExample, Label, iter_adf
+from regcb_stream.io.vw_text import ADFExample, Label, iter_adf, iter_cb_lines
 
 _A, _C, _MASK = 0xEECE66D5DEECE66D, 2147483647, (1 << 64) - 1
 
@@ -92,6 +92,31 @@ def read_log(lines: Iterable[str], dsjson: bool = False, text: bool = True
             example, = iter_adf(block, shared_text=True)
             yield LoggedExample(tuple(block), example.label, example)
             block = []
+
+
+ACTIONS = "_action"  # the namespace of the action lines `as_adf` writes
+
+
+def as_adf(lines: Iterable[str], n_actions: int) -> Iterator[str]:
+    """A single-line log (VW's ``--cb_explore K``: label actions 1..K) as ADF text, for
+    explore-eval (VW's ``--explore_eval`` reads ADF only): per example a shared line with
+    its features, K action lines ``|_action a1`` ... ``|_action aK`` (the label, if it has
+    a probability, on the logged action's line), an empty line. Crossing every namespace
+    with the actions' (``-q :_``) gives each action weights of its own, as the single-line
+    learners have. Errors name the line (`vw_text.VWParseError`).
+
+    >>> list(as_adf(["2:0.5:0.25 |u x:1", "|u y"], 2))  # doctest: +NORMALIZE_WHITESPACE
+    ['shared |u x:1', '|_action a1', '0:0.5:0.25 |_action a2', '',
+     'shared |u y', '|_action a1', '|_action a2', '']
+    """
+    actions = [f"|{ACTIONS} a{k}" for k in range(1, n_actions + 1)]
+    for line in iter_cb_lines(lines, n_actions):
+        yield f"shared |{line.body}"
+        label = line.label
+        at = label.action - 1 if label is not None and label.prob is not None else -1
+        for k, action in enumerate(actions):
+            yield f"0:{label.cost!r}:{label.prob!r} {action}" if k == at else action
+        yield ""
 
 
 def _dsjson_log(lines: Iterable[str]) -> Iterator[LoggedExample]:

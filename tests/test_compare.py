@@ -51,6 +51,9 @@ def test_the_command_writes_a_table_json_and_a_plot(tmp_path, capsys):
     assert rows[0]["trace"][-1][0] == 50 and image.stat().st_size > 1000
     assert main([str(needs(LOG)), "--quiet", "--vw=--squarecb", "--json", "-"]) == 0
     assert json.loads(capsys.readouterr().out)[1]["name"] == "vw --squarecb"
+    assert main([str(needs(LOG)), "--vw=--squarecb", "--snips"]) == 0
+    captured = capsys.readouterr()
+    assert "n/a" not in captured.out and "--replays 5" in captured.err
 
 
 def test_bad_input(tmp_path, capsys):
@@ -175,3 +178,31 @@ def test_a_fixed_multiplier_is_vws():
                         multiplier=0.011111111297375624)  # (the log's least probability)
     assert rows[1].kept == ours.weighted_kept < 50
     assert rows[1].estimate == pytest.approx(-ours.ips_loss, abs=1e-6)
+
+
+def test_a_single_line_log_is_replayed_as_adf(tmp_path, capsys):
+    """``--cb_explore K``: a single-line log becomes the ADF log `as_adf` makes of it (the
+    same labels), every namespace crossed with the actions'; VW's row is VW's own
+    explore-eval of that ADF log."""
+    import numpy as np
+
+    from regcb_stream.bench.vw_logs import write_logged_stream
+    from regcb_stream.explore_eval import VWExplorer, as_adf, explore_eval, read_log
+    from regcb_stream.io.vw_text import iter_cb
+
+    rng = np.random.default_rng(0)
+    X, R = rng.normal(size=(300, 4)), (rng.random((300, 3)) < 0.3).astype(float)
+    single = tmp_path / "single.dat"
+    write_logged_stream(single, X, R, adf=False)
+    adf = list(read_log(line + "\n" for line in as_adf(open(single), 3)))
+    assert [(ex.label.action + 1, ex.label.cost, ex.label.prob) for ex in adf] == [
+        tuple(ex.label) for ex in iter_cb(open(single), 3)]
+    rows = compare(str(single), vw=["--epsilon 0.1"], cb_actions=3)
+    assert [row.examples for row in rows] == [300] * 4
+    ours = explore_eval(iter(adf), VWExplorer("--epsilon 0.1 -q :_"))
+    assert rows[1].estimate == pytest.approx(-ours.ips_loss, abs=1e-6)
+    assert rows[1].kept == ours.weighted_kept
+    bad = tmp_path / "bad.dat"
+    bad.write_text("1:0:0.5 |s a\n4:0:0.5 |s b\n")
+    assert main([str(bad), "--cb_explore", "3", "--quiet"]) == 1
+    assert "line 2" in capsys.readouterr().err
