@@ -29,6 +29,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m regcb_stream.bench", description=__doc__)
     p.add_argument("--quick", action="store_true", help="tiny subset, < 60 s")
     p.add_argument("--jobs", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--scheduler", metavar="ADDRESS|local",
+                   help="run on a Dask cluster: a scheduler's address, or local (--jobs "
+                        "workers on 127.0.0.1); needs the dask extra")
     p.add_argument("--out", type=pathlib.Path, help="directory of results.jsonl")
     p.add_argument("--report", type=pathlib.Path, help="markdown report to write")
     p.add_argument("--figures", type=pathlib.Path, help="directory of the PNG figures")
@@ -122,7 +125,7 @@ def main(argv=None) -> int:
                "command": "python -m regcb_stream.bench " + " ".join(sys.argv[1:] or [])}
     if not args.report_only:
         done = runner.run_sweep(config["tasks"], config["results"], args.jobs,
-                                progress=not args.no_progress)
+                                progress=not args.no_progress, scheduler=args.scheduler)
         session.update(done, date=datetime.datetime.now().isoformat(timespec="seconds"))
         print(f"ran {done['ran']} runs in {done['seconds']:.0f} s "
               f"({done['skipped']} already done) -> {config['results']}")

@@ -3,7 +3,8 @@
 Each finished run is appended at once as one JSON line to the results file, keyed by its
 ``run_id``; a sweep started again skips the run ids already in the file, so an interrupted
 sweep resumes where it stopped. Runs are scheduled repetition by repetition, longest first
-within one (by a rough cost model), over a ``multiprocessing`` pool, with a ``tqdm`` progress bar.
+within one (by a rough cost model), over a ``multiprocessing`` pool or a Dask cluster
+(`cluster`), with a ``tqdm`` progress bar.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pathlib
 import time
 from dataclasses import asdict, dataclass
 
-from regcb_stream.bench.harness import algorithms, problems, protocol
+from regcb_stream.bench.harness import algorithms, cluster, problems, protocol
 from regcb_stream.bench.harness.baselines import supervised_curve
 
 
@@ -130,8 +131,10 @@ def _init_worker() -> None:
         pass
 
 
-def run_sweep(tasks: list[Task], path: pathlib.Path, jobs: int = 2, progress: bool = True):
-    """Run the tasks not yet in ``path``, appending each record as it finishes.
+def run_sweep(tasks: list[Task], path: pathlib.Path, jobs: int = 2, progress: bool = True,
+              scheduler: str | None = None):
+    """Run the tasks not yet in ``path``, appending each record as it finishes: in ``jobs``
+    local processes, or on a Dask cluster (``scheduler``: its address, or ``"local"``).
 
     Returns
     -------
@@ -146,7 +149,9 @@ def run_sweep(tasks: list[Task], path: pathlib.Path, jobs: int = 2, progress: bo
     start = time.perf_counter()
     bar = _bar(len(todo), progress)
     with open(path, "a", encoding="utf-8") as out:
-        for record in _results(todo, jobs):
+        records = _results(todo, jobs) if scheduler is None else cluster.results(
+            todo, run_task, scheduler, jobs, _init_worker)
+        for record in records:
             out.write(json.dumps(record) + "\n")
             out.flush()
             bar.update(1)
