@@ -50,6 +50,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/explore_eval_coverage.py --multiplier min
 	$(BIN)/python benchmarks/compare_speed.py
 	$(BIN)/python benchmarks/dask_sweep.py
+	$(BIN)/python benchmarks/replica_refresh.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -202,12 +202,7 @@ def save_model(path: str | os.PathLike, learner, settings: dict,
     ``allow_pickle`` (see the module docstring)."""
     import tempfile  # here: it costs the command's start-up a few milliseconds
 
-    writer = _Writer(allow_pickle)
-    header = {"format": FORMAT, "version": VERSION, "settings": writer.tree(settings),
-              "learner": writer.tree(learner)}
-    buffer = io.BytesIO()
-    np.savez(buffer, header=np.frombuffer(json.dumps(header).encode(), np.uint8),
-             **{f"a{i}": array for i, array in enumerate(writer.arrays)})
+    data = dumps(learner, settings, allow_pickle)
     folder, name = os.path.split(os.fspath(path))
     fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=folder or ".")
     try:
@@ -215,7 +210,7 @@ def save_model(path: str | os.PathLike, learner, settings: dict,
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as out:
-            out.write(buffer.getvalue())
+            out.write(data)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
@@ -225,33 +220,53 @@ def save_model(path: str | os.PathLike, learner, settings: dict,
         raise
 
 
+def dumps(learner, settings: dict, allow_pickle: bool = False) -> bytes:
+    """A model file's bytes (what `save_model` writes)."""
+    writer = _Writer(allow_pickle)
+    header = {"format": FORMAT, "version": VERSION, "settings": writer.tree(settings),
+              "learner": writer.tree(learner)}
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.frombuffer(json.dumps(header).encode(), np.uint8),
+             **{f"a{i}": array for i, array in enumerate(writer.arrays)})
+    return buffer.getvalue()
+
+
+def loads(data: bytes, allow_pickle: bool = False, name: str = "the model"):
+    """``(learner, settings)`` from a model file's bytes (`load_model`)."""
+    return _load(io.BytesIO(data), data[:2], allow_pickle, name)
+
+
 def load_model(path: str | os.PathLike, allow_pickle: bool = False):
     """Return ``(learner, settings)`` from a model file, or raise ``ValueError`` saying why
     the file is not one that loads (a pickle of an earlier version is never unpickled)."""
     with open(path, "rb") as source:
         head = source.read(2)
+    return _load(path, head, allow_pickle, path)
+
+
+def _load(source, head: bytes, allow_pickle: bool, label):
     if head[:1] == PICKLE_MAGIC:
-        raise ValueError(f"{path} is a model file of an earlier regcb-stream (a pickle, which "
+        raise ValueError(f"{label} is a model file of an earlier regcb-stream (a pickle, which "
                          f"can run code when loaded); if you trust it, convert it once with "
-                         f"`{CONVERT} {path} NEW`")
+                         f"`{CONVERT} {label} NEW`")
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        with np.load(source, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
         header = json.loads(arrays.pop("header").tobytes())
     except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError,
             zipfile.BadZipFile) as error:
-        raise ValueError(f"{path} is not a regcb-stream model file ({error})") from None
+        raise ValueError(f"{label} is not a regcb-stream model file ({error})") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a regcb-stream model file")
+        raise ValueError(f"{label} is not a regcb-stream model file")
     if header.get("version") != VERSION:
-        raise ValueError(f"{path} has model format version {header.get('version')}, "
+        raise ValueError(f"{label} has model format version {header.get('version')}, "
                          f"this regcb-stream reads version {VERSION}")
-    reader = _Reader(arrays, allow_pickle, path)
+    reader = _Reader(arrays, allow_pickle, label)
     try:
         settings = reader.value(header["settings"])  # (in the order they were written)
         return reader.value(header["learner"]), settings
     except (KeyError, TypeError, AttributeError, IndexError) as error:
-        raise ValueError(f"{path} is a damaged regcb-stream model file ({error!r})") from None
+        raise ValueError(f"{label} is a damaged regcb-stream model file ({error!r})") from None
 
 
 def convert(old: str, new: str) -> None:
