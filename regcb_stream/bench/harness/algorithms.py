@@ -9,6 +9,7 @@ Each family has 8 log-spaced parameter values (the paper's protocol). Grids:
   (``RidgeOracle(l2=10, prior="optimistic")``, :func:`regcb_algo.make_oracle`);
 * ε-Greedy and VW's ``--epsilon``: eps in 1e-1 ... 1e-8 (the paper's range);
 * Bootstrap: beta in 1e2 ... 1e-5 (the multiplier of the variance; 1 is a one-sigma UCB);
+* ILTCB: c in 1e-1 ... 1e-8 (the paper's range), mu_m = min(1/(2K), c sqrt(1/(K tau_m)));
 * SquareCB (ours): c in 10^-1 ... 10^2.5 with gamma_t = c sqrt(K t); VW ``--squarecb``:
   ``--gamma_scale`` in 10^-0.5 ... 10^3 (VW's gamma is gamma_scale t^0.5, default 10);
 * VW ``--regcb`` / ``--regcbopt``: mellowness c0 in 1e-1 ... 1e-8;
@@ -25,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from regcb_stream.bench.harness import baselines
+from regcb_stream.bench.harness.iltcb import ILTCB
 from regcb_stream.bench.harness.problems import Problem
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 
@@ -70,6 +72,7 @@ def _families() -> dict[str, Family]:
     out["egreedy"] = Family("ε-Greedy (ridge)", "eps", DECADES, "baseline")
     out["bootstrap"] = Family("Bootstrap (ridge)", "beta",
                               tuple(float(f"1e{k}") for k in range(2, -6, -1)), "baseline")
+    out["iltcb"] = Family("ILTCB (ridge)", "c", DECADES, "baseline")
     out["squarecb"] = Family("SquareCB (ridge)", "c", half_decades(-2),
                              "baseline")
     vw = {"regcb": ("mellowness", DECADES), "regcbopt": ("mellowness", DECADES),
@@ -117,7 +120,7 @@ def build(family: str, param, problem: Problem, seed: int):
 
         return VWAlgorithm(family.removeprefix("vw-"), param, k, seed)
     classes = {"egreedy": baselines.EpsilonGreedy, "bootstrap": baselines.Bootstrap,
-               "squarecb": baselines.SquareCB}
+               "squarecb": baselines.SquareCB, "iltcb": ILTCB}
     if family not in classes:
         raise ValueError(f"unknown family {family!r}")
     return classes[family](float(param), k, train.X.shape[-1], train.adf, seed)
@@ -132,7 +135,7 @@ _COST_US = {"regcb-elim:ridge": (5, 0, 4), "regcb-opt:ridge": (5, 0, 4),
             "regcb-opt:vw": (40, 1, 1), "regcb-elim:river": (10, 0.5, 0.5),
             "regcb-opt:river": (10, 0.5, 0.5), "regcb-elim:gb5": (3000, 0, 0),
             "regcb-opt:gb5": (3000, 0, 0), "egreedy": (3, 0, 0.1), "bootstrap": (5, 0, 0.5),
-            "squarecb": (3, 0, 0.1), "supervised": (3, 0, 0.1),
+            "squarecb": (3, 0, 0.1), "supervised": (3, 0, 0.1), "iltcb": (10, 10, 1),
             "regcb-defaults": (40, 1, 4), "linucb": (20, 80, 0.5)}
 _VW_COST_US = (30, 2.5, 0.3)  # a + b K + c D, times (0.5 + policies / 4) for bag and cover
 

@@ -8,6 +8,8 @@
 * SquareCB (Foster and Rakhlin 2020): inverse gap weighting of the ridge predictions,
   ``p(a) = 1 / (K + gamma_t (best - f(a)))`` with ``gamma_t = c sqrt(K t)``.
 
+ILTCB (Agarwal et al. 2014) on the same schedule is in :mod:`.iltcb`.
+
 Ties of the greedy or optimistic action are split uniformly (before any data every action
 ties), so each decision rule is a deterministic distribution and the protocol's uniforms
 draw the actions.
@@ -25,15 +27,14 @@ from regcb_stream.bench.harness.protocol import Step, sample
 BOOTSTRAP_REPLICATES = 8
 
 
-class _EpochRidge:
-    """Shared machinery: ridge copies refit at the ``sqrt2`` rebuild points."""
+class _Epochs:
+    """The ``sqrt2`` epoch schedule and the decision loop shared by the baselines.
 
-    copies = 1
+    A subclass gives the distributions (``_rule``), takes the labels of a block (``_add``)
+    and refits at the rebuild points (``_rebuild``).
+    """
 
-    def __init__(self, n_actions: int, dim: int, adf: bool, seed: int):
-        self.adf = adf
-        self.ridge = BlockRidge(1 if adf else n_actions, dim + 1, self.copies)
-        self.rng = np.random.default_rng([seed, 7])
+    def __init__(self):
         self.n = 0
         self.next_rebuild = schedules.next_rebuild("sqrt2", 0)
 
@@ -46,17 +47,44 @@ class _EpochRidge:
         return Step(actions, pmf[np.arange(len(u)), actions], width, plausible)
 
     def learn(self, rounds: Rounds, step: Step, rewards: np.ndarray) -> None:
-        phi, rows = design(rounds.X), np.arange(len(rewards))
-        x = phi[rows, step.actions] if self.adf else phi
-        models = np.zeros(len(rewards), np.intp) if self.adf else step.actions
-        self.ridge.add(x, models, rewards, self._weights(step))
+        self._add(rounds, step, rewards)
         self.n += len(rewards)
         if self.n == self.next_rebuild:
-            self.ridge.solve()
+            self._rebuild()
             self.next_rebuild = schedules.next_rebuild("sqrt2", self.n)
 
     def holdout_pmf(self, rounds: Rounds) -> np.ndarray:
         return self._rule(rounds, np.full(len(rounds), max(self.n, 1)))[0]
+
+    def _rule(self, rounds: Rounds, t: np.ndarray):
+        raise NotImplementedError
+
+    def _add(self, rounds: Rounds, step: Step, rewards: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _rebuild(self) -> None:
+        raise NotImplementedError
+
+
+class _EpochRidge(_Epochs):
+    """Ridge copies refit at the ``sqrt2`` rebuild points."""
+
+    copies = 1
+
+    def __init__(self, n_actions: int, dim: int, adf: bool, seed: int):
+        super().__init__()
+        self.adf = adf
+        self.ridge = BlockRidge(1 if adf else n_actions, dim + 1, self.copies)
+        self.rng = np.random.default_rng([seed, 7])
+
+    def _add(self, rounds: Rounds, step: Step, rewards: np.ndarray) -> None:
+        phi, rows = design(rounds.X), np.arange(len(rewards))
+        x = phi[rows, step.actions] if self.adf else phi
+        models = np.zeros(len(rewards), np.intp) if self.adf else step.actions
+        self.ridge.add(x, models, rewards, self._weights(step))
+
+    def _rebuild(self) -> None:
+        self.ridge.solve()
 
     def _weights(self, step: Step):
         return None
@@ -65,9 +93,6 @@ class _EpochRidge:
         """Predictions ``(copies, n, K)`` (``-inf`` on actions not offered if ``masked``)."""
         pred = self.ridge.predict(design(rounds.X))
         return np.where(rounds.offered()[None], pred, -np.inf) if masked else pred
-
-    def _rule(self, rounds: Rounds, t: np.ndarray):
-        raise NotImplementedError
 
 
 class EpsilonGreedy(_EpochRidge):

@@ -3,8 +3,8 @@
 Each check returns ``(verdict, evidence)``: the verdict is "holds", "partly holds" or "does
 not hold", the evidence a sentence with the numbers. "RegCB" is the ridge oracle's best fixed
 beta per stream (the paper's linear-oracle comparison); baselines are ε-Greedy, Bootstrap,
-SquareCB (ours, ridge) and VW's ``--epsilon``, ``--bag``, ``--cover`` and ``--squarecb``,
-each as the envelope over its parameters (the paper's generous convention).
+ILTCB, SquareCB (ours, ridge) and VW's ``--epsilon``, ``--bag``, ``--cover`` and
+``--squarecb``, each as the envelope over its parameters (the paper's generous convention).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from regcb_stream.bench.harness import aggregate as ag
 from regcb_stream.bench.harness.problems import STREAMS, UCI_STREAMS
 
 REGCB = ("regcb-elim:ridge", "regcb-opt:ridge")
-BASELINES = ("egreedy", "bootstrap", "squarecb", "vw-epsilon", "vw-bag", "vw-cover",
+BASELINES = ("egreedy", "bootstrap", "iltcb", "squarecb", "vw-epsilon", "vw-bag", "vw-cover",
              "vw-squarecb")
 PAPER_SLOPES = {"letter": (-0.34, -0.05), "letter-noise": (-0.51, -0.33),
                 "yahoo": (-0.52, -0.26)}  # (RegCB-opt, Bootstrap), GB5 oracle

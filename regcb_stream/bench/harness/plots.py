@@ -10,7 +10,7 @@ from regcb_stream.bench.harness import aggregate as ag
 from regcb_stream.bench.harness.algorithms import FAMILIES
 from regcb_stream.bench.harness.problems import STREAMS, UCI_STREAMS
 
-CURVES = ("regcb-elim:ridge", "regcb-opt:ridge", "egreedy", "bootstrap", "squarecb",
+CURVES = ("regcb-elim:ridge", "regcb-opt:ridge", "egreedy", "bootstrap", "iltcb", "squarecb",
           "vw-regcbopt", "vw-bag", "vw-cover", "supervised")
 WIDTH_STREAMS = ("letter", "letter-noise", "yahoo")
 DPI = 72

@@ -34,7 +34,9 @@ PROTOCOL = """## Protocol
   alone), the paper's ridge with online updates and the optimistic ridge on ``sqrt2``
   epochs.
 - Baselines (ridge, ``sqrt2`` schedule): ε-Greedy (exploration ``max(1/√t, ε)``, weights
-  1/p), Bootstrap (8 Poisson(1)-weighted replicates, ``Mean + sqrt(β Var)``), SquareCB
+  1/p), Bootstrap (8 Poisson(1)-weighted replicates, ``Mean + sqrt(β Var)``), ILTCB (Agarwal
+  et al. 2014: the paper's coordinate descent over ridge argmax policies, ridge regression
+  as the argmax oracle, ``μ = min(1/2K, c sqrt(1/(K τ)))``), SquareCB
   (inverse gap weighting, ``γ_t = c sqrt(K t)``); VW's ``--cb_explore_adf -q sa`` explorers
   ``--regcb``, ``--regcbopt``, ``--squarecb``, ``--epsilon``, ``--bag``, ``--cover`` on the same
   rounds (cost 1 − r, online updates). Supervised: ridge on every action's reward (the
