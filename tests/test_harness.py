@@ -196,6 +196,8 @@ def test_quick_sweep_runs_and_resumes(tmp_path) -> None:
     assert len(lines) == len(ids) > 100
     report = (tmp_path / "results.md").read_text()
     assert "## The paper's claims, one by one" in report and "letter-noise" in report
+    paper, later = report.split("Against the later baselines")  # the paper's own first
+    assert "ILTCB" in paper.split("## The paper's claims")[1] and "| claim |" in later
     assert {p.name for p in (tmp_path / "figures").glob("*.png")} == {
         "validation.png", "cdf.png", "width.png"}
     second = subprocess.run(command, check=False, cwd=ROOT, env=env, capture_output=True, text=True,

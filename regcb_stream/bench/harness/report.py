@@ -118,14 +118,22 @@ def render(records: list[dict], meta: dict) -> str:
     rows = hl.comparisons(agg)
     score = hl.bar(rows)
     families = cdf_families(agg)
+    paper = [f for f in families if f in claims.REGCB or f in claims.PAPER_BASELINES]
     verdicts = [
-        ("RegCB beats the baselines on the clean UCI sets", claims.beats_baselines_clean(agg)),
+        ("RegCB beats the baselines on the clean UCI sets",
+         claims.beats_baselines_clean(agg, claims.PAPER_BASELINES)),
         ("Bootstrap is close (or slightly ahead) on the noisy sets and yahoo",
          claims.bootstrap_close_noisy(agg)),
         ("RegCB is almost always within 20% of the best",
-         claims.within_20_percent(agg, families)),
+         claims.within_20_percent(agg, paper)),
         ("Elimination is slightly ahead of optimistic in aggregate",
-         claims.elimination_vs_optimistic(agg, families)),
+         claims.elimination_vs_optimistic(agg, paper)),
+    ]
+    later = [
+        ("RegCB beats every baseline on the clean UCI sets",
+         claims.beats_baselines_clean(agg)),
+        ("RegCB is almost always within 20% of the best of all",
+         claims.within_20_percent(agg, families)),
     ]
     out = meta_lines(meta, records) + [PROTOCOL]
     out += ["## Headline: progressive reward, RegCB's best fixed setting vs VW's best explorer",
@@ -143,8 +151,15 @@ def render(records: list[dict], meta: dict) -> str:
              "(VW's `--cb_explore_adf -q sa` plus the flag; River's `LinUCBDisjoint()`), the "
              "tuned columns the best fixed setting per stream."), "",
             "## The paper's claims, one by one", "",
+            ("As the paper states them: the linear oracle class (ridge RegCB against the "
+             "paper's baselines with ridge: ε-Greedy, ILTCB, Bootstrap). The GB5 class is not "
+             "measured: the harness has GB5 for RegCB only, not for the baselines."), "",
             "| claim | verdict | evidence |", "|---|---|---|"]
     out += [f"| {claim} | **{v}** | {e} |" for claim, (v, e) in verdicts]
+    out += ["", ("Against the later baselines as well (not the paper's claim: SquareCB, "
+                 "published in 2020, and VW's explorers join the paper's three):"), "",
+            "| claim | verdict | evidence |", "|---|---|---|"]
+    out += [f"| {claim} | **{v}** | {e} |" for claim, (v, e) in later]
     out += ["", "## Confidence width (log-log slope of the window-20 width vs t)", "",
             *width_table(agg), "", "![width](figures/width.png)", "",
             "## Normalized relative loss (the paper's Fig. 2)", "", *loss_table(agg), "",
