@@ -10,6 +10,7 @@ import pytest
 from scipy.optimize import minimize
 
 from regcb_stream import RegCB, RidgeOracle, checks
+from regcb_stream.oracles import trees
 from regcb_stream.oracles.trees import TreesOracle
 
 VARIANTS = ["elimination", "optimistic"]
@@ -199,3 +200,110 @@ def test_bad_parameters_are_named():
         TreesOracle(backend="xgboost")
     with pytest.raises(ValueError, match="refit_growth"):
         TreesOracle(refit_growth=1.0)
+
+
+# -- the compiled kernels (regcb_stream/_trees.c) against their numpy reference ------------
+
+built = pytest.mark.skipif(trees._trees is None, reason="the kernels are not built")
+
+
+def _through_every_path(kernels: bool) -> TreesOracle:
+    """Model 0: a refit (Cholesky inverse, its Gram matrix kept), a Woodbury update, then
+    a fresh inverse adding only the new rows to the kept Gram matrix; model 1: a refit from
+    fewer rows than a third of its leaves (the n x n dual inverse)."""
+    oracle = TreesOracle(n_estimators=30, max_depth=3, params={"min_data_in_leaf": 5})
+    oracle.kernels = kernels
+    X, y, w = _data(800, seed=5)
+    oracle.grow(2, 3)
+    for rows in (slice(0, 400), slice(400, 430), slice(430, 730)):
+        oracle.learn_many(X[rows], np.zeros(len(y[rows]), int), y[rows], w[rows])
+        oracle.rebuild()
+    oracle.learn_many(X[730:770], np.ones(40, int), y[730:770], w[730:770])
+    oracle.rebuild()
+    return oracle
+
+
+@built
+def test_kernels_match_the_numpy_reference_on_every_path():
+    fast, slow = _through_every_path(True), _through_every_path(False)
+    first, second = fast._models
+    assert first.n_fit == 400 and first._gram_n == 730 and first.trees.n_columns <= 400
+    assert second.n_fit == 40 and 3 * 40 < second.trees.n_columns
+    for a, b in zip(fast._models, slow._models):
+        np.testing.assert_array_equal(a.cols, b.cols)
+        np.testing.assert_allclose(a.a_inv, b.a_inv, rtol=0, atol=1e-12)
+        np.testing.assert_array_equal(a.a_inv, a.a_inv.T)  # exactly symmetric
+    queries = np.random.default_rng(6).uniform(-1.2, 1.2, size=(1100, 3))  # > a chunk
+    phi = np.broadcast_to(queries[:, None, :], (1100, 2, 3))
+    for got, want in zip(fast.bounds(phi, slice(0, 2), 0.3), slow.bounds(phi, slice(0, 2), 0.3)):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+
+
+def test_a_block_of_contexts_equals_one_context_at_a_time():
+    oracle = _through_every_path(TreesOracle.kernels)
+    queries = np.random.default_rng(7).uniform(-1.2, 1.2, size=(1030, 3))
+    phi = np.broadcast_to(queries[:, None, :], (1030, 2, 3))
+    block = oracle.bounds(phi, slice(0, 2), 0.3)
+    for i in range(0, 1030, 97):
+        one = oracle.bounds(phi[i : i + 1], slice(0, 2), 0.3)
+        for a, b in zip(block, one):
+            np.testing.assert_allclose(a[i], b[0], rtol=0, atol=1e-12)
+
+
+def test_the_answers_of_a_repeated_block_last_until_the_rebuild():
+    X, y, w = _data(300, seed=8)
+    oracle, fresh = (_fitted(TreesOracle(n_estimators=20), X[:200], y[:200], w[:200])
+                     for _ in range(2))
+    holdout, block = X[200:250, None, :], X[250:, None, :]
+    first = oracle.bounds(holdout, np.array([0]), 0.5)
+    oracle.bounds(block, np.array([0]), 0.5)  # a block of decisions in between
+    for a, b in zip(oracle.bounds(holdout, np.array([0]), 0.5), first):
+        np.testing.assert_array_equal(a, b)
+    for model in (oracle, fresh):
+        model.learn_many(X[200:], np.zeros(100, int), y[200:], w[200:])
+        model.rebuild()
+    for a, b, c in zip(oracle.bounds(holdout, np.array([0]), 0.5), first,
+                       fresh.bounds(holdout, np.array([0]), 0.5)):
+        np.testing.assert_array_equal(a, c)
+        assert not np.array_equal(a, b)
+
+
+@built
+@pytest.mark.parametrize("params", [{}, {"zero_as_missing": True}, {"use_missing": False}],
+                         ids=["nan-missing", "zero-missing", "no-missing"])
+def test_tree_walks_are_lightgbms_leaves(params):
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((600, 4))
+    X[rng.random(X.shape) < 0.1], X[:60, 1] = np.nan, 0.0
+    y = np.nan_to_num(X[:, 0]) ** 2 + 0.1 * rng.standard_normal(600)
+    model = trees._LightGBMTrees(X, y, np.ones(600), TreesOracle(params=params))
+    queries = np.r_[X, rng.standard_normal((200, 4)), np.zeros((2, 4)), np.full((2, 4), np.nan),
+                    np.full((2, 4), 1e-36)]
+    np.testing.assert_array_equal(model.columns(queries), model.columns(queries, kernels=False))
+    booster = lightgbm.Booster(model_str=model.model)
+    values = [booster.get_leaf_output(t, leaf) for t in range(booster.num_trees())
+              for leaf in range(booster.dump_model()["tree_info"][t]["num_leaves"])]
+    np.testing.assert_array_equal(model.values, values)
+
+
+@built
+def test_gram_and_variance_kernels():
+    rng = np.random.default_rng(10)
+    n, t, leaves = 3000, 12, 6
+    cols = rng.integers(0, leaves, size=(n, t)) + leaves * np.arange(t)
+    cols[::3, 1] = cols[::3, 0] + leaves  # correlated trees: repeated leaf pairs
+    w, size = rng.uniform(0.5, 1.5, n), t * leaves
+    for kernels in (True, False):  # the rows in two parts: the second added to the first
+        got = np.full((size, size), np.nan) if kernels else np.zeros((size, size))
+        trees._gram(cols[:100], w[:100], got, kernels)
+        trees._gram(cols[100:], w[100:], got, kernels, clear=False)
+        if kernels:
+            fast = np.tril(got)
+        else:
+            slow = np.tril(got)
+    np.testing.assert_allclose(fast, slow, rtol=1e-13, atol=0)
+    a_inv = np.linalg.inv(np.eye(size) + slow + np.tril(slow, -1).T)
+    np.testing.assert_allclose(trees._variance(a_inv, cols), trees._variance(a_inv, cols, False),
+                               rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match="out of order"):
+        trees._variance(a_inv, cols[:, ::-1])

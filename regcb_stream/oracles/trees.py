@@ -11,15 +11,23 @@ the first rebuild after its data has grown by ``refit_growth`` (2: a doubling sc
 Before its first fit a model predicts 0, with the prior's bounds ``-+ sqrt(budget / l2)``.
 
 Costs per model (``n`` rows, ``T`` trees, ``D <= T 2^max_depth`` leaves): a refit fits the
-trees (LightGBM ~40 ms at n = 4,000), encodes all rows and inverts the ``D x D`` leaf Gram
-matrix, O(n T^2 + D^3); other rebuilds fold the ``p`` new rows in by a Woodbury update,
-O(D^2 p) (a fresh inverse when p > D/2). A decision costs, per model, one leaf lookup
-(LightGBM's ``pred_leaf``, ~50 µs of call overhead) and a ``T x T`` gather of the inverse.
+trees (LightGBM ~40 ms at n = 4,000), encodes all rows and inverts ``A``, the leaf Gram
+matrix plus the penalty: O(n T^2) for the Gram matrix and D^3 / 2 multiply-adds for its
+Cholesky inverse (LAPACK ``potrf``, ``potri``), or, from fewer rows than D / 3, O(n^2 D +
+n D^2) by Woodbury's identity from the prior; other rebuilds fold the ``p`` new rows in by
+a Woodbury update, O(D^2 p), or by a fresh inverse when p > D/2 (the Gram matrix is kept
+for it, so only the new rows are added). A block of decisions costs, per model, a walk of
+each tree per row (``_trees.c``, no call overhead) and a ``T x T`` gather of the inverse
+per row, tree pair by tree pair so that the inverse is read once per 1,024 rows (~1.5 µs
+per row at T = 100); a block seen again before the next rebuild (a holdout) is answered
+from the last two. The compiled kernels (``_trees.c``: tree walks, Gram matrices, the
+gathers) have a numpy reference here (``kernels = False``: LightGBM's ``pred_leaf``).
 Memory: O(n (d + T)) for the rows and their leaves, 8 D^2 bytes for the inverse (82 MB at
-D = 3,200). Limits: the bounds ignore the uncertainty of the structure (the paper's
-heuristic), so they are narrower than the version space of all ensembles; with a constant
-beta they widen as refits add leaves; features that appear after a fit are ignored until
-the next one. Needs LightGBM or scikit-learn (and SciPy, which both require).
+D = 3,200) and as much for a kept Gram matrix. Limits: the bounds ignore the uncertainty
+of the structure (the paper's heuristic), so they are narrower than the version space of
+all ensembles; with a constant beta they widen as refits add leaves; features that appear
+after a fit are ignored until the next one. Needs LightGBM or scikit-learn (and SciPy,
+which both require).
 """
 
 from __future__ import annotations
@@ -29,6 +37,11 @@ import math
 import numpy as np
 
 from regcb_stream.oracles.base import Ellipsoid, learn_row_by_row
+
+try:
+    from regcb_stream import _trees
+except ImportError:  # not built (a source tree without `pip install`): the numpy reference
+    _trees = None
 
 BACKENDS = ("lightgbm", "sklearn")
 
@@ -65,6 +78,9 @@ class TreesOracle(Ellipsoid):
 
     """
 
+    kernels = _trees is not None  # False: the numpy reference and LightGBM's pred_leaf
+    _last = None  # [(key, rows, prediction, variance)] of the last two moments calls
+
     def __init__(self, n_estimators: int = 100, max_depth: int = 5, learning_rate: float = 0.1,
                  *, backend: str = "lightgbm", l2: float = 1.0, refit_growth: float = 2.0,
                  anchor: bool = True, seed: int = 0, params: dict | None = None):
@@ -82,6 +98,8 @@ class TreesOracle(Ellipsoid):
 
     def grow(self, n_models: int, dim: int) -> None:
         """Add empty models; a wider ``dim`` pads stored rows with zeros."""
+        if n_models > len(self._models) or dim > self._dim:
+            self._last = None
         self._models += [_LeafRidge() for _ in range(n_models - len(self._models))]
         self._dim = max(self._dim, dim)
 
@@ -100,26 +118,41 @@ class TreesOracle(Ellipsoid):
         for model in sorted(self._changed):
             self._models[model].update(self)
         self._changed.clear()
+        self._last = None
 
     def moments(self, phi: np.ndarray, models):
-        """Prediction and ``phi^T A^-1 phi`` over leaf features per (context, action)."""
+        """Prediction and ``phi^T A^-1 phi`` over leaf features per (context, action).
+
+        The answer for the same rows and models as one of the last two calls since the
+        last rebuild is that call's (a holdout scored again within an epoch, between
+        blocks of decisions)."""
         n, k, dim = phi.shape
         if isinstance(models, slice):
             ids = np.arange(models.start or 0, models.stop, models.step or 1)
         else:
             ids = np.broadcast_to(np.asarray(models, dtype=np.intp), (k,))
-        prediction, variance = np.zeros((n, k)), np.full((n, k), 1.0 / self.l2)
         shared = phi.strides[1] == 0  # product class: one context row for every action
+        rows = phi[:, 0, :] if shared else phi
+        key = (shared, len(self._models), ids.tolist())
+        for last in self._last or ():
+            if last[0] == key and last[1].shape == rows.shape and np.array_equal(last[1], rows):
+                return last[2].copy(), last[3].copy()
+        prediction, variance = np.zeros((n, k)), np.full((n, k), 1.0 / self.l2)
         for model in np.unique(ids).tolist():
             state = self._models[model] if model < len(self._models) else None
             if state is None or state.trees is None:
                 continue
             cols = np.flatnonzero(ids == model)
-            rows = phi[:, 0, :] if shared else phi[:, cols, :].reshape(-1, dim)
-            pred, var = state.moments(rows)
+            block = rows if shared else phi[:, cols, :].reshape(-1, dim)
+            pred, var = state.moments(block, self.kernels)
             prediction[:, cols] = pred.reshape(n, -1)
             variance[:, cols] = var.reshape(n, -1)
+        self._last = [(key, np.array(rows), prediction.copy(), variance.copy()),
+                      *(self._last or ())[:1]]
         return prediction, variance
+
+    def __getstate__(self):
+        return {**self.__dict__, "_last": None}
 
     def _fit_trees(self, X: np.ndarray, y: np.ndarray, w: np.ndarray):
         if len(y) < 2:  # LightGBM needs two rows; one row fits a constant anyway
@@ -132,6 +165,8 @@ class TreesOracle(Ellipsoid):
 class _LeafRidge:
     """One model: its stored rows, tree structure and ridge over leaf features."""
 
+    _gram_n = _X_n = 0  # rows in the kept Gram matrix and in the stacked rows
+
     def __init__(self):
         self.rows: list[np.ndarray] = []
         self.y: list[float] = []
@@ -142,18 +177,19 @@ class _LeafRidge:
     def update(self, oracle: TreesOracle) -> None:
         """Fold the rows stored since the last update in (refitting the trees if due)."""
         n, y, w = len(self.y), np.array(self.y), np.array(self.w)
+        X = self._stacked(oracle._dim)
         if self.trees is None or n >= oracle.refit_growth * self.n_fit:
-            X = _stack(self.rows, oracle._dim)
             self.trees, self.n_fit = oracle._fit_trees(X, y, w), n
-            self.cols = self.trees.columns(X)
-            self._invert(w, oracle.l2)
+            self.cols = self.trees.columns(X, oracle.kernels)
+            self._gram_n = 0  # a new structure: no Gram matrix of it yet
+            self._invert(w, oracle.l2, oracle.kernels)
         else:
-            new = self.trees.columns(_stack(self.rows[self.n_used :], oracle._dim))
+            new = self.trees.columns(X[self.n_used :], oracle.kernels)
             self.cols = np.vstack([self.cols, new])
             if 2 * len(new) > len(self.a_inv) or self.updates + len(new) > len(self.a_inv):
-                self._invert(w, oracle.l2)
+                self._invert(w, oracle.l2, oracle.kernels)
             else:
-                self._woodbury(new, w[self.n_used :])
+                self._woodbury(new, w[self.n_used :], oracle.kernels)
         self.n_used = n
         scale, size = self.trees.scale, len(self.a_inv)
         prior = self.trees.values / scale if oracle.anchor else np.zeros(size)
@@ -161,31 +197,91 @@ class _LeafRidge:
         moment = np.bincount(self.cols.ravel(), np.repeat(w * residual, self.cols.shape[1]), size)
         self.theta = prior + self.a_inv @ (scale * moment)
 
-    def moments(self, rows: np.ndarray):
+    def _stacked(self, dim: int) -> np.ndarray:
+        """The stored rows as an ``(n, dim)`` array (padded with zeros), kept between
+        updates: only the rows learned since the last one are copied in."""
+        X, n = self.__dict__.get("_X"), len(self.rows)
+        done = 0 if X is None else self._X_n
+        if X is None or X.shape[1] < dim or len(X) < n:
+            grown = np.zeros((max(n, 2 * done), dim))
+            if X is not None:
+                grown[:done, : X.shape[1]] = X[:done]
+            X = self._X = grown
+        X[done:n] = _stack(self.rows[done:n], X.shape[1])
+        self._X_n = n
+        return X[:n, :dim]
+
+    def moments(self, rows: np.ndarray, kernels: bool = True):
         """Prediction and ``phi^T A^-1 phi`` of feature rows ``(N, d)``."""
-        cols, scale = self.trees.columns(rows), self.trees.scale
+        cols, scale = self.trees.columns(rows, kernels), self.trees.scale
         prediction = self.trees.init + scale * self.theta[cols].sum(axis=1)
-        variance = np.empty(len(cols))
-        for start in range(0, len(cols), 64):  # (64, T, T) blocks of the inverse at a time
-            block = cols[start : start + 64]
-            gathered = self.a_inv[block[:, :, None], block[:, None, :]]
-            variance[start : start + 64] = gathered.sum(axis=(1, 2))
+        variance = _variance(self.a_inv, cols, kernels)
         return prediction, np.maximum(scale * scale * variance, 0.0)
 
-    def _invert(self, w: np.ndarray, l2: float) -> None:
-        size = self.trees.n_columns
-        gram = (_design(self.cols, size).T @ _design(self.cols, size, w)).toarray()
-        self.a_inv = np.linalg.inv(l2 * np.eye(size) + self.trees.scale**2 * gram)
-        self.updates = 0
+    def _invert(self, w: np.ndarray, l2: float, kernels: bool = True) -> None:
+        """``A^-1`` from scratch (exactly symmetric), in the model's work matrix: from
+        fewer rows than a third of the leaves, by Woodbury's identity from the prior (an
+        ``n x n`` factorization; the faster below ~0.4), else by a Cholesky factorization
+        of ``A``, whose Gram matrix is kept when an epoch's rows may outnumber half the
+        leaves before the next refit (at least as many rows as leaves): a fresh inverse
+        then adds only the new rows to it."""
+        size, scale, n = self.trees.n_columns, self.trees.scale, len(self.cols)
+        a_inv, keep = self._matrix(size), w > 0
+        if 3 * np.count_nonzero(keep) < size:
+            self._kept_gram = None
+            _dual_inverse(a_inv, self.cols[keep], w[keep], scale, l2, kernels)
+        elif self._gram_n or n >= size:
+            start, gram = self._gram_n, self.__dict__.get("_kept_gram")
+            if gram is None or gram.shape != (size, size):
+                start, gram = 0, np.empty((size, size))
+                self._kept_gram = gram
+            _gram(self.cols[start:], scale**2 * w[start:n], gram, kernels, clear=start == 0)
+            self._gram_n = n
+            if kernels and _trees is not None:  # only the triangle the factorization reads
+                _trees.lower_plus(gram, a_inv, size, l2)
+            else:
+                np.copyto(a_inv, gram)
+                a_inv.flat[:: size + 1] += l2
+            _spd_inverse(a_inv, kernels)
+        else:
+            self._kept_gram = None
+            _gram(self.cols, scale**2 * w, a_inv, kernels)
+            a_inv.flat[:: size + 1] += l2
+            _spd_inverse(a_inv, kernels)
+        self.a_inv, self.updates = a_inv, 0
 
-    def _woodbury(self, cols: np.ndarray, w: np.ndarray) -> None:
-        """``A^-1`` after adding ``scale^2 Phi^T W Phi`` of new rows (Woodbury identity)."""
+    def _matrix(self, size: int) -> np.ndarray:
+        """A ``(size, size)`` work matrix over the model's storage (the inverse it
+        replaces): a new matrix of tens of megabytes costs a page fault per 4 KB."""
+        store = self.__dict__.get("_store")
+        if store is None or store.size < size * size:
+            self.a_inv = self._store = None  # freed before the new storage is made
+            store = self._store = np.empty(size * size)
+        return store[: size * size].reshape(size, size)
+
+    def _woodbury(self, cols: np.ndarray, w: np.ndarray, kernels: bool = True) -> None:
+        """``A^-1`` after adding ``scale^2 Phi^T W Phi`` of new rows (Woodbury identity):
+        ``A^-1 - Z^T Z`` with ``Z = L^-1 Phi A^-1`` and ``L L^T = W^-1 / scale^2 + Phi A^-1
+        Phi^T``, a symmetric rank-``p`` update."""
+        from scipy.linalg import solve_triangular
+
         keep = w > 0
-        design = _design(cols[keep], len(self.a_inv))
-        spread = design @ self.a_inv  # Phi A^-1, (p, D)
-        core = np.diag(1.0 / (self.trees.scale**2 * w[keep])) + design @ spread.T
-        self.a_inv -= spread.T @ np.linalg.solve(core, spread)
         self.updates += len(cols)
+        if not keep.any():
+            return
+        design = _design(cols[keep], len(self.a_inv))
+        spread = _spread(self.a_inv, cols[keep], kernels)  # Phi A^-1, (p, D)
+        core = design @ spread.T
+        core.flat[:: len(core) + 1] += 1.0 / (self.trees.scale**2 * w[keep])
+        factor = np.linalg.cholesky(core)
+        z = solve_triangular(factor, spread, lower=True, check_finite=False)
+        _subtract_gram(self.a_inv, z, kernels)
+
+    def __getstate__(self):
+        state = {**self.__dict__, "a_inv": None if self.a_inv is None else self.a_inv.copy()}
+        for work in ("_store", "_X", "_X_n", "_kept_gram", "_gram_n"):  # work arrays
+            state.pop(work, None)
+        return state
 
 
 class _LightGBMTrees:
@@ -202,14 +298,26 @@ class _LightGBMTrees:
         data = lightgbm.Dataset(X, y, weight=w, params={"verbose": -1})
         self._booster = lightgbm.train(params, data, num_boost_round=oracle.n_estimators)
         self.model = self._booster.model_to_string()
-        sizes = [tree["num_leaves"] for tree in self._booster.dump_model()["tree_info"]]
+        trees = _parse_lightgbm(self.model)
+        sizes = [int(tree["num_leaves"]) for tree in trees]
         self.offsets = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.intp)
-        self.values = np.array([self._booster.get_leaf_output(t, leaf)
-                                for t, size in enumerate(sizes) for leaf in range(size)])
+        self.values = _field(trees, "leaf_value", float)
         self.n_columns, self.init, self.width = int(sum(sizes)), 0.0, X.shape[1]
         self.scale = 1 / math.sqrt(len(sizes))
+        self.nodes = _node_arrays(trees, self.offsets)
 
-    def columns(self, X: np.ndarray) -> np.ndarray:
+    def columns(self, X: np.ndarray, kernels: bool = True) -> np.ndarray:
+        """The leaf columns ``(n, T)`` of rows ``X``: LightGBM's ``pred_leaf`` plus each
+        tree's first column (``_trees.leaves`` walks the trees as LightGBM does, without
+        its ~50 µs per call)."""
+        nodes = self.__dict__.get("nodes")
+        if kernels and _trees is not None and nodes is not None:
+            X = np.ascontiguousarray(X[:, : self.width], dtype=float)
+            out = np.empty((len(X), len(self.offsets)), dtype=np.int64)
+            root, depth, feature, threshold, flags, left, right = nodes
+            _trees.leaves(X, len(X), self.width, root, depth, len(root), feature, threshold,
+                          flags, left, right, len(feature), self.n_columns, out)
+            return out
         if self._booster is None:
             import lightgbm
 
@@ -243,7 +351,7 @@ class _SklearnTrees:
         self.scale = 1 / math.sqrt(len(trees))
         self.init = float(self.model.predict(X[:1])[0] - self.values[self.columns(X[:1])].sum())
 
-    def columns(self, X: np.ndarray) -> np.ndarray:
+    def columns(self, X: np.ndarray, kernels: bool = True) -> np.ndarray:
         nodes = self.model.apply(X[:, : self.width]).astype(np.intp)
         return self.lookup[np.arange(self.lookup.shape[0]), nodes]
 
@@ -254,8 +362,53 @@ class _Constant:
     def __init__(self, value: float):
         self.values, self.n_columns, self.scale, self.init = np.array([value]), 1, 1.0, 0.0
 
-    def columns(self, X: np.ndarray) -> np.ndarray:
+    def columns(self, X: np.ndarray, kernels: bool = True) -> np.ndarray:
         return np.zeros((len(X), 1), dtype=np.intp)
+
+
+def _parse_lightgbm(model: str) -> list[dict[str, str]]:
+    """The fields (``num_leaves``, ``threshold``, ...) of every tree of a LightGBM model
+    string (its thresholds and leaf values in 17 digits: the doubles themselves)."""
+    body = model[model.index("\nTree=") : model.index("\nend of trees")]
+    return [dict(line.split("=", 1) for line in tree.splitlines()[1:] if "=" in line)
+            for tree in body.split("\nTree=")[1:]]
+
+
+def _field(trees: list[dict[str, str]], name: str, dtype) -> np.ndarray:
+    """A field of every tree, end to end."""
+    return np.array(" ".join(tree[name] for tree in trees).split(), dtype=dtype)
+
+
+def _node_arrays(trees: list[dict[str, str]], offsets: np.ndarray):
+    """The split nodes of every tree in one array each, as ``_trees.leaves`` takes them:
+    ``(root, depth, feature, threshold, flags, left, right)``; None if a tree is not made of
+    numerical splits alone (categorical or linear: then LightGBM's ``pred_leaf``)."""
+    if any(int(tree.get("num_cat", "0")) or int(tree.get("is_linear", "0")) for tree in trees):
+        return None
+    kind = _field(trees, "decision_type", np.int64)
+    if (kind & 1).any():  # a categorical split
+        return None
+    n_nodes = np.array([int(tree["num_leaves"]) - 1 for tree in trees])
+    starts = np.r_[0, np.cumsum(n_nodes)[:-1]].astype(np.int64)
+    tree_of = np.repeat(np.arange(len(trees)), n_nodes)
+    start, offset = starts[tree_of], offsets[tree_of]
+    # a child >= 0 is a node of its tree, < 0 its leaf ~child: column offset + ~child
+    left, right = (np.where(c >= 0, start + c, -(offset + ~c) - 1)
+                   for c in (_field(trees, side, np.int64) for side in ("left_child",
+                                                                       "right_child")))
+    flags = ((kind >> 1) & 1) | (((kind >> 2) & 3) << 1)  # default left; missing type
+    root = np.where(n_nodes > 0, starts, -offsets - 1).astype(np.int64)
+    level, frontier, step = np.zeros(len(kind), np.int64), root[root >= 0], 0
+    while frontier.size:  # the splits' levels, a level at a time (children come later)
+        step += 1
+        frontier = np.r_[left[frontier], right[frontier]]
+        frontier = frontier[frontier >= 0]
+        level[frontier] = step
+    depth = np.zeros(len(trees), np.int64)  # the walk to the deepest leaf
+    np.maximum.at(depth, tree_of, level + 1)
+    return (root, depth, _field(trees, "split_feature", np.int64),
+            _field(trees, "threshold", float), flags, left.astype(np.int64),
+            right.astype(np.int64))
 
 
 def _stack(rows: list[np.ndarray], dim: int) -> np.ndarray:
@@ -274,3 +427,110 @@ def _design(cols: np.ndarray, size: int, weight: np.ndarray | None = None):
     n, t = cols.shape
     data = np.ones(n * t) if weight is None else np.repeat(weight, t)
     return sparse.csr_matrix((data, cols.ravel(), np.arange(0, n * t + 1, t)), shape=(n, size))
+
+
+def _variance(a_inv: np.ndarray, cols: np.ndarray, kernels: bool = True) -> np.ndarray:
+    """``phi^T A^-1 phi`` of the leaf-indicator rows of leaf columns ``(n, T)`` (``A^-1``
+    exactly symmetric): a ``T x T`` gather per row, in ``_trees.c`` tree pair by tree
+    pair (``kernels``) or in numpy, 64 rows at a time."""
+    n, t = cols.shape
+    out = np.empty(n)
+    if kernels and _trees is not None:
+        _trees.variance(a_inv, np.ascontiguousarray(cols.T, dtype=np.int32), n, t,
+                        len(a_inv), out)
+        return out
+    for start in range(0, n, 64):  # (64, T, T) blocks of the inverse at a time
+        block = cols[start : start + 64]
+        out[start : start + 64] = a_inv[block[:, :, None], block[:, None, :]].sum(axis=(1, 2))
+    return out
+
+
+def _spread(a_inv: np.ndarray, cols: np.ndarray, kernels: bool = True) -> np.ndarray:
+    """``Phi A^-1`` ``(p, D)`` of the leaf-indicator rows of leaf columns ``(p, T)``."""
+    if kernels and _trees is not None:
+        out = np.empty((len(cols), len(a_inv)))
+        _trees.spread(a_inv, np.ascontiguousarray(cols, dtype=np.int32), len(cols),
+                      cols.shape[1], len(a_inv), out)
+        return out
+    return _design(cols, len(a_inv)) @ a_inv
+
+
+def _gram(cols: np.ndarray, w: np.ndarray, out: np.ndarray, kernels: bool = True,
+          clear: bool = True) -> None:
+    """``Phi^T W Phi`` ``(D, D)`` of the leaf-indicator rows of leaf columns ``(n, T)``
+    into ``out`` (added to it unless ``clear``): its lower triangle and diagonal
+    (``_trees.gram``; what the Cholesky factorization reads) or all of it (the numpy
+    reference)."""
+    if kernels and _trees is not None:
+        _trees.gram(np.ascontiguousarray(cols.T, dtype=np.int32),
+                    np.ascontiguousarray(w, dtype=float), len(cols), cols.shape[1], len(out),
+                    out, clear)
+        return
+    gram = (_design(cols, len(out)).T @ _design(cols, len(out), w)).toarray()
+    if clear:
+        out[...] = gram
+    else:
+        out += gram
+
+
+def _spd_inverse(a: np.ndarray, kernels: bool = True) -> None:
+    """Inverts a symmetric positive definite matrix ``a`` (C order; only its lower
+    triangle and diagonal are read) in place by its Cholesky factorization (LAPACK
+    ``potrf``, ``potri``: half the work of a general inverse), exactly symmetric."""
+    from scipy.linalg import lapack
+
+    # a.T is the matrix in Fortran order, whose upper triangle is a's lower one
+    factor, info = lapack.dpotrf(a.T, lower=0, overwrite_a=1, clean=0)
+    if info == 0:
+        factor, info = lapack.dpotri(factor, lower=0, overwrite_c=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"leaf Gram matrix not positive definite (info {info})")
+    if not np.shares_memory(factor, a):
+        a[...] = factor.T
+    _mirror(a, kernels)  # Fortran's upper triangle of a.T is a's lower one
+
+
+def _dual_inverse(out: np.ndarray, cols: np.ndarray, w: np.ndarray, scale: float, l2: float,
+                  kernels: bool = True) -> None:
+    """``(l2 I + scale^2 Phi^T W Phi)^-1`` of ``n`` rows (weights > 0) into ``out``
+    ``(D, D)`` by Woodbury's identity from ``(l2 I)^-1``: ``(I - Z^T Z) / l2`` with ``Z =
+    L^-1 Phi`` and ``L L^T = Phi Phi^T + l2 W^-1 / scale^2`` (``n x n``), O(n^2 D + n D^2)
+    instead of O(D^3)."""
+    from scipy.linalg import blas, solve_triangular
+
+    size = len(out)
+    if len(cols) == 0:
+        out[...] = 0.0
+        out.flat[:: size + 1] = 1.0 / l2
+        return
+    design = _design(cols, size)
+    core = (design @ design.T).toarray()  # leaves shared by two rows
+    core.flat[:: len(core) + 1] += l2 / (scale**2 * w)
+    z = solve_triangular(np.linalg.cholesky(core), design.toarray(), lower=True,
+                         check_finite=False)
+    result = blas.dsyrk(-1.0 / l2, z.T, beta=0.0, c=out.T, trans=0, lower=0, overwrite_c=1)
+    if not np.shares_memory(result, out):
+        out[...] = result.T
+    out.flat[:: size + 1] += 1.0 / l2
+    _mirror(out, kernels)  # the lower triangle (Fortran's upper of out.T) is set
+
+
+def _subtract_gram(a_inv: np.ndarray, z: np.ndarray, kernels: bool = True) -> None:
+    """``a_inv -= z^T z`` in place (BLAS ``syrk`` on one triangle, then its mirror)."""
+    from scipy.linalg import blas
+
+    out = blas.dsyrk(-1.0, z.T, beta=1.0, c=a_inv.T, trans=0, lower=0, overwrite_c=1)
+    if not np.shares_memory(out, a_inv):
+        a_inv[...] = out.T
+    _mirror(a_inv, kernels)
+
+
+def _mirror(a: np.ndarray, kernels: bool = True) -> np.ndarray:
+    """``a`` (C order) made symmetric in place: its upper triangle the mirror of the lower
+    one."""
+    if kernels and _trees is not None:
+        _trees.mirror(a, len(a), True)
+        return a
+    upper = np.triu_indices(len(a), 1)
+    a[upper] = a.T[upper]
+    return a
