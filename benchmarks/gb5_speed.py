@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 
+from regcb_stream.bench.datasets import data_dir
 from regcb_stream.bench.provenance import code_version
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -49,6 +50,7 @@ record = protocol.run_protocol(algo, problem, seed=0)
 print(json.dumps({"seconds": time.perf_counter() - start, "n": record["n_train"],
                   "progressive": record["progressive"]}))
 """
+DATA = data_dir()  # (the baseline's checkout is elsewhere: this tree's data folder)
 OTHER_C = ["regcb_stream/_ridge.c", "regcb_stream/io/_scan.c", "regcb_stream/io/_dsjson.c"]
 
 
@@ -68,7 +70,8 @@ def baseline_tree(revision: str, folder: pathlib.Path) -> pathlib.Path:
 
 
 def one_run(tree: pathlib.Path, stream: str, variant: str, beta: float) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree), "OPENBLAS_NUM_THREADS": "1"}
+    env = {"REGCB_DATA": str(DATA), **os.environ, "PYTHONPATH": str(tree),
+           "OPENBLAS_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-c", ONE_RUN, stream, variant, repr(beta)],
                           cwd=tree, env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.splitlines()[-1])

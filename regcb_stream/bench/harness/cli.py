@@ -38,7 +38,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--streams", nargs="+", choices=problems.STREAMS)
     p.add_argument("--families", nargs="+", choices=sorted(algorithms.FAMILIES))
     p.add_argument("--reps", type=int, help="repetitions (default 5; 2 with --quick)")
-    p.add_argument("--gb5", action="store_true", help="include RegCB with the GB5 oracle")
     p.add_argument("--estimate", action="store_true", help="print the plan and exit")
     p.add_argument("--report-only", action="store_true", help="only rebuild the report")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -53,7 +52,7 @@ def configure(args: argparse.Namespace) -> dict:
     figures = args.figures or report_path.parent / "figures"
     families = args.families or [
         f for f in algorithms.FAMILIES
-        if f not in algorithms.DEFAULT_EXCLUDED or (args.gb5 and f.endswith(":gb5"))]
+        if f not in algorithms.DEFAULT_EXCLUDED]
     streams = args.streams or (QUICK_STREAMS if quick else problems.STREAMS)
     reps = range(args.reps or (2 if quick else 5))
     tasks = runner.make_tasks(streams, reps, families, params_per_family=2 if quick else None,
