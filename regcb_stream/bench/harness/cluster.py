@@ -19,16 +19,26 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator
 
+#: the workers' statistical profiler samples the running task's stack every 10 ms, and
+#: their monitors wake every 0.1-0.5 s: CPU-bound runs want neither (the local cluster's
+#: workers take this configuration)
+QUIET_WORKERS = {"distributed.worker.profile.enabled": False,
+               "distributed.admin.system-monitor.interval": "10s",
+               "distributed.worker.memory.monitor-interval": "10s",
+               "distributed.admin.tick.interval": "1s"}
+
 
 def results(todo: list, run: Callable, scheduler: str, jobs: int,
             init: Callable[[], None]) -> Iterator[dict]:
     """``run(task)`` of every task of ``todo`` on the cluster, as they finish (``init``
     runs once on every worker first: one BLAS thread each)."""
     try:
+        import dask
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise SystemExit("--scheduler needs Dask: pip install 'regcb-stream[dask]'") from None
     with contextlib.ExitStack() as stack:
+        stack.enter_context(dask.config.set(QUIET_WORKERS))
         if scheduler == "local":
             os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # (inherited by the workers)
             cluster = stack.enter_context(LocalCluster(
