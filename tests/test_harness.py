@@ -205,3 +205,11 @@ def test_quick_sweep_runs_and_resumes(tmp_path) -> None:
     assert second.returncode == 0, second.stderr[-2000:]
     assert f"ran 0 runs in 0 s ({len(ids)} already done)" in second.stdout
     assert (tmp_path / "results.jsonl").read_text().splitlines() == lines
+
+
+def test_claims_without_ridge_regcb_runs_are_not_measured() -> None:
+    from regcb_stream.bench.harness import aggregate, claims
+
+    agg = aggregate.average([])
+    assert claims.within_20_percent(agg, ["egreedy", "iltcb"])[0] == "not measured"
+    assert claims.elimination_vs_optimistic(agg, ["egreedy"])[0] == "not measured"

@@ -84,7 +84,11 @@ def within_20_percent(agg: dict, families) -> tuple[str, str]:
     parts, hits, total = [], 0, 0
     for cutoff, name in ((None, "end"), (1000, "1,000 examples")):
         losses = ag.relative_losses(agg, STREAMS, families, cutoff)
-        best = {s: min(losses[f].get(s, np.inf) for f in REGCB) for s in losses[REGCB[0]]}
+        regcb = [f for f in REGCB if losses.get(f)]
+        if not regcb:
+            return "not measured", "no ridge RegCB runs"
+        best = {s: min(losses[f].get(s, np.inf) for f in regcb)
+                for s in set().union(*(losses[f] for f in regcb))}
         ok = sum(v <= 0.2 for v in best.values())
         hits, total = hits + ok, total + len(best)
         parts.append(f"at {name}: {ok}/{len(best)} data sets")
@@ -95,7 +99,7 @@ def within_20_percent(agg: dict, families) -> tuple[str, str]:
 def elimination_vs_optimistic(agg: dict, families) -> tuple[str, str]:
     """Aggregate comparison of the two variants (mean normalized loss, head-to-head)."""
     losses = ag.relative_losses(agg, STREAMS, families, None)
-    mean = {f: float(np.mean(list(losses[f].values()))) for f in REGCB if losses[f]}
+    mean = {f: float(np.mean(list(losses[f].values()))) for f in REGCB if losses.get(f)}
     head = [final(agg, s, REGCB[0]) - final(agg, s, REGCB[1]) for s in STREAMS
             if final(agg, s, REGCB[0]) is not None and final(agg, s, REGCB[1]) is not None]
     if len(mean) < 2:
