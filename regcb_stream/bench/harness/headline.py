@@ -131,6 +131,8 @@ def defaults_table(agg: dict) -> list[str]:
             "—" if np.isnan(v) else f"{v:.4f}" for v in values[stream]) + " |")
     table = np.array(list(values.values())).reshape(len(values), len(columns))
     uci = np.array([s in UCI_STREAMS for s in values], dtype=bool)
+    if not uci.any():  # (a partial sweep without RegCB's defaults on a UCI stream)
+        return lines
     lines.append("| mean, UCI streams | " + " | ".join(
         "—" if np.isnan(v) else f"{v:.4f}" for v in table[uci].mean(axis=0)) + " |")
     lines.append("| defaults at or above, UCI streams | – | " + " | ".join(

@@ -117,7 +117,8 @@ def widths(agg: dict, path: pathlib.Path) -> None:
         axes[0, col].set_yscale("log")
         for ax in axes[:, col]:
             _log_x(ax)
-            ax.legend(fontsize=7)
+            if ax.get_legend_handles_labels()[0]:  # (none without width diagnostics)
+                ax.legend(fontsize=7)
             ax.tick_params(labelsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
