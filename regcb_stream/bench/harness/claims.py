@@ -20,6 +20,9 @@ from regcb_stream.bench.harness.problems import STREAMS, UCI_STREAMS
 REGCB = ("regcb-elim:ridge", "regcb-opt:ridge")
 PAPER_BASELINES = ("egreedy", "iltcb", "bootstrap")
 BASELINES = (*PAPER_BASELINES, "squarecb", "vw-epsilon", "vw-bag", "vw-cover", "vw-squarecb")
+#: the width slopes reported: RegCB (ridge and the paper's GB5) and Bootstrap (ridge)
+WIDTH_FAMILIES = ("regcb-opt:ridge", "regcb-elim:ridge", "regcb-opt:gb5", "regcb-elim:gb5",
+                  "bootstrap")
 PAPER_SLOPES = {"letter": (-0.34, -0.05), "letter-noise": (-0.51, -0.33),
                 "yahoo": (-0.52, -0.26)}  # (RegCB-opt, Bootstrap), GB5 oracle
 
@@ -117,10 +120,10 @@ def width_slopes(agg: dict) -> list[dict]:
     rows = []
     for stream in STREAMS:
         row = {"stream": stream, "paper": PAPER_SLOPES.get(stream)}
-        for family in ("regcb-opt:ridge", "regcb-elim:ridge", "bootstrap"):
+        for family in WIDTH_FAMILIES:
             best = ag.best_fixed(agg, stream, family)
             row[family] = None if best is None else (ag.width_slope(best.diagnostics),
                                                      best.param)
-        if any(row[f] for f in ("regcb-opt:ridge", "bootstrap")):
+        if any(row[f] for f in WIDTH_FAMILIES):
             rows.append(row)
     return rows
