@@ -107,7 +107,8 @@ def _compare(path: str, folder: str, regcb, vw, interactions, target_rate, seed:
              progress: bool, points: int, dsjson: bool, replays: int, multiplier,
              snips: bool) -> list[Row]:
     """`compare` of an ADF or DSJSON log, its temporary files in ``folder``."""
-    costs, probs = _scan_labels(path, dsjson)
+    data = _log_bytes(path)
+    costs, probs = _scan_labels(data, dsjson)
     cost_range = (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
     if multiplier == "min":
         multiplier = min(probs) if probs else None
@@ -117,7 +118,8 @@ def _compare(path: str, folder: str, regcb, vw, interactions, target_rate, seed:
         f" --multiplier {multiplier!r}" if multiplier is not None else "")
     seeds = range(seed, seed + replays)
     examples: list = []  # (label, number of actions) of each example, read by RegCB's run
-    logs = [(path, None)] + [_shuffled(path, dsjson, s, os.path.join(folder, f"{s}.log"))
+    units = _examples(data, dsjson) if replays > 1 else []
+    logs = [(path, None)] + [_shuffled(units, dsjson, s, os.path.join(folder, f"{s}.log"))
                              for s in seeds[1:]]
     size = max(1, len(costs) // points)  # examples in a batch
     runs = [[_start_vw(flags, f"{tail} --random_seed {s}", log,
@@ -189,23 +191,25 @@ def _adf_copy(path: str, n_actions: int, copy: str) -> str:
     return copy
 
 
-def _shuffled(path: str, dsjson: bool, seed: int, copy: str) -> tuple[str, np.ndarray]:
-    """A copy of the log with its examples (DSJSON: its lines; text: its blocks between
-    empty lines) in a shuffled order (``seed``): the copy's path, and for each of its
-    examples the number of that example in the log."""
-    data = _log_bytes(path)
+def _examples(data: bytes, dsjson: bool) -> list[bytes]:
+    """The log's examples as text: DSJSON's lines, or text's blocks between empty lines."""
     split = rb"\r?\n" if dsjson else rb"\r?\n(?:[ \t]*\r?\n)+"
-    units = [unit for unit in re.split(split, data) if unit.strip()]
+    return [unit for unit in re.split(split, data) if unit.strip()]
+
+
+def _shuffled(units: list[bytes], dsjson: bool, seed: int, copy: str
+              ) -> tuple[str, np.ndarray]:
+    """A copy of the log's examples (`_examples`) in a shuffled order (``seed``): the
+    copy's path, and for each of its examples the number of that example in the log."""
     order = replay_order(len(units), seed)
     with open(copy, "wb") as out:
         out.write((b"\n" if dsjson else b"\n\n").join(units[i] for i in order) + b"\n\n")
     return copy, order
 
 
-def _scan_labels(path: str, dsjson: bool) -> tuple[list[float], list[float]]:
+def _scan_labels(text: bytes, dsjson: bool) -> tuple[list[float], list[float]]:
     """The costs and the logged probabilities of the log's labels, from a scan of its
     text."""
-    text = _log_bytes(path)
     if dsjson:
         return ([float(c) for c in re.findall(rb'"_label_cost":\s*(-?[\d.eE+-]+)', text)],
                 [float(p) for p in re.findall(rb'"_label_probability":\s*([\d.eE+-]+)',

@@ -105,11 +105,12 @@ def test_replays_count_the_learners_path():
 def test_replays_after_the_first_play_the_log_shuffled(tmp_path):
     """Replay s > 0 reads the log's examples in the order seeded by s: each VW replay's
     estimate is our estimator's on that order, so the row is their mean."""
-    from regcb_stream.compare import _shuffled
+    from regcb_stream.compare import _examples, _log_bytes, _shuffled
     from regcb_stream.explore_eval import VWExplorer, explore_eval, read_log
 
     path = str(needs(LOG))
-    copy, order = _shuffled(path, False, 1, str(tmp_path / "copy.dat"))
+    copy, order = _shuffled(_examples(_log_bytes(path), False), False, 1,
+                            str(tmp_path / "copy.dat"))
     original = [ex.lines for ex in read_log(open(path))]
     assert [ex.lines for ex in read_log(open(copy))] == [original[i] for i in order]
     assert sorted(order) == list(range(len(original))) and list(order) != sorted(order)
@@ -123,10 +124,11 @@ def test_replays_after_the_first_play_the_log_shuffled(tmp_path):
 
 
 def test_a_dsjson_log_shuffles_by_lines(tmp_path):
-    from regcb_stream.compare import _shuffled
+    from regcb_stream.compare import _examples, _shuffled
 
     path = needs(TRAIN / "dsjson_cb.json")
-    copy, order = _shuffled(str(path), True, 3, str(tmp_path / "copy.json"))
+    copy, order = _shuffled(_examples(path.read_bytes(), True), True, 3,
+                            str(tmp_path / "copy.json"))
     lines = [line for line in path.read_bytes().splitlines() if line.strip()]
     assert open(copy, "rb").read().splitlines()[:len(lines)] == [lines[i] for i in order]
     rows = compare(str(path), vw=["--epsilon 0.1"], dsjson=True, replays=2)

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_harness import need
 
-from regcb_stream.bench import datasets as ds
 from regcb_stream.bench.harness import algorithms, claims, problems, protocol
 from regcb_stream.bench.harness.iltcb import ILTCB, PSI
 
 TOLERANCE = 1e-9  # relative, on the OP's constraints
-
-
-def need(*files: str) -> None:
-    for name in files:
-        try:
-            ds.require(name)
-        except FileNotFoundError as missing:
-            pytest.skip(str(missing))
 
 
 @pytest.fixture(scope="module")
