@@ -28,6 +28,7 @@ DEFAULT_MELLOWNESS = 1e-3  # the default budget: c ln(K n) span^2 with this c
 DEFAULT_BETA = 1e-3  # budget="beta" without a beta
 TIE_TOLERANCE = 1e-12  # bounds closer than this (times the reward span) are ties: rounding
 # noise must not decide; float32 oracles (VW's) differ by far more when they differ at all
+PIECE_LABELS = 1024  # labels summed per piece in the epoch schedules (regcb_stream.parallel)
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,8 @@ class RegCB:
         self._rule = policies.decision_rule(variant)
         self._range = (float(reward_range[0]), float(reward_range[1]))
         self._oracle = _make_oracle(oracle, self._range)
+        if schedule != "online" and hasattr(self._oracle, "take_piece"):
+            self._oracle.piecewise = True  # additive per piece: `regcb_stream.parallel`
         self._sparse_input = getattr(self._oracle, "sparse_input", False)
         self._encoder = FeatureEncoder(cross=cross, intercept=intercept, hash_bits=hash_bits)
         self._sampler = None  # the generator of the draws, made at the first draw
@@ -328,19 +331,8 @@ class RegCB:
         >>> decision.pmf[-2:].tolist(), learner.n_labels
         ([[1.0, 0.0], [0.0, 1.0]], 100)
         """
-        n = len(contexts)
-        played = np.asarray(played, dtype=np.intp).reshape(n)
-        rewards = np.asarray(rewards, dtype=float).reshape(n)
-        probs = np.ones(n) if probs is None else np.asarray(probs, dtype=float).reshape(n)
-        weights = np.ones(n) if weights is None else np.asarray(weights, float).reshape(n)
-        labelled = np.flatnonzero(played >= 0)
-        lo, hi = self._range
-        bad = ~((probs[labelled] > 0) & (probs[labelled] <= 1) & np.isfinite(rewards[labelled])
-                & (self.allow_out_of_range | ((rewards[labelled] >= lo) &
-                                              (rewards[labelled] <= hi))))
-        for i in labelled[bad][:1].tolist():  # the error of the first bad label
-            _check_prob(float(probs[i]))
-            self._check_reward(float(rewards[i]))
+        played, rewards, probs, weights = self._checked_log(played, rewards, probs, weights)
+        n, labelled = len(played), np.flatnonzero(played >= 0)
         encoded = isinstance(actions, EncodedRows)  # the joint class's rows, per context
         if self._compiled_replay():
             return self._replay_compiled(contexts, actions, played, rewards, weights)
@@ -353,18 +345,68 @@ class RegCB:
             decision = self.decide_many(contexts[block], actions[block] if encoded else actions)
             rows = rest[rest < stop]
             if len(rows):
-                chosen = played[rows]
                 self.learn_many(
-                    _take(contexts, rows),
-                    EncodedRows(actions.index[rows, chosen], actions.value[rows, chosen])
-                    if encoded else [actions[i] for i in chosen.tolist()],
+                    _take(contexts, rows), _played_actions(actions, rows, played[rows]),
                     rewards[rows], probs[rows], weights[rows],
                     None if decision.candidates is None
-                    else decision.candidates[rows - start, :, chosen])
+                    else decision.candidates[rows - start, :, played[rows]])
             decisions.append(decision)
             start = stop
         return Decision(*(np.concatenate(parts) for parts in zip(
             *((d.pmf, d.prediction, d.low, d.high) for d in decisions))))
+
+    def _checked_log(self, played, rewards, probs, weights) -> tuple[np.ndarray, ...]:
+        """A logged block's labels as arrays, or the error of its first bad label."""
+        n = len(played)
+        played = np.asarray(played, dtype=np.intp).reshape(n)
+        rewards = np.asarray(rewards, dtype=float).reshape(n)
+        probs = np.ones(n) if probs is None else np.asarray(probs, dtype=float).reshape(n)
+        weights = np.ones(n) if weights is None else np.asarray(weights, float).reshape(n)
+        labelled = np.flatnonzero(played >= 0)
+        lo, hi = self._range
+        bad = ~((probs[labelled] > 0) & (probs[labelled] <= 1) & np.isfinite(rewards[labelled])
+                & (self.allow_out_of_range | ((rewards[labelled] >= lo) &
+                                              (rewards[labelled] <= hi))))
+        for i in labelled[bad][:1].tolist():
+            _check_prob(float(probs[i]))
+            self._check_reward(float(rewards[i]))
+        return played, rewards, probs, weights
+
+    def _replay_part(self, contexts, actions, played, rewards, probs, weights, first: int
+                     ) -> tuple[np.ndarray, list]:
+        """Part of one epoch of a logged block, every context labelled, its first label
+        the ``first``-th: the distributions of the frozen state and the statistics of the
+        labels, one oracle piece (`RidgeOracle.take_piece`) per span between piece ends.
+        The learner itself learns nothing (`regcb_stream.parallel`'s task)."""
+        played, rewards, probs, weights = self._checked_log(played, rewards, probs, weights)
+        pmf = self.decide_many(contexts, actions).pmf
+        rows = np.arange(len(played))
+        x, models = self._played_rows(contexts, _played_actions(actions, rows, played))
+        x = self._oracle_examples(x)
+        pieces, start = [], 0
+        while start < len(rows):
+            stop = min(len(rows), start + self._labels_until_piece_end(first + start))
+            block = slice(start, stop)
+            self._oracle.learn_many(x.take(block) if isinstance(x, SparseRows) else x[block],
+                                    models[block], rewards[block], weights[block])
+            pieces.append(self._oracle.take_piece())
+            start = stop
+        return pmf, pieces
+
+    def _absorb(self, pieces: list, n: int) -> None:
+        """Learn ``n`` labels by their pieces' statistics, in order (`_replay_part`); the
+        last stays open unless it ends at a piece's end."""
+        *whole, last = pieces
+        for piece in whole:
+            self._oracle.add_piece(*piece)
+        self._n_labels += n
+        if self._labels_until_piece_end() == PIECE_LABELS or (
+                self._n_labels == self._next_rebuild):
+            self._oracle.add_piece(*last)
+        else:
+            self._oracle.open_piece(*last)
+        if self._n_labels == self._next_rebuild:
+            self._rebuild()
 
     def _compiled_replay(self) -> bool:
         """Whether ``replay`` can run in the oracle's compiled online loop."""
@@ -469,22 +511,36 @@ class RegCB:
         x = self._oracle_examples(rows)
         start = 0
         while start < len(rewards):
-            stop = min(len(rewards), start + self._next_rebuild - self._n_labels)
+            stop = min(len(rewards), start + self._next_rebuild - self._n_labels,
+                       start + self._labels_until_piece_end())
             block = slice(start, stop)
             self._oracle.learn_many(x.take(block) if isinstance(x, SparseRows) else x[block],
                                     models[block], rewards[block], weights[block])
-            self._n_labels += stop - start
-            if self._n_labels == self._next_rebuild:
-                self._rebuild()
+            self._learned(stop - start)
             start = stop
 
     def _learn_one(self, rows: SparseRows, model: int, reward: float, weight: float) -> None:
         """Teach the oracle one row ``(1, 1, L)`` (``learn``), rebuilding at the schedule's
         points."""
         self._oracle.learn(self._example(rows), model, reward, weight)
-        self._n_labels += 1
+        self._learned(1)
+
+    def _learned(self, n: int) -> None:
+        """Count ``n`` labels just learned: close the oracle's piece at a piece's end,
+        rebuild at an epoch's."""
+        self._n_labels += n
         if self._n_labels == self._next_rebuild:
             self._rebuild()
+        elif self._labels_until_piece_end() == PIECE_LABELS:
+            self._oracle.close_piece()
+
+    def _labels_until_piece_end(self, n_labels: int | None = None) -> int:
+        """Labels until the open piece closes, after ``n_labels`` (default: those learned):
+        epoch schedules with a ridge oracle learn in pieces (`regcb_stream.parallel`),
+        closed at every ``PIECE_LABELS``-th label and at every rebuild."""
+        if not getattr(self._oracle, "piecewise", False):
+            return 2**62
+        return PIECE_LABELS - (self._n_labels if n_labels is None else n_labels) % PIECE_LABELS
 
     def _example(self, rows: SparseRows):
         """One learned row ``(1, 1, L)`` as the oracle's ``learn`` takes it."""
@@ -797,6 +853,8 @@ class RegCB:
         that would outgrow itself (exact ridge past ``max_exact``) hands over to its
         bounded form first."""
         if not getattr(self._oracle, "fits", lambda *_: True)(n_models, dim):
+            if getattr(self._oracle, "piecewise", False):
+                self._oracle.close_piece()
             self._oracle = self._oracle.bounded(n_models)
             self._one_row_ready = self._one_row_oracle()
         if hasattr(self._oracle, "dim_limit"):  # room for every hashed slot at most
@@ -804,6 +862,8 @@ class RegCB:
         self._oracle.grow(n_models, dim)
 
     def _rebuild(self) -> None:
+        if getattr(self._oracle, "piecewise", False):
+            self._oracle.close_piece()
         self._oracle.rebuild()
         self._rebuilt()
 
@@ -968,6 +1028,14 @@ def _revealed(rewards, n: int, start: int) -> np.ndarray:
         raise ValueError(f"reveal was asked for the rewards of rounds {start}..{start + n - 1} "
                          f"({n} rounds) and returned shape {out.shape}")
     return out
+
+
+def _played_actions(actions, rows: np.ndarray, chosen: np.ndarray):
+    """The actions played in ``rows``: labels from the offered list, or the joint class's
+    encoded rows."""
+    if isinstance(actions, EncodedRows):
+        return EncodedRows(actions.index[rows, chosen], actions.value[rows, chosen])
+    return [actions[i] for i in chosen.tolist()]
 
 
 def _sample(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:

@@ -127,6 +127,8 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
     reward_range: tuple[float, float] = (0.0, 1.0)  # replaced by the learner's
     sparse_rows = True  # ``predict`` and ``bounds`` also take ``SparseRows``
     compiled = _ridge is not None  # False: the numpy reference (tests compare the two)
+    piecewise = False  # True: labels are summed per piece, added at its end (`close_piece`)
+    _piece: tuple | None = None  # the open piece: (A sums, b sums, models touched)
 
     def __init__(self, l2: float = 1.0, prior: float | str = 0.0, max_exact: int = MAX_EXACT,
                  memory: int | None = None):
@@ -164,6 +166,9 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         self._b = _pad(self._b, (m, d), 0.0)
         self._theta = _pad(self._theta, (m, d), 0.0)
         self._updates = np.r_[self._updates, np.zeros(m - m0, dtype=np.int64)]
+        if self._piece is not None:
+            a, b, touched = self._piece
+            self._piece = (_pad(a, (m, d, d), 0.0), _pad(b, (m, d), 0.0), touched)
         if self._blocks is not None and m == 1:  # pending rows stay valid (sparse)
             self._blocks.grow(d)
             return
@@ -205,19 +210,14 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         ``(D,)`` or an ``(index, value)`` pair of 1-D arrays."""
         index, value = _sparse_row(x, self.dim)
         residual = y - self.prior_mean
+        if self.piecewise:
+            return self._learn_into(*self._open_piece(model), model, index, value, weight,
+                                    residual)
         if self._blocks is not None:
             columns = index if index.size else np.arange(self.dim)
             if not self._blocks.fits(columns, value):
                 self._fit_blocks(columns[None, None], value[None, None])
-        if self.compiled:
-            _ridge.learn(self._a, self._b, model, index, value, len(value), self.dim,
-                         weight, residual)
-        elif index.size:  # add.at: padding repeats column 0
-            np.add.at(self._a[model], (index[:, None], index), weight * np.outer(value, value))
-            np.add.at(self._b[model], index, weight * residual * value)
-        else:
-            self._a[model] += weight * np.outer(value, value)
-            self._b[model] += weight * residual * value
+        self._learn_into(self._a, self._b, model, index, value, weight, residual)
         pending = self._pending.setdefault(model, [])
         if pending is not None:  # (the blocks need them to restore the frozen statistics)
             if 4 * (len(pending) + 1) <= self.dim or self._blocks is not None:
@@ -226,6 +226,59 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
                 self._pending[model] = None
 
     learn_many = learn_row_by_row
+
+    def _learn_into(self, a, b, model: int, index, value, weight: float, residual: float
+                    ) -> None:
+        """Add one row to statistics ``a`` and ``b`` (the model's, or a piece's)."""
+        if self.compiled:
+            _ridge.learn(a, b, model, index, value, len(value), self.dim, weight, residual)
+        elif index.size:  # add.at: padding repeats column 0
+            np.add.at(a[model], (index[:, None], index), weight * np.outer(value, value))
+            np.add.at(b[model], index, weight * residual * value)
+        else:
+            a[model] += weight * np.outer(value, value)
+            b[model] += weight * residual * value
+
+    # -- pieces: the epoch schedules' additive statistics (`regcb_stream.parallel`) -----
+
+    def _open_piece(self, model: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._piece is None:
+            self._piece = (np.zeros_like(self._a), np.zeros_like(self._b), set())
+        self._piece[2].add(model)
+        return self._piece[0], self._piece[1]
+
+    def take_piece(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The open piece's statistics ``(models, A sums, b sums)``, each sum over the
+        piece's rows in order from zero, and a new piece begun (``piecewise`` learning)."""
+        if self._piece is None:
+            return np.zeros(0, np.intp), np.zeros((0,) + self._a.shape[1:]), np.zeros(
+                (0, self.dim))
+        a, b, touched = self._piece
+        self._piece = None
+        models = np.array(sorted(touched), dtype=np.intp)
+        return models, a[models], b[models]
+
+    def add_piece(self, models: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+        """Add a piece's statistics (`take_piece`, here or in another process) to the
+        models': the next rebuild inverts them afresh."""
+        if a.shape[1:] != self._a.shape[1:]:
+            raise ValueError(f"a piece over {a.shape[-1]} features does not fit models of "
+                             f"{self.dim}")
+        for i, model in enumerate(models.tolist()):
+            self._a[model] += a[i]
+            self._b[model] += b[i]
+            self._pending[model] = None
+
+    def open_piece(self, models: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+        """Make a piece's statistics (`take_piece`) the open piece, to learn on."""
+        self._piece = None
+        for i, model in enumerate(models.tolist()):
+            piece_a, piece_b = self._open_piece(model)
+            piece_a[model], piece_b[model] = a[i], b[i]
+
+    def close_piece(self) -> None:
+        """Add the open piece to the models' statistics."""
+        self.add_piece(*self.take_piece())
 
     def relabel(self, x, model: int, shift: float) -> None:
         """Change the label of a row learned before by ``shift`` (``b += shift x``, ``A``
@@ -315,7 +368,8 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         arrowhead structure (see ``_Blocks``): the first joint rows decide it. The kernels
         say when a later row does not fit (``_fit_blocks``)."""
         if (self._blocks is None and self.compiled and self.n_models == 1 and index.size
-                and not self._pending and self.dim > 16 and not self._tried_blocks):
+                and not self.piecewise and not self._pending and self.dim > 16
+                and not self._tried_blocks):
             self._tried_blocks = True
             self._blocks = _Blocks(self.dim)
             self._fit_blocks(index, value)
