@@ -537,6 +537,36 @@ PyDoc_STRVAR(learn_doc,
 
 static PyObject *py_learn(PyObject *self, PyObject *args) { return row_update(args, 0); }
 
+PyDoc_STRVAR(learn_rows_doc,
+"learn_rows(a, b, models, index, value, n, L, D, weights, residuals)\n"
+"learn() of n sparse rows in order (row i to model models[i]): the same sums.");
+
+static PyObject *py_learn_rows(PyObject *self, PyObject *args) {
+    Py_buffer mat = {0}, vec = {0}, models = {0}, index = {0}, value = {0}, weights = {0},
+              residuals = {0};
+    Py_ssize_t n, L, D;
+    if (!PyArg_ParseTuple(args, "w*w*y*y*y*nnny*y*", &mat, &vec, &models, &index, &value, &n,
+                          &L, &D, &weights, &residuals))
+        return NULL;
+    Py_ssize_t M = vec.len / (D * (Py_ssize_t)sizeof(double));
+    int ok = expect(&mat, M * D * D, 8, "matrices") && rows_ok(&index, &value, n, L, D) &&
+             expect(&models, n, 8, "models") && expect(&weights, n, 8, "weights") &&
+             expect(&residuals, n, 8, "residuals") && models_ok(models.buf, n, M);
+    if (ok) {
+        const int64_t *model = models.buf, *idx = index.len ? index.buf : NULL;
+        const double *val = value.buf, *w = weights.buf, *r = residuals.buf;
+        double *a = mat.buf, *b = vec.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++)
+            gram_add(a + model[i] * D * D, b + model[i] * D, D, idx ? idx + i * L : NULL,
+                     val + i * L, L, w[i], r[i]);
+        Py_END_ALLOW_THREADS
+    }
+    RELEASE(&mat, &vec, &models, &index, &value, &weights, &residuals);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(rank_one_doc,
 "rank_one(a_inv, theta, model, index, value, L, D, weight, residual)\n"
 "Sherman-Morrison update of one model's inverse and solution by one sparse row.");
@@ -1434,6 +1464,7 @@ static PyObject *py_vw_run(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"moments", py_moments, METH_VARARGS, moments_doc},
     {"learn", py_learn, METH_VARARGS, learn_doc},
+    {"learn_rows", py_learn_rows, METH_VARARGS, learn_rows_doc},
     {"rank_one", py_rank_one, METH_VARARGS, rank_one_doc},
     {"run_online", py_run_online, METH_VARARGS, run_online_doc},
     {"block_update", py_block_update, METH_VARARGS, block_update_doc},

@@ -119,8 +119,9 @@ class Driver:
         self._adf = AdfEncoder(lambda keys: columns(adf, keys), settings.interactions,
                                settings.constant, bits)
 
-    def run(self, lines, on_error: OnError | None = None) -> None:
-        """Process every example of an iterable of text lines (a file).
+    def run(self, lines, on_error: OnError | None = None, first_line: int = 1) -> None:
+        """Process every example of an iterable of text lines (a file, or a part of one
+        whose first line is number ``first_line``).
 
         ``on_error`` is called with each bad example's `VWParseError`, which is then
         skipped; without it the error is raised, once every earlier prediction has been
@@ -132,9 +133,9 @@ class Driver:
             from regcb_stream.io.dsjson import iter_dsjson_adf  # (json costs start-up)
 
             examples = iter_dsjson_adf(lines, on_error, self.progress.events_without_actions,
-                                       shared_text=True)
+                                       shared_text=True, first_line=first_line)
         elif self.settings.adf:
-            examples = iter_adf(lines, on_error, shared_text=True)
+            examples = iter_adf(lines, on_error, shared_text=True, first_line=first_line)
         if self.settings.adf:
             ready = getattr(lines, "ready", lambda: True)
             for batch in self._batches(examples, ready):
@@ -145,7 +146,7 @@ class Driver:
                         self._reward(batch, on_error)
             return
         take = taker(lines)
-        count, limit = 0, 64  # a first block short enough whatever the lines
+        count, limit = first_line - 1, 64  # a first block short enough whatever the lines
         while chunk := take(limit):
             numbered = [(no, text) for no, raw in enumerate(chunk, count + 1)
                         if (text := clean_line(raw))]

@@ -28,7 +28,7 @@ DEFAULT_MELLOWNESS = 1e-3  # the default budget: c ln(K n) span^2 with this c
 DEFAULT_BETA = 1e-3  # budget="beta" without a beta
 TIE_TOLERANCE = 1e-12  # bounds closer than this (times the reward span) are ties: rounding
 # noise must not decide; float32 oracles (VW's) differ by far more when they differ at all
-PIECE_LABELS = 1024  # labels summed per piece in the epoch schedules (regcb_stream.parallel)
+PIECE_LABELS = 2048  # labels summed per piece in the epoch schedules (regcb_stream.parallel)
 
 
 @dataclass(frozen=True)
@@ -287,10 +287,7 @@ class RegCB:
         action, from ``decide_many``'s ``Decision.candidates``)."""
         rewards = np.asarray(rewards, dtype=float)
         weights = np.ones(len(rewards)) if weights is None else np.asarray(weights, float)
-        for prob in np.ones(len(rewards)) if probs is None else probs:
-            _check_prob(prob)
-        for reward in rewards.tolist():
-            self._check_reward(reward)
+        self._check_labels(rewards, np.ones(len(rewards)) if probs is None else probs)
         rows, models = self._played_rows(contexts, actions)
         if self._selector is not None and candidates is not None and probs is not None:
             self._score(np.asarray(candidates, float), probs, rewards)
@@ -363,14 +360,21 @@ class RegCB:
         probs = np.ones(n) if probs is None else np.asarray(probs, dtype=float).reshape(n)
         weights = np.ones(n) if weights is None else np.asarray(weights, float).reshape(n)
         labelled = np.flatnonzero(played >= 0)
+        self._check_labels(rewards[labelled], probs[labelled])
+        return played, rewards, probs, weights
+
+    def _check_labels(self, rewards: np.ndarray, probs) -> None:
+        """The error of the first bad label of a block, if any."""
+        if np.asarray(probs).dtype.kind not in "fiub":  # (the error names the value)
+            for prob in probs:
+                _check_prob(prob)
+        probs = np.asarray(probs, dtype=float)
         lo, hi = self._range
-        bad = ~((probs[labelled] > 0) & (probs[labelled] <= 1) & np.isfinite(rewards[labelled])
-                & (self.allow_out_of_range | ((rewards[labelled] >= lo) &
-                                              (rewards[labelled] <= hi))))
-        for i in labelled[bad][:1].tolist():
+        bad = ~((probs > 0) & (probs <= 1) & np.isfinite(rewards)
+                & (self.allow_out_of_range | ((rewards >= lo) & (rewards <= hi))))
+        for i in np.flatnonzero(bad)[:1].tolist():
             _check_prob(float(probs[i]))
             self._check_reward(float(rewards[i]))
-        return played, rewards, probs, weights
 
     def _replay_part(self, contexts, actions, played, rewards, probs, weights, first: int
                      ) -> tuple[np.ndarray, list]:
@@ -979,7 +983,6 @@ class RegCB:
                 f"reward {reward} is outside reward_range {self.reward_range}; pass "
                 "allow_out_of_range=True to learn it as it is (VW's behaviour with costs)"
             )
-
 
 
 def _take(contexts, rows: np.ndarray):

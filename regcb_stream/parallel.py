@@ -43,6 +43,9 @@ position in the log, so the piece ends are known before the examples are read).
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -55,7 +58,7 @@ MIN_SPREAD = 8 * 1024
 
 
 def replay(learner, load: Callable, n: int, client=None, tasks: int | None = None,
-           min_spread: int = MIN_SPREAD) -> np.ndarray:
+           min_spread: int = MIN_SPREAD, trace: list | None = None) -> np.ndarray:
     """Replay the ``n`` examples of a labelled log: the same distributions and final
     state as ``learner.replay(*load(0, n))`` in one process.
 
@@ -76,33 +79,94 @@ def replay(learner, load: Callable, n: int, client=None, tasks: int | None = Non
         Parts per epoch (default: the client's workers, 1 without a client).
     min_spread
         Epochs with fewer labels are replayed by the driver.
+    trace
+        A list to append each epoch's ``(labels, parts, state bytes, seconds, the parts'
+        seconds)`` to (``parts`` 0: replayed by the driver), for the cost model.
 
     Returns
     -------
     np.ndarray
         The distribution of every example, ``(n, K)``, decided before its label.
     """
+    out = _Output(n)
+    run_epochs(learner, n, _ArrayParts(load, out), client, tasks, min_spread, trace)
+    return out.array
+
+
+def run_epochs(learner, n: int, parts, client=None, tasks: int | None = None,
+               min_spread: int = MIN_SPREAD, trace: list | None = None) -> None:
+    """The epoch loop of `replay` for any log of ``n`` labelled examples, its ``parts``:
+    ``parts.local(learner, start, stop)`` replays examples ``start..stop-1`` here;
+    ``parts.task(state, start, stop, first)`` (a function the workers can run) replays
+    them with the learner the model-file bytes ``state`` hold, its labels numbered from
+    ``first + start``, and returns ``(payload, pieces, seconds)``, or None when it met
+    features or actions the state had not; ``parts.take(start, stop, payload)`` takes a
+    payload in the log's order, before its pieces are learned."""
     _check(learner)
     if tasks is None:
         tasks = len(client.scheduler_info()["workers"]) if client is not None else 1
-    run = _runner(client)
-    parts, position = [], 0
+    run, position = _runner(client), 0
     while position < n:
-        stop = min(n, position + learner.labels_until_rebuild)
-        if stop - position < min_spread or (tasks == 1 and client is None) or _mid_epoch(
-                learner):
-            parts.append(_local(learner, load, position, stop))
-        else:
+        began, stop = time.perf_counter(), min(n, position + learner.labels_until_rebuild)
+        spans, state, busy = [], b"", []
+        if not (stop - position < min_spread or (tasks == 1 and client is None)
+                or _mid_epoch(learner)):
             spans = _spans(learner.n_labels, position, stop, tasks, PIECE_LABELS)
+            state = persist.dumps(learner, {})
             first = learner.n_labels - position  # label count = position + first
-            results = run(persist.dumps(learner, {}), load, spans, first)
+            results = run(state, parts.task, spans, first)
             if None in results:  # features or actions the state had not met: here
-                parts.append(_local(learner, load, position, stop))
-            for pmf, pieces in [] if None in results else results:
-                parts.append(pmf)
-                learner._absorb(pieces, len(pmf))
+                spans = []
+            for (start, end), (payload, pieces, seconds) in zip(spans, results if spans
+                                                                 else []):
+                parts.take(start, end, payload)
+                learner._absorb(pieces, end - start)
+                busy.append(seconds)
+        if not spans:
+            parts.local(learner, position, stop)
+        if trace is not None:
+            trace.append((stop - position, len(spans), len(state),
+                          time.perf_counter() - began, busy))
         position = stop
-    return np.concatenate(parts) if parts else np.zeros((0, 0))
+
+
+class _ArrayParts:
+    """`replay`'s parts: examples from ``load``, distributions into ``out``."""
+
+    def __init__(self, load: Callable, out: _Output):
+        self.load, self.out = load, out
+        self.task = functools.partial(_array_task, load)
+
+    def local(self, learner, start: int, stop: int) -> None:
+        block = self.load(start, stop)
+        _labelled(block[2], start)
+        self.out.put(start, learner.replay(*block).pmf)
+
+    def take(self, start: int, stop: int, packed: tuple) -> None:
+        self.out.unpack(start, *packed)
+
+
+class _Output:
+    """The distributions of ``n`` examples, filled in as the epochs are replayed."""
+
+    def __init__(self, n: int):
+        self.n, self.array = n, np.zeros((n, 0))
+
+    def put(self, start: int, pmf: np.ndarray) -> None:
+        if self.array.shape[1] != pmf.shape[1]:
+            if start:
+                raise ValueError(f"example {start}: {pmf.shape[1]} actions, the examples "
+                                 f"before it had {self.array.shape[1]}")
+            self.array = np.empty((self.n, pmf.shape[1]))
+        self.array[start:start + len(pmf)] = pmf
+
+    def unpack(self, start: int, shape: tuple, flat: np.ndarray, values: np.ndarray):
+        """A part's `_packed` distributions, from example ``start`` on."""
+        rows = self.array[start:start + shape[0]]
+        if rows.shape != shape:
+            return self.put(start, _unpacked(shape, flat, values))
+        rows[...] = 0.0
+        rows.reshape(-1)[flat] = values
 
 
 class ArrayLog:
@@ -185,13 +249,6 @@ def _mid_epoch(learner) -> bool:
     return learner.n_labels != learner._n_frozen
 
 
-def _local(learner, load, start: int, stop: int) -> np.ndarray:
-    """Examples ``start..stop-1`` replayed by the driver."""
-    block = load(start, stop)
-    _labelled(block[2], start)
-    return learner.replay(*block).pmf
-
-
 def _spans(n_labels: int, start: int, stop: int, tasks: int, piece: int) -> list[tuple]:
     """``[start, stop)`` cut into at most ``tasks`` spans of nearly equal size, every cut
     at a piece end (``n_labels`` labels learned at ``start``)."""
@@ -205,34 +262,55 @@ def _spans(n_labels: int, start: int, stop: int, tasks: int, piece: int) -> list
 
 
 def _runner(client) -> Callable:
-    """``run(state, load, spans, first)``: each span's ``_task`` result, in order."""
+    """``run(state, task, spans, first)``: each span's ``task`` result, in order."""
     if client is None:
-        return lambda state, load, spans, first: [
-            _task(state, load, a, b, first) for a, b in spans]
+        return lambda state, task, spans, first: [task(state, a, b, first) for a, b in spans]
 
-    def run(state, load, spans, first):
-        shared = client.scatter(state, broadcast=True, hash=False)
-        futures = [client.submit(_task, shared, load, a, b, first, pure=False)
-                   for a, b in spans]
-        results = client.gather(futures)
-        client.cancel([shared, *futures])
-        return results
+    held: list = []
+
+    def run(state, task, spans, first):
+        futures = [client.submit(task, state, a, b, first, pure=False) for a, b in spans]
+        held[:] = futures  # the last epoch's released after this one is submitted: the
+        return client.gather(futures, direct=True)  # client batches its messages 10 ms
+        # apart, and a release sent just before would hold back the submission
 
     return run
 
 
-def _task(state: bytes, load: Callable, start: int, stop: int, first: int) -> tuple | None:
-    """A part of an epoch: its distributions and its labels' pieces (on a worker); None
-    if it meets features or actions the epoch's state has not (they would number them
-    in another order than one process does)."""
+def _array_task(load: Callable, state: bytes, start: int, stop: int, first: int
+                ) -> tuple | None:
+    """A part of an epoch of a `replay`: its distributions (`_packed`), its labels'
+    pieces and its seconds (on a worker)."""
+    began = time.perf_counter()
     learner, _ = persist.loads(state)
     block = load(start, stop)
     _labelled(block[2], start)
     weights = block[5] if len(block) > 5 else None
+    with _same_features(learner) as same:
+        pmf, pieces = learner._replay_part(*block[:5], weights, first=first + start)
+    return (_packed(pmf), pieces, time.perf_counter() - began) if same() else None
+
+
+@contextlib.contextmanager
+def _same_features(learner):
+    """``same()``: whether the learner's oracle kept its models and features (a part
+    that numbers a new one would number it in another order than one process does)."""
     oracle = learner._oracle
     known = oracle.n_models, oracle.dim
-    result = learner._replay_part(*block[:5], weights, first=first + start)
-    return result if (oracle.n_models, oracle.dim) == known else None
+    yield lambda: (oracle.n_models, oracle.dim) == known
+
+
+def _packed(pmf: np.ndarray) -> tuple:
+    """Distributions as their shape and non-zero entries (exact; most are 0: the rules
+    put the mass on the few plausible actions), a tenth of the bytes to send."""
+    flat = np.flatnonzero(pmf.view(np.int64))  # (bits: -0.0 too)
+    return pmf.shape, flat.astype(np.int64 if pmf.size > 2**31 else np.int32), pmf.flat[flat]
+
+
+def _unpacked(shape: tuple, flat: np.ndarray, values: np.ndarray) -> np.ndarray:
+    pmf = np.zeros(shape)
+    pmf.flat[flat] = values
+    return pmf
 
 
 def _labelled(played, start: int) -> None:

@@ -13,16 +13,10 @@ from regcb_stream.features import EncodedRows
 from regcb_stream.learner import PIECE_LABELS
 
 
-def letter_log(n: int, seed: int = 0) -> parallel.ArrayLog:
+def letter_log(n: int) -> parallel.ArrayLog:
     """``n`` events of letter logged by a uniform policy (the data repeated if needed)."""
     datasets.require("letter.tsv.gz")
-    X, y = datasets.load_multiclass("letter")
-    rng = np.random.default_rng(seed)
-    rows = rng.permutation(np.resize(np.arange(len(y)), n))
-    k = int(y.max()) + 1
-    played = rng.integers(0, k, n)
-    return parallel.ArrayLog(X[rows], list(range(k)), played,
-                             (played == y[rows]).astype(float), np.full(n, 1.0 / k))
+    return parallel.ArrayLog(*datasets.uniform_log("letter", n))
 
 
 def serial(log, **kwargs) -> tuple[bytes, bytes]:

@@ -270,3 +270,12 @@ def long_stream(name: str, n: int, noisy: bool = False) -> tuple[np.ndarray, np.
         total, seed = total + len(parts[-1][0]), seed + 1
     return (np.concatenate([X for X, _ in parts])[:n],
             np.concatenate([R for _, R in parts])[:n])
+
+
+def uniform_log(name: str, n: int, seed: int = 0) -> tuple:
+    """A log of ``n`` rounds of a set (`long_stream`) played uniformly at random:
+    ``(contexts, actions, played, rewards, probs)``, as ``RegCB.replay`` takes them."""
+    X, R = long_stream(name, n)
+    k = R.shape[1]
+    played = np.random.default_rng(seed).integers(0, k, n)
+    return X, list(range(k)), played, R[np.arange(n), played], np.full(n, 1.0 / k)

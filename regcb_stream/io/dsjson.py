@@ -123,8 +123,8 @@ def iter_dsjson(lines: Iterable[str], on_error: OnError | None = None
 
 
 def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
-                    skipped: list | None = None, shared_text: bool = False
-                    ) -> Iterator[ADFExample | Reward]:
+                    skipped: list | None = None, shared_text: bool = False,
+                    first_line: int = 1) -> Iterator[ADFExample | Reward]:
     """The events of a DSJSON log as ADF examples (`vw_text.ADFExample`), and its reward
     lines as `Reward`: an event without actions is skipped and its line appended to
     ``skipped``; ``_skipLearn`` events are decided without a label; ``pdrop`` gives the
@@ -135,7 +135,8 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
     as VW feature text; each distinct action object is parsed once. Lines it leaves, and
     every bad line, take `parse_event`. With ``shared_text`` the shared features of the
     compiled reader's lines stay text (as ``iter_adf(..., shared_text=True)`` has them,
-    for `vw_encode.AdfEncoder.encode_block`), the others are ``Features``.
+    for `vw_encode.AdfEncoder.encode_block`), the others are ``Features``. Lines are
+    numbered from ``first_line``.
 
     >>> line = ('{"_labelIndex": 0, "_label_cost": -1, "_label_probability": 0.5, '
     ...         '"c": {"u": {"age": 31}, "_multi": [{"x": 1}, {"x": 2}]}}')
@@ -147,7 +148,7 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
     """
     take = taker(lines)
     actions = _Actions()
-    no = 0
+    no = first_line - 1
     while chunk := take(BLOCK):
         fast = _dsjson.events(chunk) if _dsjson is not None else [None] * len(chunk)
         for raw, event in zip(chunk, fast):

@@ -393,7 +393,7 @@ class _Reader:
 
 def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eof: bool = False,
              max_lines: int = 10_000, cache_size: int = 65_536,
-             shared_text: bool = False) -> Iterator[ADFExample]:
+             shared_text: bool = False, first_line: int = 1) -> Iterator[ADFExample]:
     """Yield ADF examples, each as soon as its terminating empty line is read.
 
     Parameters
@@ -413,6 +413,8 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
         Leave the shared line's features as text (``ADFExample.shared``), for parsing a
         block of them at once (`vw_encode.AdfEncoder.encode_block`); errors in that text
         are then found there.
+    first_line : int
+        The number of the first line (a part of a longer input).
 
     Examples
     --------
@@ -421,7 +423,7 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
     (Label(action=1, cost=-1.0, prob=0.5), 't1', 2, (('u', (('a', 1.0),)),))
     """
     st = _Reader(cache_size, max_lines, shared_text)
-    memo, acts, skipping, no = st.memo, st.acts, False, 0
+    memo, acts, skipping, no = st.memo, st.acts, False, first_line - 1
     known = getattr(lines, "take_known", None)  # `ReadAhead`: runs of repeated lines at once
     for raw in lines:
         no += 1

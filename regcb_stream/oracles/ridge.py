@@ -225,7 +225,19 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
             else:  # the rebuild will invert afresh
                 self._pending[model] = None
 
-    learn_many = learn_row_by_row
+    def learn_many(self, x, models, y, weight) -> None:
+        """``learn`` row by row; a piece's rows (``SparseRows``) in one compiled call."""
+        if not (self.piecewise and self.compiled and isinstance(x, SparseRows)) or not len(y):
+            return learn_row_by_row(self, x, models, y, weight)
+        models = np.ascontiguousarray(models, dtype=np.int64)
+        for model in np.unique(models).tolist():
+            piece_a, piece_b = self._open_piece(model)
+        n, _, width = x.value.shape
+        index = _DENSE if x.index is None else np.ascontiguousarray(x.index, np.int64)
+        residuals = np.asarray(y, dtype=float) - self.prior_mean
+        _ridge.learn_rows(piece_a, piece_b, models, index, np.ascontiguousarray(x.value, float),
+                          n, width, self.dim, np.ascontiguousarray(weight, dtype=float),
+                          residuals)
 
     def _learn_into(self, a, b, model: int, index, value, weight: float, residual: float
                     ) -> None:
