@@ -17,7 +17,8 @@ ridge, mellowness 1e-3).
 - Speed (``sqrt2``, the paper's schedule, and ``doubling``): one process against a local
   cluster of 2 single-threaded workers (started once, before the timings; its start-up
   is reported apart), ``--pairs`` interleaved pairs, the order alternating; the verdict
-  is the median of the pairs' ratios. Both produce the same output: every distribution, the final state.
+  is the median of the pairs' ratios. Both produce the same output: every distribution,
+  the final state.
 - Cost model: each epoch's wall time, from runs on 1 and 2 workers with 1, 2, 4 and 8
   parts per epoch, fitted by least squares (see the report).
 

@@ -61,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="show the version and exit")
     io = parser.add_argument_group("input and output (as vw)")
-    io.add_argument("-d", "--data", default="-", help="input file; - (default) is stdin")
+    io.add_argument("-d", "--data", default="-",
+                    help="input file, or a glob pattern of files read one after another; - "
+                         "(default) is stdin")
     io.add_argument("-p", "--predictions", help="write predictions here (- is stdout)")
     io.add_argument("-f", "--final_regressor", help="save the model here at the end")
     io.add_argument("-i", "--initial_regressor", help="resume from this model file")
@@ -87,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     loop.add_argument("--default_reward", type=float, metavar="R",
                       help="--reward_wait: the reward a timed-out decision is learned with "
                            "(default: none, it is dropped)")
+    cluster = parser.add_argument_group("on a cluster (regcb-stream's own)")
+    cluster.add_argument("--scheduler", metavar="ADDRESS",
+                         help="replay the labelled log -d on a Dask cluster (--schedule "
+                              "sqrt2 or doubling): a scheduler's address, or local (a "
+                              "cluster of --workers processes on this machine); the output "
+                              "is the serial run's")
+    cluster.add_argument("--workers", type=_positive_int, default=2, metavar="N",
+                         help="--scheduler local: worker processes (default 2)")
     cb = parser.add_argument_group("contextual bandit (as vw)")
     mode = cb.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
@@ -162,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if args.reward_wait and not settings.dsjson:
         parser.error("--reward_wait joins DSJSON reward lines by EventId: give --dsjson")
+    if args.scheduler:
+        _check_cluster(parser, args, learner)
     with contextlib.ExitStack() as stack:
         try:
             lines = shell.open_input(stack, args.data)
@@ -185,7 +197,10 @@ def main(argv: list[str] | None = None) -> int:
                         vw_compat=settings.vw_compat, learn=not args.testonly,
                         guard=interrupts.block, outcomes=outcomes)
         stack.enter_context(threadpool_limits(1, "blas"))  # one core does more than two
-        status = _run(driver, lines, _on_error(args, progress))
+        if args.scheduler:
+            status = _run_on_cluster(driver, args)
+        else:
+            status = _run(driver, lines, _on_error(args, progress))
     if not args.quiet and status != shell.PIPE_CLOSED:
         sys.stderr.write(progress.summary(learner.budget_in_force, learner.oracle_in_use,
                                           outcomes.summary() if outcomes else ()))
@@ -275,10 +290,37 @@ def _on_error(args, progress: ProgressTable):
     return skip if args.lenient else None
 
 
-def _run(driver: Driver, lines, on_error) -> int:
-    """Run the stream; the exit status (see ``--help``)."""
+def _check_cluster(parser, args, learner) -> None:
+    """``--scheduler`` replays a labelled log in files, on an epoch schedule."""
+    if args.data in ("-", "/dev/stdin"):
+        parser.error("--scheduler replays files (-d FILE or a glob pattern), not stdin")
+    if learner.schedule == "online":
+        parser.error("--scheduler needs --schedule sqrt2 or doubling: the online schedule "
+                     "rebuilds after every label, no epoch to spread")
+    for flag, given in (("-t", args.testonly), ("--lenient", args.lenient),
+                        ("--decision_log", args.decision_log),
+                        ("--reward_wait", args.reward_wait)):
+        if given:
+            parser.error(f"--scheduler learns every example of a labelled log: not with "
+                         f"{flag}")
+
+
+def _run_on_cluster(driver: Driver, args) -> int:
+    """`_run` with the epochs' long parts on a Dask cluster (`log_replay`)."""
+    from regcb_stream import log_replay
+    from regcb_stream.cluster import connect
+
+    def replay(lines, on_error):
+        with connect(args.scheduler, args.workers) as client:
+            log_replay.replay(driver, shell.input_paths(args.data), client)
+
+    return _run(driver, None, None, replay)
+
+
+def _run(driver: Driver, lines, on_error, run=None) -> int:
+    """Run the stream (or ``run(lines, on_error)``); the exit status (see ``--help``)."""
     try:
-        driver.run(lines, on_error)
+        (run or driver.run)(lines, on_error)
     except VWParseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

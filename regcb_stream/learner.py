@@ -376,26 +376,31 @@ class RegCB:
             _check_prob(float(probs[i]))
             self._check_reward(float(rewards[i]))
 
-    def _replay_part(self, contexts, actions, played, rewards, probs, weights, first: int
-                     ) -> tuple[np.ndarray, list]:
+    def _replay_part(self, contexts, actions, played, rewards, probs, weights, first: int,
+                     pieces: list) -> Decision:
         """Part of one epoch of a logged block, every context labelled, its first label
-        the ``first``-th: the distributions of the frozen state and the statistics of the
-        labels, one oracle piece (`RidgeOracle.take_piece`) per span between piece ends.
-        The learner itself learns nothing (`regcb_stream.parallel`'s task)."""
+        the ``first``-th: the decisions of the frozen state, and the statistics of the
+        labels appended to ``pieces`` at each piece's end (`RidgeOracle.take_piece`);
+        those after the last stay open. The learner itself learns nothing
+        (`regcb_stream.parallel`'s parts)."""
         played, rewards, probs, weights = self._checked_log(played, rewards, probs, weights)
-        pmf = self.decide_many(contexts, actions).pmf
+        if (played < 0).any():
+            raise ValueError("no label: a parallel replay needs every example labelled")
+        decision = self.decide_many(contexts, actions)
         rows = np.arange(len(played))
         x, models = self._played_rows(contexts, _played_actions(actions, rows, played))
         x = self._oracle_examples(x)
-        pieces, start = [], 0
+        start = 0
         while start < len(rows):
-            stop = min(len(rows), start + self._labels_until_piece_end(first + start))
+            room = self._labels_until_piece_end(first + start)
+            stop = min(len(rows), start + room)
             block = slice(start, stop)
             self._oracle.learn_many(x.take(block) if isinstance(x, SparseRows) else x[block],
                                     models[block], rewards[block], weights[block])
-            pieces.append(self._oracle.take_piece())
+            if stop - start == room:
+                pieces.append(self._oracle.take_piece())
             start = stop
-        return pmf, pieces
+        return decision
 
     def _absorb(self, pieces: list, n: int) -> None:
         """Learn ``n`` labels by their pieces' statistics, in order (`_replay_part`); the

@@ -58,7 +58,7 @@ MIN_SPREAD = 8 * 1024
 
 
 def replay(learner, load: Callable, n: int, client=None, tasks: int | None = None,
-           min_spread: int = MIN_SPREAD, trace: list | None = None) -> np.ndarray:
+           min_spread: int | None = None, trace: list | None = None) -> np.ndarray:
     """Replay the ``n`` examples of a labelled log: the same distributions and final
     state as ``learner.replay(*load(0, n))`` in one process.
 
@@ -78,7 +78,7 @@ def replay(learner, load: Callable, n: int, client=None, tasks: int | None = Non
     tasks
         Parts per epoch (default: the client's workers, 1 without a client).
     min_spread
-        Epochs with fewer labels are replayed by the driver.
+        Epochs with fewer labels are replayed by the driver (default ``MIN_SPREAD``).
     trace
         A list to append each epoch's ``(labels, parts, state bytes, seconds, the parts'
         seconds)`` to (``parts`` 0: replayed by the driver), for the cost model.
@@ -94,15 +94,16 @@ def replay(learner, load: Callable, n: int, client=None, tasks: int | None = Non
 
 
 def run_epochs(learner, n: int, parts, client=None, tasks: int | None = None,
-               min_spread: int = MIN_SPREAD, trace: list | None = None) -> None:
+               min_spread: int | None = None, trace: list | None = None) -> None:
     """The epoch loop of `replay` for any log of ``n`` labelled examples, its ``parts``:
     ``parts.local(learner, start, stop)`` replays examples ``start..stop-1`` here;
-    ``parts.task(state, start, stop, first)`` (a function the workers can run) replays
-    them with the learner the model-file bytes ``state`` hold, its labels numbered from
-    ``first + start``, and returns ``(payload, pieces, seconds)``, or None when it met
-    features or actions the state had not; ``parts.take(start, stop, payload)`` takes a
-    payload in the log's order, before its pieces are learned."""
+    ``parts.task(state, first, *parts.where(start, stop))`` (a function the workers can
+    run) replays them with the learner the model-file bytes ``state`` hold, its first
+    label the ``first``-th, and returns ``(payload, pieces, seconds)``, or None when it
+    met features or actions the state had not; ``parts.take(start, stop, payload)`` takes
+    a payload in the log's order, before its pieces are learned."""
     _check(learner)
+    min_spread = MIN_SPREAD if min_spread is None else min_spread
     if tasks is None:
         tasks = len(client.scheduler_info()["workers"]) if client is not None else 1
     run, position = _runner(client), 0
@@ -114,7 +115,8 @@ def run_epochs(learner, n: int, parts, client=None, tasks: int | None = None,
             spans = _spans(learner.n_labels, position, stop, tasks, PIECE_LABELS)
             state = persist.dumps(learner, {})
             first = learner.n_labels - position  # label count = position + first
-            results = run(state, parts.task, spans, first)
+            results = run(state, parts.task, [(first + a, *parts.where(a, b))
+                                              for a, b in spans])
             if None in results:  # features or actions the state had not met: here
                 spans = []
             for (start, end), (payload, pieces, seconds) in zip(spans, results if spans
@@ -141,6 +143,9 @@ class _ArrayParts:
         block = self.load(start, stop)
         _labelled(block[2], start)
         self.out.put(start, learner.replay(*block).pmf)
+
+    def where(self, start: int, stop: int) -> tuple:
+        return start, stop
 
     def take(self, start: int, stop: int, packed: tuple) -> None:
         self.out.unpack(start, *packed)
@@ -262,14 +267,15 @@ def _spans(n_labels: int, start: int, stop: int, tasks: int, piece: int) -> list
 
 
 def _runner(client) -> Callable:
-    """``run(state, task, spans, first)``: each span's ``task`` result, in order."""
+    """``run(state, task, arguments)``: ``task(state, *each)`` for each of ``arguments``,
+    the results in order."""
     if client is None:
-        return lambda state, task, spans, first: [task(state, a, b, first) for a, b in spans]
+        return lambda state, task, arguments: [task(state, *each) for each in arguments]
 
     held: list = []
 
-    def run(state, task, spans, first):
-        futures = [client.submit(task, state, a, b, first, pure=False) for a, b in spans]
+    def run(state, task, arguments):
+        futures = [client.submit(task, state, *each, pure=False) for each in arguments]
         held[:] = futures  # the last epoch's released after this one is submitted: the
         return client.gather(futures, direct=True)  # client batches its messages 10 ms
         # apart, and a release sent just before would hold back the submission
@@ -277,7 +283,7 @@ def _runner(client) -> Callable:
     return run
 
 
-def _array_task(load: Callable, state: bytes, start: int, stop: int, first: int
+def _array_task(load: Callable, state: bytes, first: int, start: int, stop: int
                 ) -> tuple | None:
     """A part of an epoch of a `replay`: its distributions (`_packed`), its labels'
     pieces and its seconds (on a worker)."""
@@ -286,9 +292,13 @@ def _array_task(load: Callable, state: bytes, start: int, stop: int, first: int
     block = load(start, stop)
     _labelled(block[2], start)
     weights = block[5] if len(block) > 5 else None
+    pieces: list = []
     with _same_features(learner) as same:
-        pmf, pieces = learner._replay_part(*block[:5], weights, first=first + start)
-    return (_packed(pmf), pieces, time.perf_counter() - began) if same() else None
+        pmf = learner._replay_part(*block[:5], weights, first, pieces).pmf
+    if not same():
+        return None
+    pieces.append(learner._oracle.take_piece())
+    return _packed(pmf), pieces, time.perf_counter() - began
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 
-from regcb_stream.io.read_ahead import ReadAhead
+from regcb_stream.io.read_ahead import Concatenated, ReadAhead
 
 INTERRUPTED = 128 + signal.SIGINT  # exit statuses, as a shell reports a signal's
 PIPE_CLOSED = 128 + signal.SIGPIPE
@@ -62,17 +62,31 @@ class PathError(Exception):
     """A path given on the command line that cannot be used (one line, for the user)."""
 
 
-def open_input(stack: contextlib.ExitStack, name: str) -> ReadAhead:
+def open_input(stack: contextlib.ExitStack, name: str) -> ReadAhead | Concatenated:
     """The input's lines, read ahead as far as available (like VW, only ``\\n`` ends a
-    line, bytes that are not UTF-8 fail their line, and gzip input is decompressed)."""
+    line, bytes that are not UTF-8 fail their line, and gzip input is decompressed);
+    ``name`` is a file, ``-`` (stdin), or a glob pattern: its files one after another."""
     if name in ("-", "/dev/stdin"):
         return ReadAhead(sys.stdin.fileno())
+    readers = []
+    for path in input_paths(name):
+        try:
+            readers.append(ReadAhead(stack.enter_context(open(path, "rb")).fileno()))
+        except OSError as error:
+            raise PathError(f"-d {path}: cannot read it ({error.strerror})") from None
+    return readers[0] if len(readers) == 1 else Concatenated(readers)
+
+
+def input_paths(name: str) -> list[str]:
+    """The files ``-d`` names: the file itself, or a glob pattern's files in order."""
     if os.path.isdir(name):
         raise PathError(f"-d {name}: is a directory, not a file")
-    try:
-        return ReadAhead(stack.enter_context(open(name, "rb")).fileno())
-    except OSError as error:
-        raise PathError(f"-d {name}: cannot read it ({error.strerror})") from None
+    if os.path.exists(name) or not glob.has_magic(name):
+        return [name]
+    paths = sorted(path for path in glob.glob(name) if not os.path.isdir(path))
+    if not paths:
+        raise PathError(f"-d {name}: no file matches it")
+    return paths
 
 
 def open_output(stack: contextlib.ExitStack, name: str, flag: str):

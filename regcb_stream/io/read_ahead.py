@@ -133,3 +133,28 @@ def taker(lines: Iterable[str]) -> Callable[[int], list[str]]:
 
 def _islice(lines: Iterator[str], limit: int) -> list[str]:
     return list(itertools.islice(lines, limit))
+
+
+class Concatenated:
+    """The lines of several `ReadAhead` one after another (``-d`` naming several files),
+    read ahead as each of them is."""
+
+    def __init__(self, readers: list[ReadAhead]):
+        self._readers = readers
+
+    def __iter__(self) -> Iterator[str]:
+        return itertools.chain.from_iterable(self._readers)
+
+    def take(self, limit: int) -> list[str]:
+        while self._readers:
+            lines = self._readers[0].take(limit)
+            if lines:
+                return lines
+            self._readers.pop(0)
+        return []
+
+    def take_known(self, known: dict, out: list, limit: int) -> int:
+        return self._readers[0].take_known(known, out, limit) if self._readers else 0
+
+    def ready(self) -> bool:
+        return not self._readers or self._readers[0].ready()

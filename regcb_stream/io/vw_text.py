@@ -266,7 +266,7 @@ def iter_cb_lines(lines: Iterable[str], n_actions: int,
         if isinstance(head, FieldError):
             _fail(VWParseError(no, text, head.rule, head.detail), on_error)
             continue
-        yield CBLine(head.label, head.tag, text[bar + 1:], no, text)
+        yield CBLine(head.label, head.tag, text[bar + 1:] if bar >= 0 else "", no, text)
 
 
 class CBBlock(NamedTuple):
