@@ -144,9 +144,12 @@ class FileParts:
 
     def take(self, start: int, stop: int, payload: tuple) -> None:
         text, calls, error = payload
-        if self.driver.predictions is not None and text:
-            self.driver.predictions.write(text)
-            self.driver.predictions.flush()
+        sink = self.driver.predictions
+        if sink is not None and text:
+            sink.flush()  # (the text before it, then the part's bytes as they are)
+            buffer = getattr(sink, "buffer", None)
+            buffer.write(text) if buffer is not None else sink.write(text.decode())
+            (buffer or sink).flush()
         progress = self.driver.progress
         for name, args in calls:
             if name == "events_without_actions":
@@ -187,7 +190,8 @@ def _file_task(files: LogFiles, settings, options: dict, state: bytes, first: in
         return None
     part.pieces.append(learner._oracle.take_piece())
     progress.calls.append(("events_without_actions", (progress.events_without_actions,)))
-    return (sink.getvalue(), progress.calls, error), part.pieces, time.perf_counter() - began
+    text = sink.getvalue().encode()  # (bytes cross as they are; text is encoded again)
+    return (text, progress.calls, error), part.pieces, time.perf_counter() - began
 
 
 class _Labelled:

@@ -111,7 +111,7 @@ def run_epochs(learner, n: int, parts, client=None, tasks: int | None = None,
         began, stop = time.perf_counter(), min(n, position + learner.labels_until_rebuild)
         spans, state, busy = [], b"", []
         if not (stop - position < min_spread or (tasks == 1 and client is None)
-                or _mid_epoch(learner)):
+                or _mid_epoch(learner) or not _piecewise(learner)):
             spans = _spans(learner.n_labels, position, stop, tasks, PIECE_LABELS)
             state = persist.dumps(learner, {})
             first = learner.n_labels - position  # label count = position + first
@@ -241,12 +241,18 @@ def _check(learner) -> None:
     if learner.schedule == "online":
         raise ValueError("the online schedule rebuilds after every label: no epoch to "
                          "spread (replicas serve it in parallel: regcb_stream.replicas)")
-    if not getattr(learner._oracle, "piecewise", False):
+    if not _piecewise(learner):
         raise ValueError(f"parallel replay needs the ridge oracle, not "
                          f"{type(learner._oracle).__name__}")
     if learner.budget_selection is not None:
         raise ValueError("parallel replay needs a fixed budget (the automatic one scores "
                          "the candidates label by label)")
+
+
+def _piecewise(learner) -> bool:
+    """Whether the learner's oracle learns in pieces (exact ridge; once it hands over to
+    the bounded ridge, the epochs that follow are replayed by the driver)."""
+    return getattr(learner._oracle, "piecewise", False)
 
 
 def _mid_epoch(learner) -> bool:

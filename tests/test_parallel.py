@@ -88,6 +88,20 @@ def test_features_met_in_a_spread_epoch_are_numbered_as_one_process_does():
     assert spread(log, tasks=4, schedule="doubling") == serial(log, schedule="doubling")
 
 
+def test_after_a_hand_over_to_the_bounded_ridge_the_driver_replays_alone():
+    """Exact ridge hands over to the bounded ridge when a late feature makes it too large:
+    the epochs after it (no pieces to spread) are replayed by the driver."""
+    from regcb_stream.oracles.ridge import RidgeOracle
+
+    log = letter_log(9_000)
+    contexts = [dict(enumerate(row)) for row in log.contexts]
+    contexts[3_000]["late"] = 1.0
+    log.contexts = contexts
+    oracle = RidgeOracle(prior="optimistic", max_exact=8_000)  # 26 x 17^2 fits, 26 x 18^2 not
+    want = serial(log, schedule="sqrt2", oracle=oracle)
+    assert spread(log, tasks=2, schedule="sqrt2", oracle=oracle) == want
+
+
 def test_a_npy_log_reads_slices_of_its_files(tmp_path):
     log = letter_log(3_000)
     stored = parallel.NpyLog.write(tmp_path / "log", log.contexts, log.actions, log.played,
