@@ -231,7 +231,8 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
             return learn_row_by_row(self, x, models, y, weight)
         models = np.ascontiguousarray(models, dtype=np.int64)
         for model in np.unique(models).tolist():
-            piece_a, piece_b = self._open_piece(model)
+            self._open_piece(model)
+        piece_a, piece_b, _ = self._piece
         n, _, width = x.value.shape
         index = _DENSE if x.index is None else np.ascontiguousarray(x.index, np.int64)
         residuals = np.asarray(y, dtype=float) - self.prior_mean
