@@ -9,6 +9,8 @@ Each family has 8 log-spaced parameter values (the paper's protocol). Grids:
   (``RidgeOracle(l2=10, prior="optimistic")``, :func:`regcb_algo.make_oracle`);
 * ε-Greedy and VW's ``--epsilon``: eps in 1e-1 ... 1e-8 (the paper's range);
 * Bootstrap: beta in 1e2 ... 1e-5 (the multiplier of the variance; 1 is a one-sigma UCB);
+* ε-Greedy and Bootstrap also with the GB5 oracle (``egreedy:gb5``, ``bootstrap:gb5``; the
+  latter left out of the default sweep for its cost, ``--families`` adds it);
 * ILTCB: c in 1e-1 ... 1e-8 (the paper's range), mu_m = min(1/(2K), c sqrt(1/(K tau_m)));
 * SquareCB (ours): c in 10^-1 ... 10^2.5 with gamma_t = c sqrt(K t); VW ``--squarecb``:
   ``--gamma_scale`` in 10^-0.5 ... 10^3 (VW's gamma is gamma_scale t^0.5, default 10);
@@ -69,9 +71,11 @@ def _families() -> dict[str, Family]:
         for short in ("elim", "opt"):
             out[f"regcb-{short}:{oracle}-online"] = Family(
                 f"RegCB-{short} ({name}, online updates)", "beta", DECADES, "regcb")
-    out["egreedy"] = Family("ε-Greedy (ridge)", "eps", DECADES, "baseline")
-    out["bootstrap"] = Family("Bootstrap (ridge)", "beta",
-                              tuple(float(f"1e{k}") for k in range(2, -6, -1)), "baseline")
+    for oracle, suffix in (("ridge", ""), ("GB5", ":gb5")):
+        out[f"egreedy{suffix}"] = Family(f"ε-Greedy ({oracle})", "eps", DECADES, "baseline")
+        out[f"bootstrap{suffix}"] = Family(
+            f"Bootstrap ({oracle})", "beta", tuple(float(f"1e{k}") for k in range(2, -6, -1)),
+            "baseline")
     out["iltcb"] = Family("ILTCB (ridge)", "c", DECADES, "baseline")
     out["squarecb"] = Family("SquareCB (ridge)", "c", half_decades(-2),
                              "baseline")
@@ -98,7 +102,8 @@ FAMILIES = _families()
 #: no stream's comparison. (RegCB-GB5 is in: ~3,300 CPU seconds by the cost model since
 #: its kernels were compiled, ``benchmarks/gb5_speed.py``.)
 DEFAULT_EXCLUDED = ("regcb-elim:vw", "regcb-opt:vw", "regcb-elim:ridge-online",
-                    "regcb-opt:ridge-online", "regcb-elim:optimistic", "regcb-opt:optimistic")
+                    "regcb-opt:ridge-online", "regcb-elim:optimistic", "regcb-opt:optimistic",
+                    "bootstrap:gb5")  # (8 GB5 fits: ~8 x RegCB-GB5's cost, ~1.9 hours)
 
 
 def build(family: str, param, problem: Problem, seed: int):
@@ -121,9 +126,12 @@ def build(family: str, param, problem: Problem, seed: int):
         return VWAlgorithm(family.removeprefix("vw-"), param, k, seed)
     classes = {"egreedy": baselines.EpsilonGreedy, "bootstrap": baselines.Bootstrap,
                "squarecb": baselines.SquareCB, "iltcb": ILTCB}
-    if family not in classes:
+    name, _, oracle = family.partition(":")
+    if name not in classes or oracle not in ("", "gb5") or (oracle and name not in (
+            "egreedy", "bootstrap")):
         raise ValueError(f"unknown family {family!r}")
-    return classes[family](float(param), k, train.X.shape[-1], train.adf, seed)
+    extra = {"oracle": oracle} if oracle else {}
+    return classes[name](float(param), k, train.X.shape[-1], train.adf, seed, **extra)
 
 
 #: rough cost per training round in microseconds: a + b K + c K D^2 / 1000 (D = features),
@@ -135,6 +143,7 @@ _COST_US = {"regcb-elim:ridge": (5, 0, 4), "regcb-opt:ridge": (5, 0, 4),
             "regcb-opt:vw": (40, 1, 1), "regcb-elim:river": (10, 0.5, 0.5),
             "regcb-opt:river": (10, 0.5, 0.5), "regcb-elim:gb5": (200, 0, 0),
             "regcb-opt:gb5": (200, 0, 0), "egreedy": (3, 0, 0.1), "bootstrap": (5, 0, 0.5),
+            "egreedy:gb5": (200, 0, 0), "bootstrap:gb5": (1600, 0, 0),
             "squarecb": (3, 0, 0.1), "supervised": (3, 0, 0.1), "iltcb": (10, 10, 1),
             "regcb-defaults": (40, 1, 4), "linucb": (20, 80, 0.5)}
 _VW_COST_US = (30, 2.5, 0.3)  # a + b K + c D, times (0.5 + policies / 4) for bag and cover

@@ -1,4 +1,5 @@
-"""The paper's baselines with the ridge oracle, on the same ``sqrt2`` epoch schedule.
+"""The paper's baselines with the ridge oracle (or GB5), on the same ``sqrt2`` epoch
+schedule.
 
 * ε-Greedy: explore uniformly with probability ``max(1/sqrt(t), eps)``, else play the
   greedy action; importance-weighted regression (weight ``1/p``, the paper's reduction B).
@@ -8,7 +9,9 @@
 * SquareCB (Foster and Rakhlin 2020): inverse gap weighting of the ridge predictions,
   ``p(a) = 1 / (K + gamma_t (best - f(a)))`` with ``gamma_t = c sqrt(K t)``.
 
-ILTCB (Agarwal et al. 2014) on the same schedule is in :mod:`.iltcb`.
+ILTCB (Agarwal et al. 2014) on the same schedule is in :mod:`.iltcb`. ε-Greedy and
+Bootstrap also take the paper's GB5 oracle (``oracle="gb5"``, :class:`BlockTrees`: the
+`TreesOracle` RegCB-GB5 uses, its predictions only).
 
 Ties of the greedy or optimistic action are split uniformly (before any data every action
 ties), so each decision rule is a deterministic distribution and the protocol's uniforms
@@ -67,14 +70,17 @@ class _Epochs:
 
 
 class _EpochRidge(_Epochs):
-    """Ridge copies refit at the ``sqrt2`` rebuild points."""
+    """Regression copies (ridge, or GB5 with ``oracle="gb5"``) refit at the ``sqrt2``
+    rebuild points."""
 
     copies = 1
 
-    def __init__(self, n_actions: int, dim: int, adf: bool, seed: int):
+    def __init__(self, n_actions: int, dim: int, adf: bool, seed: int, oracle: str = "ridge"):
         super().__init__()
         self.adf = adf
-        self.ridge = BlockRidge(1 if adf else n_actions, dim + 1, self.copies)
+        models = 1 if adf else n_actions
+        self.ridge = (BlockRidge(models, dim + 1, self.copies) if oracle == "ridge" else
+                      BlockTrees(models, dim + 1, self.copies, seed))
         self.rng = np.random.default_rng([seed, 7])
 
     def _add(self, rounds: Rounds, step: Step, rewards: np.ndarray) -> None:
@@ -98,8 +104,9 @@ class _EpochRidge(_Epochs):
 class EpsilonGreedy(_EpochRidge):
     """ε-Greedy with exploration ``max(1/sqrt(t), eps)`` and importance weights."""
 
-    def __init__(self, eps: float, n_actions: int, dim: int, adf: bool, seed: int):
-        super().__init__(n_actions, dim, adf, seed)
+    def __init__(self, eps: float, n_actions: int, dim: int, adf: bool, seed: int,
+                 oracle: str = "ridge"):
+        super().__init__(n_actions, dim, adf, seed, oracle)
         self.eps = eps
 
     def _weights(self, step: Step):
@@ -118,8 +125,9 @@ class Bootstrap(_EpochRidge):
 
     copies = BOOTSTRAP_REPLICATES
 
-    def __init__(self, beta: float, n_actions: int, dim: int, adf: bool, seed: int):
-        super().__init__(n_actions, dim, adf, seed)
+    def __init__(self, beta: float, n_actions: int, dim: int, adf: bool, seed: int,
+                 oracle: str = "ridge"):
+        super().__init__(n_actions, dim, adf, seed, oracle)
         self.beta = beta
 
     def _weights(self, step: Step):
@@ -155,6 +163,49 @@ class SquareCB(_EpochRidge):
         pmf[np.arange(len(t)), best] = 0.0
         pmf[np.arange(len(t)), best] = 1.0 - pmf.sum(axis=1)
         return pmf, None, None
+
+
+class BlockTrees:
+    """`BlockRidge`'s interface over the paper's GB5 oracle: ``copies`` x models of
+    gradient-boosted depth-5 trees (`TreesOracle`: refit as the data doubles, leaf values
+    re-solved at each ``solve``); rows of weight 0 (a bootstrap replicate's) are left out.
+
+    >>> trees = BlockTrees(n_models=2, dim=2)
+    >>> x = design(np.array([[0.0], [1.0]] * 20))
+    >>> trees.add(x, np.array([0, 1] * 20), np.array([1.0, 0.0] * 20))
+    >>> trees.solve()
+    >>> trees.predict(x[:2]).shape
+    (1, 2, 2)
+    """
+
+    def __init__(self, n_models: int, dim: int, copies: int = 1, seed: int = 0):
+        from regcb_stream.oracles.trees import TreesOracle
+
+        self.trees = [TreesOracle(seed=seed + copy) for copy in range(copies)]
+        for tree in self.trees:
+            tree.grow(n_models, dim)
+        self.n_models = n_models
+
+    def add(self, rows: np.ndarray, models: np.ndarray, y: np.ndarray, weights=None) -> None:
+        w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
+        w = np.broadcast_to(w, (len(self.trees), len(y)))
+        for tree, wc in zip(self.trees, w):
+            keep = np.flatnonzero(wc)
+            tree.learn_many(rows[keep], models[keep], y[keep], wc[keep])
+
+    def solve(self) -> None:
+        for tree in self.trees:
+            tree.rebuild()
+
+    def predict(self, phi: np.ndarray) -> np.ndarray:
+        """Predictions ``(copies, n, K)``, as `BlockRidge.predict`."""
+        if phi.ndim == 2:  # a context for every model (a broadcast, as the learner's)
+            n, dim = phi.shape
+            rows = np.broadcast_to(phi[:, None], (n, self.n_models, dim))
+            models = np.arange(self.n_models)
+        else:
+            rows, models = phi, np.zeros(phi.shape[1], np.intp)
+        return np.stack([tree.moments(rows, models)[0] for tree in self.trees])
 
 
 def _argmax_set(values: np.ndarray) -> np.ndarray:
