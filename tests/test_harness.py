@@ -233,3 +233,16 @@ def test_the_gb5_baselines_learn_and_the_gb5_claims_use_them(vehicle) -> None:
     agg = aggregate.average(records)
     verdict, evidence = claims.beats_baselines_clean(agg, baselines, regcb)
     assert verdict != "not measured" and "/1 clean sets" in evidence
+
+
+def test_the_theory_budget_family_runs_with_the_streams_horizon(vehicle) -> None:
+    """RegCB with the paper's theoretical budget for the stream's length: its bounds span
+    the reward range (the budget dwarfs the data), so its width does not shrink."""
+    from regcb_stream.bench.harness import aggregate
+
+    algo = algorithms.build("regcb-opt:theory", None, vehicle, seed=0)
+    assert algo.learner.horizon == len(vehicle.train)
+    assert algo.learner.budget_in_force.startswith("theory")
+    record = protocol.run_protocol(algo, vehicle, seed=0)
+    diagnostics = {k: np.asarray(v) for k, v in record["diagnostics"].items()}
+    assert abs(aggregate.width_slope(diagnostics)) < 0.05

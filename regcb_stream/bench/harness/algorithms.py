@@ -19,6 +19,8 @@ Each family has 8 log-spaced parameter values (the paper's protocol). Grids:
 * VW ``--epsilon`` also runs at VW's default 0.05, so that every VW explorer's default
   setting (:data:`VW_DEFAULTS`) is in its grid;
 * RegCB (defaults): ``RegCB()`` with no arguments, the one setting a new user gets;
+* RegCB with the theory's budget (``budget="theory"``, the horizon the stream's length):
+  one run per stream, for its width slopes;
 * River's ``bandit.LinUCBDisjoint``: ``alpha`` (its prior precision) in 10^-2 ... 10^1.5,
   its default 1 among them (UCI streams only).
 """
@@ -71,6 +73,9 @@ def _families() -> dict[str, Family]:
         for short in ("elim", "opt"):
             out[f"regcb-{short}:{oracle}-online"] = Family(
                 f"RegCB-{short} ({name}, online updates)", "beta", DECADES, "regcb")
+    for short in ("elim", "opt"):
+        out[f"regcb-{short}:theory"] = Family(
+            f"RegCB-{short} (ridge, the theory's budget)", "-", (None,), "regcb")
     for oracle, suffix in (("ridge", ""), ("GB5", ":gb5")):
         out[f"egreedy{suffix}"] = Family(f"ε-Greedy ({oracle})", "eps", DECADES, "baseline")
         out[f"bootstrap{suffix}"] = Family(
@@ -118,6 +123,8 @@ def build(family: str, param, problem: Problem, seed: int):
     if family.startswith("regcb-"):
         variant, oracle = family.removeprefix("regcb-").split(":")
         variant = {"elim": "elimination", "opt": "optimistic"}[variant]
+        if oracle == "theory":
+            return RegCBAlgorithm.theory(variant, k, seed, horizon=len(train))
         oracle, _, schedule = oracle.partition("-")
         return RegCBAlgorithm(variant, oracle, float(param), k, seed, schedule or "sqrt2")
     if family.startswith("vw-"):
@@ -144,6 +151,7 @@ _COST_US = {"regcb-elim:ridge": (5, 0, 4), "regcb-opt:ridge": (5, 0, 4),
             "regcb-opt:river": (10, 0.5, 0.5), "regcb-elim:gb5": (200, 0, 0),
             "regcb-opt:gb5": (200, 0, 0), "egreedy": (3, 0, 0.1), "bootstrap": (5, 0, 0.5),
             "egreedy:gb5": (200, 0, 0), "bootstrap:gb5": (1600, 0, 0),
+            "regcb-elim:theory": (5, 0, 4), "regcb-opt:theory": (5, 0, 4),
             "squarecb": (3, 0, 0.1), "supervised": (3, 0, 0.1), "iltcb": (10, 10, 1),
             "regcb-defaults": (40, 1, 4), "linucb": (20, 80, 0.5)}
 _VW_COST_US = (30, 2.5, 0.3)  # a + b K + c D, times (0.5 + policies / 4) for bag and cover

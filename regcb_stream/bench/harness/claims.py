@@ -25,9 +25,10 @@ CLASSES = {"linear (ridge)": (REGCB, PAPER_BASELINES, "bootstrap"),
            "GB5": (("regcb-elim:gb5", "regcb-opt:gb5"), ("egreedy:gb5", "bootstrap:gb5"),
                    "bootstrap:gb5")}
 BASELINES = (*PAPER_BASELINES, "squarecb", "vw-epsilon", "vw-bag", "vw-cover", "vw-squarecb")
-#: the width slopes reported: RegCB (ridge and the paper's GB5) and Bootstrap (ridge)
+#: the width slopes reported: RegCB (ridge, the paper's GB5, the theory's budget) and
+#: Bootstrap (ridge)
 WIDTH_FAMILIES = ("regcb-opt:ridge", "regcb-elim:ridge", "regcb-opt:gb5", "regcb-elim:gb5",
-                  "bootstrap")
+                  "regcb-opt:theory", "regcb-elim:theory", "bootstrap")
 PAPER_SLOPES = {"letter": (-0.34, -0.05), "letter-noise": (-0.51, -0.33),
                 "yahoo": (-0.52, -0.26)}  # (RegCB-opt, Bootstrap), GB5 oracle
 

@@ -88,6 +88,14 @@ class RegCBAlgorithm:
         algo.learner = RegCB(seed=seed)
         return algo
 
+    @classmethod
+    def theory(cls, variant: str, n_actions: int, seed: int, horizon: int) -> RegCBAlgorithm:
+        """The paper's theoretical budget for a ``horizon`` of rounds (ridge, ``sqrt2``)."""
+        algo = cls(variant, "ridge", 1e-3, n_actions, seed)
+        algo.learner = RegCB(variant, oracle="ridge", budget="theory", horizon=horizon,
+                             schedule="sqrt2", seed=seed)
+        return algo
+
     def block_size(self) -> int:
         return self.learner.labels_until_rebuild
 

@@ -83,13 +83,15 @@ def loss_table(agg: dict) -> list[str]:
 def width_table(agg: dict) -> list[str]:
     """Fitted width slopes next to the paper's."""
     lines = [("| stream | RegCB-opt slope (β) | RegCB-elim slope (β) | RegCB-opt GB5 (β) | "
-              "RegCB-elim GB5 (β) | Bootstrap slope (β) | paper RegCB / Bootstrap (GB5) |"),
-             "|---|---:|---:|---:|---:|---:|---:|"]
+              "RegCB-elim GB5 (β) | RegCB-opt theory | RegCB-elim theory | Bootstrap slope "
+              "(β) | paper RegCB / Bootstrap (GB5) |"),
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in claims.width_slopes(agg):
         cells = []
         for f in claims.WIDTH_FAMILIES:
             v = row[f]
-            cells.append("—" if not v or v[0] is None else f"{v[0]:+.2f} ({v[1]:g})")
+            cells.append("—" if not v or v[0] is None else f"{v[0]:+.2f}" + (
+                "" if v[1] is None else f" ({v[1]:g})"))
         paper = row["paper"]
         cells.append(f"{paper[0]:+.2f} / {paper[1]:+.2f}" if paper else "")
         lines.append(f"| {row['stream']} | " + " | ".join(cells) + " |")
