@@ -140,7 +140,7 @@ def render(records: list[dict], meta: dict) -> str:
     families = cdf_families(agg)
     verdicts = [(name, claim, verdict) for name, (regcb, baselines, boot) in
                 claims.CLASSES.items() for claim, verdict in _paper_claims(
-                    agg, [f for f in families if f in regcb or f in baselines], regcb,
+                    agg, [f for f in hl.present(agg) if f in regcb or f in baselines], regcb,
                     baselines, boot)]
     later = [
         ("RegCB beats every baseline on the clean UCI sets",
