@@ -395,8 +395,8 @@ class RegCB:
             room = self._labels_until_piece_end(first + start)
             stop = min(len(rows), start + room)
             block = slice(start, stop)
-            self._oracle.learn_many(x.take(block) if isinstance(x, SparseRows) else x[block],
-                                    models[block], rewards[block], weights[block])
+            self._oracle.learn_many(_part_of(x, block), models[block], rewards[block],
+                                    weights[block])
             if stop - start == room:
                 pieces.append(self._oracle.take_piece())
             start = stop
@@ -523,8 +523,8 @@ class RegCB:
             stop = min(len(rewards), start + self._next_rebuild - self._n_labels,
                        start + self._labels_until_piece_end())
             block = slice(start, stop)
-            self._oracle.learn_many(x.take(block) if isinstance(x, SparseRows) else x[block],
-                                    models[block], rewards[block], weights[block])
+            self._oracle.learn_many(_part_of(x, block), models[block], rewards[block],
+                                    weights[block])
             self._learned(stop - start)
             start = stop
 
@@ -1036,6 +1036,11 @@ def _revealed(rewards, n: int, start: int) -> np.ndarray:
         raise ValueError(f"reveal was asked for the rewards of rounds {start}..{start + n - 1} "
                          f"({n} rounds) and returned shape {out.shape}")
     return out
+
+
+def _part_of(x, block: slice):
+    """Rows ``block`` of the oracle's examples (``SparseRows`` or an array)."""
+    return x.take(block) if isinstance(x, SparseRows) else x[block]
 
 
 def _played_actions(actions, rows: np.ndarray, chosen: np.ndarray):

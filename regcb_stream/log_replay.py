@@ -22,11 +22,10 @@ from __future__ import annotations
 import functools
 import io
 import os
-import time
 
 import numpy as np
 
-from regcb_stream import parallel, persist
+from regcb_stream import parallel
 from regcb_stream.driver import Driver
 from regcb_stream.io.read_ahead import GZIP_MAGIC
 from regcb_stream.io.vw_text import VWParseError
@@ -171,27 +170,22 @@ def replay(driver: Driver, paths: list[str], client, trace: list | None = None) 
 
 def _file_task(files: LogFiles, settings, options: dict, state: bytes, first: int, start,
                end, first_line: int, n: int) -> tuple | None:
-    """A part of an epoch, on a worker: its predictions' text, its progress calls and its
-    error (None), its labels' pieces and its seconds; None if it met features or actions
-    the epoch's state had not."""
-    began = time.perf_counter()
-    learner, _ = persist.loads(state)
-    part = _PartLearner(learner, first)
-    sink, progress = io.StringIO(), _Recorder()
-    error = None
-    with parallel._same_features(learner) as same:
+    """A part of an epoch, on a worker (`parallel.run_part`): its predictions' text, its
+    progress calls and its error (None)."""
+    def replay(learner, pieces: list) -> tuple:
+        part, sink, progress = _PartLearner(learner, first, pieces), io.StringIO(), _Recorder()
+        error = None
         try:
             Driver(part, settings, sink, progress, learn=True, **options).run(
                 files.read(start, end), first_line=first_line)
             _check_labelled(part.n_labels - first, n, first_line)
         except (VWParseError, ValueError, TypeError) as failure:
             error = failure if isinstance(failure, VWParseError) else ValueError(str(failure))
-    if not same():
-        return None
-    part.pieces.append(learner._oracle.take_piece())
-    progress.calls.append(("events_without_actions", (progress.events_without_actions,)))
-    text = sink.getvalue().encode()  # (bytes cross as they are; text is encoded again)
-    return (text, progress.calls, error), part.pieces, time.perf_counter() - began
+        progress.calls.append(("events_without_actions", (progress.events_without_actions,)))
+        text = sink.getvalue().encode()  # (bytes cross as they are; text is encoded again)
+        return text, progress.calls, error
+
+    return parallel.run_part(state, replay)
 
 
 class _Labelled:
@@ -210,20 +204,19 @@ class _Labelled:
         return self._learner.replay(contexts, actions, played, *labels)
 
 
-class _PartLearner:
+class _PartLearner(_Labelled):
     """The learner a part's `Driver` drives: it decides with the epoch's frozen state and
-    keeps its labels' statistics, piece by piece, instead of learning them."""
+    appends its labels' statistics to ``pieces``, piece by piece, instead of learning
+    them (`RegCB._replay_part` refuses an example without a label)."""
 
-    def __init__(self, learner, first_label: int):
-        self._learner, self.n_labels, self.pieces = learner, first_label, []
-
-    def __getattr__(self, name: str):
-        return getattr(self._learner, name)
+    def __init__(self, learner, first_label: int, pieces: list):
+        super().__init__(learner)
+        self.n_labels, self.pieces = first_label, pieces
 
     def replay(self, contexts, actions, played, rewards, probs=None, weights=None):
         decision = self._learner._replay_part(contexts, actions, played, rewards, probs,
                                               weights, self.n_labels, self.pieces)
-        self.n_labels += int(np.count_nonzero(np.asarray(played) >= 0))
+        self.n_labels += len(played)
         return decision
 
 

@@ -43,7 +43,6 @@ position in the log, so the piece ends are known before the examples are read).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import time
 from collections.abc import Callable
@@ -291,29 +290,29 @@ def _runner(client) -> Callable:
 
 def _array_task(load: Callable, state: bytes, first: int, start: int, stop: int
                 ) -> tuple | None:
-    """A part of an epoch of a `replay`: its distributions (`_packed`), its labels'
-    pieces and its seconds (on a worker)."""
-    began = time.perf_counter()
-    learner, _ = persist.loads(state)
+    """A part of an epoch of a `replay` (on a worker): its distributions (`_packed`)."""
     block = load(start, stop)
     _labelled(block[2], start)
     weights = block[5] if len(block) > 5 else None
-    pieces: list = []
-    with _same_features(learner) as same:
-        pmf = learner._replay_part(*block[:5], weights, first, pieces).pmf
-    if not same():
-        return None
-    pieces.append(learner._oracle.take_piece())
-    return _packed(pmf), pieces, time.perf_counter() - began
+    return run_part(state, lambda learner, pieces: _packed(
+        learner._replay_part(*block[:5], weights, first, pieces).pmf))
 
 
-@contextlib.contextmanager
-def _same_features(learner):
-    """``same()``: whether the learner's oracle kept its models and features (a part
-    that numbers a new one would number it in another order than one process does)."""
-    oracle = learner._oracle
+def run_part(state: bytes, replay: Callable) -> tuple | None:
+    """A part of an epoch on a worker: ``replay(learner, pieces)`` with the learner the
+    model-file bytes ``state`` hold, its labels' pieces appended to ``pieces``; its
+    ``(payload, pieces, seconds)``, or None if the part met features or actions the
+    state had not (a part that numbers a new one would number it in another order than
+    one process does)."""
+    began = time.perf_counter()
+    learner, _ = persist.loads(state)
+    oracle, pieces = learner._oracle, []
     known = oracle.n_models, oracle.dim
-    yield lambda: (oracle.n_models, oracle.dim) == known
+    payload = replay(learner, pieces)
+    if (oracle.n_models, oracle.dim) != known:
+        return None
+    pieces.append(oracle.take_piece())  # the labels after the last piece's end
+    return payload, pieces, time.perf_counter() - began
 
 
 def _packed(pmf: np.ndarray) -> tuple:
