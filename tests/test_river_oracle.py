@@ -208,6 +208,74 @@ def test_decisions_use_the_state_frozen_at_the_last_rebuild(sensitivity):
     assert not np.array_equal(oracle.predict(phi, models), before[0])
 
 
+def _learn_both(oracles, k: int, d: int, rows: int, seed: int = 0):
+    """The same random rows learned by every oracle (with weights), then rebuilt."""
+    rng = np.random.default_rng(seed)
+    for oracle in oracles:
+        oracle.grow(k, d)
+    data = rng.normal(size=(rows, d)) * (rng.random((rows, d)) < 0.7)
+    data[:, 0] = 1.0
+    labels, weights = rng.random(rows), rng.choice([0.5, 1.0, 3.0], rows)
+    for t in range(rows):
+        for oracle in oracles:
+            oracle.learn(data[t], t % k, labels[t], weights[t])
+    for oracle in oracles:
+        oracle.rebuild()
+    x = rng.normal(size=(5, d))
+    return np.broadcast_to(x[:, None, :], (5, k, d)), slice(0, k)
+
+
+@pytest.mark.parametrize("alpha, beta", [(1.0, 1.0), (3.0, 0.5)])
+def test_bayesian_regression_gives_the_ridge_oracles_bounds(alpha, beta):
+    from regcb_stream.oracles.ridge import RidgeOracle
+
+    bayes = RiverOracle(linear_model.BayesianLinearRegression(alpha=alpha, beta=beta))
+    ridge = RidgeOracle(l2=alpha / beta)
+    assert bayes.uses_closed_form
+    phi, models = _learn_both([bayes, ridge], k=3, d=4, rows=90)
+    assert np.allclose(bayes.predict(phi, models), ridge.predict(phi, models), atol=1e-9)
+    for budget in (0.0, 0.01, 0.5):
+        for a, b in zip(bayes.bounds(phi, models, budget), ridge.bounds(phi, models, budget)):
+            assert np.allclose(a, b, atol=1e-9)
+
+
+def test_bayesian_regression_probe_moves_toward_the_fake_label():
+    oracle = RiverOracle(linear_model.BayesianLinearRegression(), sensitivity="probe")
+    assert not oracle.uses_closed_form
+    phi, models = _learn_both([oracle], k=2, d=3, rows=40)
+    prediction, low, high = oracle.bounds(phi, models, 0.2)
+    assert np.all(low <= prediction) and np.all(prediction <= high)
+    assert (low < prediction).mean() > 0.5 and (prediction < high).mean() > 0.5
+
+
+def test_normalized_steps_divide_the_weight_by_the_squared_norm():
+    x = np.array([1.0, 2.0, 0.0, -1.0])  # ||x||^2 = 6
+    plain, normal = sqrt_decay(0.3).clone(), RiverOracle(sqrt_decay(0.3), normalize=True)
+    normal.grow(1, 4)
+    for _ in range(3):
+        plain.learn_one({0: 1.0, 1: 2.0, 3: -1.0}, 0.7, w=1.5 / 6)
+        normal.learn(x, 0, 0.7, 1.5)
+    assert normal._live[0].weights == plain.weights
+    assert normal._live[0].intercept == plain.intercept
+
+
+@pytest.mark.parametrize("joint", [False, True], ids=["product", "joint"])
+def test_normalized_closed_form_equals_normalized_probe(joint):
+    pair = [RiverOracle(sqrt_decay(0.8), normalize=True),
+            RiverOracle(sqrt_decay(0.8), normalize=True, sensitivity="probe")]
+    phi, models = _learn_both(pair, k=1 if joint else 3, d=5, rows=60, seed=3)
+    if joint:
+        phi, models = np.random.default_rng(4).normal(size=(4, 3, 5)), np.zeros(3, np.intp)
+    for budget in (0.0, 0.05, 2.0):
+        for a, b in zip(pair[0].bounds(phi, models, budget), pair[1].bounds(phi, models, budget)):
+            assert np.allclose(a, b, atol=1e-10)
+
+
+def test_normalize_is_refused_for_the_bayesian_regression():
+    with pytest.raises(ValueError, match="normalize is for gradient learners"):
+        RiverOracle(linear_model.BayesianLinearRegression(), normalize=True)
+
+
 # -- in the learner --------------------------------------------------------------------
 
 
@@ -246,9 +314,10 @@ def test_a_scaler_pipeline_learns_through_the_probe():
 
 # -- refusals --------------------------------------------------------------------------
 
-# Every River 0.26 regressor, by what the weight check finds. learn_one has no `w`:
-# linear_model.BayesianLinearRegression, PARegressor; forest.AMFRegressor, OXTRegressor;
-# ensemble.EWARegressor; neighbors.KNNRegressor; dummy.StatisticRegressor;
+# Every River 0.26 regressor, by what the weight check finds (BayesianLinearRegression takes
+# none but is weighted through its rows, tested above). learn_one has no `w`: PARegressor;
+# forest.AMFRegressor, OXTRegressor; ensemble.EWARegressor; neighbors.KNNRegressor;
+# dummy.StatisticRegressor;
 # preprocessing.TargetStandardScaler, TargetMinMaxScaler; compat.SKL2RiverRegressor;
 # model_selection.BanditRegressor, GreedyRegressor, SuccessiveHalvingRegressor.
 # `w` accepted through **kwargs but ignored (the trial): forest.ARFRegressor and
@@ -261,7 +330,7 @@ def test_a_scaler_pipeline_learns_through_the_probe():
 # rules.AMRules, ensemble.BaggingRegressor, preprocessing.PredClipper, conf.RegressionJackknife,
 # imblearn.ChebyshevOverSampler, ChebyshevUnderSampler, and pipelines ending in any of them.
 NO_W = [
-    linear_model.BayesianLinearRegression(), linear_model.PARegressor(),
+    linear_model.PARegressor(),
     forest.AMFRegressor(seed=1), forest.OXTRegressor(seed=1),
     ensemble.EWARegressor([linear_model.LinearRegression()] * 2), neighbors.KNNRegressor(),
     dummy.StatisticRegressor(stats.Mean()),

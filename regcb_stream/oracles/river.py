@@ -1,10 +1,14 @@
-"""River regressors as RegCB oracles, with bounds by VW's sensitivity rule.
+"""River regressors as RegCB oracles, with bounds by VW's sensitivity rule or, for River's
+Bayesian linear regression, the exact ridge ellipsoid.
 
 Each model is a clone of a River regressor (or pipeline) that learns one example at a time
-from ``{feature index: value}`` dicts. The version space has no closed form for such a
-learner, so the bounds follow VW's ``--regcb``: ask how far the prediction would move toward
+from ``{feature index: value}`` dicts. The version space of a gradient learner has no closed
+form, so the bounds follow VW's ``--regcb``: ask how far the prediction would move toward
 a fake label just outside the reward range per unit of importance weight (the sensitivity),
 and move it as far as the loss budget allows (:func:`regcb_stream.bounds.sensitivity_bounds`).
+``linear_model.BayesianLinearRegression`` is ridge regression (``l2 = alpha / beta``) and
+reports its posterior variance, which gives the ridge oracle's own bounds
+(:func:`regcb_stream.bounds.ellipsoid_bounds`).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import pickle
 import numpy as np
 from river import compose, linear_model, optim
 
-from regcb_stream.bounds import sensitivity_bounds
+from regcb_stream.bounds import ellipsoid_bounds, sensitivity_bounds
 from regcb_stream.oracles.base import learn_row_by_row
 
 # The weight trial: a few examples, then one learned with weight 1 and with weight 10.
@@ -31,16 +35,28 @@ class RiverOracle:
     The models are fresh clones of ``regressor`` (one per action for the product class,
     a single one for the joint class), fed the nonzero features of a row as ``{index:
     value}`` (so a scaler's statistics count only nonzero occurrences). Learning calls
-    ``learn_one(x, y, w=weight)`` on the live model. A rebuild freezes the models that
-    learned since the last one; decisions use
-    the frozen state. The sensitivity toward a fake label (``high + 1`` for the upper bound,
-    ``low - 1`` for the lower) is found in one of two ways:
+    ``learn_one(x, y, w=weight)`` on the live model (with ``normalize``, ``w=weight /
+    ||x||^2``). A rebuild freezes the models that learned since the last one; decisions use
+    the frozen state.
+
+    For ``linear_model.BayesianLinearRegression`` (with ``sensitivity="auto"``) the bounds
+    are exact: its posterior after ``n`` examples is that of ridge regression with ``l2 =
+    alpha / beta``, and its predictive variance ``1 / beta + x^T S x`` gives ``phi^T A^-1
+    phi = beta x^T S x``, so the bounds are the ridge oracle's ellipsoid (``alpha=1,
+    beta=1`` is the paper's ridge; ``smoothing`` makes it forget old examples). It takes
+    no weight, so an example of weight ``w`` is learned as ``(sqrt(w) x, sqrt(w) y)``,
+    which is the weighted least-squares step exactly (the model has no intercept; the
+    rows carry RegCB's constant feature).
+
+    For other regressors, the sensitivity toward a fake label (``high + 1`` for the upper
+    bound, ``low - 1`` for the lower) is found in one of two ways:
 
     - closed form, for ``linear_model.LinearRegression`` with ``optim.SGD``, squared loss,
       no ``l1``/``l2`` and zero initial weights: one step with weight ``w`` on label ``y``
       moves the prediction ``p`` at ``x`` by ``-2 w (p - y) (lr ||x||^2 + intercept_lr)``
       (rates at the model's step count), exactly linear in ``w``: the sensitivity is
-      ``2 |p - y| (lr ||x||^2 + intercept_lr)``. Vectorized over contexts and actions;
+      ``2 |p - y| (lr ||x||^2 + intercept_lr)`` (River's gradient clipping included; with
+      ``normalize``, divided by ``||x||^2``). Vectorized over contexts and actions;
       freezing copies the weights into an array, O(D) per model that learned.
     - a probe, for any other regressor: copy the frozen model, learn the fake example with
       ``probe_weight``, and divide the change of the prediction at ``x`` by that weight.
@@ -48,10 +64,10 @@ class RiverOracle:
       model, 130 us for a small Hoeffding tree), one ``learn_one``, one ``predict_one``.
       Freezing pickles and unpickles each model that learned: a deep copy, O(model size).
 
-    Regressors that would drop the weight are refused with a ``ValueError``: by signature
-    (``learn_one`` without ``w``, or a pipeline whose last step lacks it) and by a trial
-    (one example learned with ``w=1`` and ``w=10`` moves the prediction to the same place;
-    a trial where neither moves it is inconclusive and accepted).
+    Other regressors that would drop the weight are refused with a ``ValueError``: by
+    signature (``learn_one`` without ``w``, or a pipeline whose last step lacks it) and by a
+    trial (one example learned with ``w=1`` and ``w=10`` moves the prediction to the same
+    place; a trial where neither moves it is inconclusive and accepted).
 
     Parameters
     ----------
@@ -65,6 +81,12 @@ class RiverOracle:
         ``"auto"`` (closed form when it applies, else the probe) or ``"probe"``.
     probe_weight
         Importance weight of the probe example.
+    normalize
+        Divide each example's weight by ``||x||^2`` (the row's squared norm, constant
+        feature included; an all-zero row keeps its weight): normalized steps (NLMS) for
+        gradient learners, so a learning rate
+        below 2 cannot diverge whatever the features' scale. Refused for the Bayesian
+        regression, which solves its least squares exactly.
 
     Examples
     --------
@@ -78,6 +100,14 @@ class RiverOracle:
     >>> prediction, low, high = oracle.bounds(phi, np.array([0]), budget=0.05)
     >>> [round(float(v[0, 0]), 3) for v in (low, prediction, high)]
     [0.821, 0.922, 1.025]
+    >>> exact = RiverOracle(linear_model.BayesianLinearRegression())
+    >>> exact.grow(n_models=1, dim=2)
+    >>> for x, y in [([1.0, 0.0], 1.0), ([1.0, 1.0], 0.0)] * 20:
+    ...     exact.learn(np.array(x), 0, y)
+    >>> exact.rebuild()
+    >>> prediction, low, high = exact.bounds(phi, np.array([0]), budget=0.05)
+    >>> [round(float(v[0, 0]), 3) for v in (low, prediction, high)]
+    [0.863, 0.911, 0.959]
     >>> RiverOracle(linear_model.PARegressor())
     Traceback (most recent call last):
     ...
@@ -85,8 +115,11 @@ class RiverOracle:
 
     """
 
+    normalize = _bayes = _posterior = False  # for oracles pickled before these existed
+
     def __init__(self, regressor, *, reward_range: tuple[float, float] = (0.0, 1.0),
-                 sensitivity: str = "auto", probe_weight: float = 1.0):
+                 sensitivity: str = "auto", probe_weight: float = 1.0,
+                 normalize: bool = False):
         if sensitivity not in ("auto", "probe"):
             raise ValueError(f"sensitivity must be 'auto' or 'probe', got {sensitivity!r}")
         if not probe_weight > 0:
@@ -94,11 +127,18 @@ class RiverOracle:
         lo, hi = (float(v) for v in reward_range)
         if not lo < hi:
             raise ValueError(f"reward_range must be (low, high) with low < high: {reward_range}")
-        _check_regressor(regressor)
+        self._bayes = type(regressor) is linear_model.BayesianLinearRegression
+        if normalize and self._bayes:
+            raise ValueError("normalize is for gradient learners; BayesianLinearRegression "
+                             "solves its least squares exactly")
+        if not self._bayes:
+            _check_regressor(regressor)
         self.regressor = regressor
         self.reward_range = (lo, hi)
         self.sensitivity = sensitivity
         self.probe_weight = float(probe_weight)
+        self.normalize = bool(normalize)
+        self._posterior = sensitivity == "auto" and self._bayes
         self._closed = sensitivity == "auto" and _is_plain_sgd(regressor)
         self._live: list = []
         self._frozen: list = []  # probe: the frozen models, and pickled to copy for probes
@@ -110,8 +150,9 @@ class RiverOracle:
 
     @property
     def uses_closed_form(self) -> bool:
-        """Whether the sensitivity comes in closed form (plain-SGD linear regression)."""
-        return self._closed
+        """Whether the bounds come in closed form (plain-SGD linear regression, or the
+        exact ellipsoid of Bayesian linear regression) rather than by probing."""
+        return self._closed or self._posterior
 
     def grow(self, n_models: int, dim: int) -> None:
         """Add fresh clones of the regressor as new models (and room for new features in
@@ -131,7 +172,7 @@ class RiverOracle:
 
     def learn(self, x: np.ndarray, model: int, y: float, weight: float = 1.0) -> None:
         """``learn_one(x, y, w=weight)`` on the live copy of ``model``."""
-        self._live[model].learn_one(self._dict(x), float(y), w=float(weight))
+        self._learn_one(self._live[model], self._dict(x), float(y), float(weight))
         self._dirty.add(model)
 
     learn_many = learn_row_by_row
@@ -156,11 +197,20 @@ class RiverOracle:
         """Prediction and the sensitivity bounds below and above it, unclipped."""
         ids = np.arange(len(self._live))[models]
         lo, hi = self.reward_range
+        if self._posterior:
+            prediction, variance = (np.empty(phi.shape[:2]) for _ in range(2))
+            beta = self.regressor.beta
+            for i, k, x in self._cells(phi):
+                posterior = self._frozen[ids[k]].predict_one(x, with_dist=True)
+                prediction[i, k] = posterior.mu
+                variance[i, k] = max(beta * posterior.sigma ** 2 - 1.0, 0.0)
+            return (prediction, *ellipsoid_bounds(prediction, variance, budget))
         if self._closed:
             prediction, sq_norm = self._linear(phi, ids)
             step = self._rates[ids, 0] * sq_norm + self._rates[ids, 1]
-            up = self._gradient(hi + 1.0 - prediction) * step  # River's clipped gradient
-            down = self._gradient(prediction - (lo - 1.0)) * step
+            scale = np.where(sq_norm > 0, sq_norm, 1.0) if self.normalize else 1.0
+            up = self._gradient(hi + 1.0 - prediction, scale) * step  # River's clipped gradient
+            down = self._gradient(prediction - (lo - 1.0), scale) * step
         else:
             prediction, up, down = (np.empty(phi.shape[:2]) for _ in range(3))
             for i, k, x in self._cells(phi):
@@ -185,15 +235,26 @@ class RiverOracle:
             self._blobs[model] = pickle.dumps(live, pickle.HIGHEST_PROTOCOL)
             self._frozen[model] = pickle.loads(self._blobs[model])
 
+    def _learn_one(self, model, x: dict, y: float, weight: float) -> None:
+        if self.normalize:
+            weight /= sum(v * v for v in x.values()) or 1.0  # an all-zero row: as it is
+        if self._bayes:  # weighted least squares through the rows: exact, no intercept
+            root = weight ** 0.5
+            model.learn_one({key: value * root for key, value in x.items()}, y * root)
+        else:
+            model.learn_one(x, y, w=weight)
+
     def _probe(self, model: int, x: dict, label: float, before: float) -> float:
         """Change of the prediction at ``x`` per unit weight after learning ``label``."""
         twin = pickle.loads(self._blobs[model])
-        twin.learn_one(x, label, w=self.probe_weight)
+        self._learn_one(twin, x, label, self.probe_weight)
         return abs(twin.predict_one(x) - before) / self.probe_weight
 
-    def _gradient(self, distance: np.ndarray) -> np.ndarray:
+    def _gradient(self, distance: np.ndarray, scale=1.0) -> np.ndarray:
+        """River's clipped gradient of the probe, per unit weight (``scale``: the probe's
+        weight is divided by it, ``||x||^2`` when normalized)."""
         pw, clip = self.probe_weight, self.regressor.clip_gradient
-        return np.minimum(2.0 * np.abs(distance) * pw, clip) / pw
+        return np.minimum(2.0 * np.abs(distance) * pw / scale, clip) / pw
 
     def _linear(self, phi: np.ndarray, ids: np.ndarray):
         """Frozen linear predictions and ``||x||^2``, each ``(n, K)``."""
