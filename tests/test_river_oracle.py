@@ -171,8 +171,9 @@ def _trained_pair(regressor, joint: bool, seed: int = 0):
 @pytest.mark.parametrize("joint", [False, True], ids=["product", "joint"])
 @pytest.mark.parametrize(
     "regressor",
-    [sqrt_decay(0.3), linear_model.LinearRegression(optim.SGD(0.05), intercept_lr=0.02)],
-    ids=["sqrt-decay", "constant"],
+    [sqrt_decay(0.3), linear_model.LinearRegression(optim.SGD(0.05), intercept_lr=0.02),
+     linear_model.LinearRegression(optim.AdaGrad(0.3), intercept_lr=0.05)],
+    ids=["sqrt-decay", "constant", "adagrad"],
 )
 def test_closed_form_bounds_equal_probe_bounds(regressor, joint):
     (closed, probe), phi, models = _trained_pair(regressor, joint)
@@ -260,9 +261,11 @@ def test_normalized_steps_divide_the_weight_by_the_squared_norm():
 
 
 @pytest.mark.parametrize("joint", [False, True], ids=["product", "joint"])
-def test_normalized_closed_form_equals_normalized_probe(joint):
-    pair = [RiverOracle(sqrt_decay(0.8), normalize=True),
-            RiverOracle(sqrt_decay(0.8), normalize=True, sensitivity="probe")]
+@pytest.mark.parametrize("regressor", [sqrt_decay(0.8), linear_model.LinearRegression(
+    optim.AdaGrad(0.5), intercept_lr=0.0)], ids=["sgd", "adagrad"])
+def test_normalized_closed_form_equals_normalized_probe(joint, regressor):
+    pair = [RiverOracle(regressor, normalize=True),
+            RiverOracle(regressor, normalize=True, sensitivity="probe")]
     phi, models = _learn_both(pair, k=1 if joint else 3, d=5, rows=60, seed=3)
     if joint:
         phi, models = np.random.default_rng(4).normal(size=(4, 3, 5)), np.zeros(3, np.intp)

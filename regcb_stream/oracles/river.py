@@ -56,8 +56,12 @@ class RiverOracle:
       moves the prediction ``p`` at ``x`` by ``-2 w (p - y) (lr ||x||^2 + intercept_lr)``
       (rates at the model's step count), exactly linear in ``w``: the sensitivity is
       ``2 |p - y| (lr ||x||^2 + intercept_lr)`` (River's gradient clipping included; with
-      ``normalize``, divided by ``||x||^2``). Vectorized over contexts and actions;
-      freezing copies the weights into an array, O(D) per model that learned.
+      ``normalize``, divided by ``||x||^2``). With ``optim.AdaGrad`` the step divides
+      each feature's move by the root of its squared gradients so far, the probe's own
+      included, ``lr x_i^2 / sqrt(G_i + g^2 x_i^2 + eps)`` for the probe's gradient ``g``:
+      the same as the probe's, in closed form. Vectorized over contexts and actions;
+      freezing copies the weights (and AdaGrad's sums) into arrays, O(D) per model that
+      learned.
     - a probe, for any other regressor: copy the frozen model, learn the fake example with
       ``probe_weight``, and divide the change of the prediction at ``x`` by that weight.
       Cost per (context, action) and bound side: one copy (unpickling: 8 us for a linear
@@ -115,7 +119,7 @@ class RiverOracle:
 
     """
 
-    normalize = _bayes = _posterior = False  # for oracles pickled before these existed
+    normalize = _bayes = _posterior = _adagrad = False  # for oracles pickled before these
 
     def __init__(self, regressor, *, reward_range: tuple[float, float] = (0.0, 1.0),
                  sensitivity: str = "auto", probe_weight: float = 1.0,
@@ -139,7 +143,8 @@ class RiverOracle:
         self.probe_weight = float(probe_weight)
         self.normalize = bool(normalize)
         self._posterior = sensitivity == "auto" and self._bayes
-        self._closed = sensitivity == "auto" and _is_plain_sgd(regressor)
+        self._closed = sensitivity == "auto" and _closed_form(regressor)
+        self._adagrad = self._closed and type(regressor.optimizer) is optim.AdaGrad
         self._live: list = []
         self._frozen: list = []  # probe: the frozen models, and pickled to copy for probes
         self._blobs: list[bytes] = []
@@ -147,11 +152,12 @@ class RiverOracle:
         self._coef = np.zeros((0, 0))  # closed form: frozen weights, intercepts, rates
         self._intercept = np.zeros(0)
         self._rates = np.zeros((0, 2))
+        self._g2 = np.zeros((0, 0))  # AdaGrad's closed form: frozen sums of squared gradients
 
     @property
     def uses_closed_form(self) -> bool:
-        """Whether the bounds come in closed form (plain-SGD linear regression, or the
-        exact ellipsoid of Bayesian linear regression) rather than by probing."""
+        """Whether the bounds come in closed form (linear regression by SGD or AdaGrad, or
+        the exact ellipsoid of Bayesian linear regression) rather than by probing."""
         return self._closed or self._posterior
 
     def grow(self, n_models: int, dim: int) -> None:
@@ -162,6 +168,7 @@ class RiverOracle:
         if (m, d) == (m0, d0):
             return
         self._coef = np.pad(self._coef, ((0, m - m0), (0, d - d0)))
+        self._g2 = np.pad(self._g2, ((0, m - m0), (0, d - d0)))
         self._intercept = np.r_[self._intercept, np.zeros(m - m0)]
         self._rates = np.r_[self._rates, np.zeros((m - m0, 2))]
         for model in range(m0, m):
@@ -207,10 +214,15 @@ class RiverOracle:
             return (prediction, *ellipsoid_bounds(prediction, variance, budget))
         if self._closed:
             prediction, sq_norm = self._linear(phi, ids)
-            step = self._rates[ids, 0] * sq_norm + self._rates[ids, 1]
             scale = np.where(sq_norm > 0, sq_norm, 1.0) if self.normalize else 1.0
-            up = self._gradient(hi + 1.0 - prediction, scale) * step  # River's clipped gradient
-            down = self._gradient(prediction - (lo - 1.0), scale) * step
+            up = self._gradient(hi + 1.0 - prediction, scale)  # River's clipped gradient
+            down = self._gradient(prediction - (lo - 1.0), scale)
+            if self._adagrad:
+                pw = self.probe_weight
+                up, down = (g * self._adagrad_step(phi, ids, g * pw) for g in (up, down))
+            else:
+                step = self._rates[ids, 0] * sq_norm + self._rates[ids, 1]
+                up, down = up * step, down * step
         else:
             prediction, up, down = (np.empty(phi.shape[:2]) for _ in range(3))
             for i, k, x in self._cells(phi):
@@ -231,6 +243,10 @@ class RiverOracle:
             self._intercept[model] = live.intercept
             t = live.optimizer.n_iterations
             self._rates[model] = (live.optimizer.lr.get(t), live.intercept_lr.get(t))
+            if self._adagrad:
+                g2 = live.optimizer.g2
+                self._g2[model] = 0.0
+                self._g2[model, list(g2)] = list(g2.values())
         else:
             self._blobs[model] = pickle.dumps(live, pickle.HIGHEST_PROTOCOL)
             self._frozen[model] = pickle.loads(self._blobs[model])
@@ -256,6 +272,19 @@ class RiverOracle:
         pw, clip = self.probe_weight, self.regressor.clip_gradient
         return np.minimum(2.0 * np.abs(distance) * pw / scale, clip) / pw
 
+    def _adagrad_step(self, phi: np.ndarray, ids: np.ndarray, grad: np.ndarray) -> np.ndarray:
+        """How far one AdaGrad step moves the prediction per unit of its loss gradient
+        ``grad`` (the probe's, clipped; ``(n, K)``): ``lr sum_i x_i^2 / sqrt(G_i + grad^2
+        x_i^2 + eps) + intercept_lr``, River's step, which adds its own squared gradient
+        to the sums ``G`` before dividing by them."""
+        g2, eps = self._g2[ids, : phi.shape[-1]], self.regressor.optimizer.eps
+        out = np.empty(phi.shape[:2])
+        for start in range(0, len(phi), 256):  # (256, K, D) at a time
+            x2 = np.square(phi[start : start + 256])
+            c2 = np.square(grad[start : start + 256])[..., None]
+            out[start : start + 256] = (x2 / np.sqrt(g2 + c2 * x2 + eps)).sum(axis=-1)
+        return self._rates[ids, 0] * out + self._rates[ids, 1]
+
     def _linear(self, phi: np.ndarray, ids: np.ndarray):
         """Frozen linear predictions and ``||x||^2``, each ``(n, K)``."""
         coef, intercept = self._coef[ids, : phi.shape[-1]], self._intercept[ids]
@@ -278,10 +307,10 @@ class RiverOracle:
         return dict(zip(index.tolist(), x[index].tolist()))
 
 
-def _is_plain_sgd(regressor) -> bool:
+def _closed_form(regressor) -> bool:
     """Whether the closed-form sensitivity applies (see :class:`RiverOracle`)."""
     return (type(regressor) is linear_model.LinearRegression
-            and type(regressor.optimizer) is optim.SGD
+            and type(regressor.optimizer) in (optim.SGD, optim.AdaGrad)
             and type(regressor.loss) is optim.losses.Squared and regressor.l1 == regressor.l2 == 0
             and isinstance(regressor.initializer, optim.initializers.Zeros))
 

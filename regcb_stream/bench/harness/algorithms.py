@@ -65,8 +65,9 @@ class Family:
 
 def _families() -> dict[str, Family]:
     out = {}
-    names = {"river": "River linear", "river_bayes": "River Bayesian linear"}
-    for oracle in ("ridge", "optimistic", "vw", "river", "river_bayes", "gb5"):
+    names = {"river": "River linear", "river_adagrad": "River linear, AdaGrad",
+             "river_bayes": "River Bayesian linear"}
+    for oracle in ("ridge", "optimistic", "vw", "river", "river_adagrad", "river_bayes", "gb5"):
         for variant, short in (("elimination", "elim"), ("optimistic", "opt")):
             out[f"regcb-{short}:{oracle}"] = Family(
                 f"RegCB-{short} ({names.get(oracle, oracle)})", "beta", DECADES, "regcb")
@@ -151,7 +152,8 @@ _COST_US = {"regcb-elim:ridge": (5, 0, 4), "regcb-opt:ridge": (5, 0, 4),
             "regcb-opt:optimistic-online": (60, 1, 4), "regcb-elim:vw": (40, 1, 1),
             "regcb-opt:vw": (40, 1, 1), "regcb-elim:river": (10, 0.5, 0.5),
             "regcb-opt:river": (10, 0.5, 0.5), "regcb-elim:river-online": (60, 6, 0.5),
-            "regcb-opt:river-online": (60, 6, 0.5), "regcb-elim:river_bayes": (20, 30, 0.5),
+            "regcb-opt:river-online": (60, 6, 0.5), "regcb-elim:river_adagrad": (10, 1, 1),
+            "regcb-opt:river_adagrad": (10, 1, 1), "regcb-elim:river_bayes": (20, 30, 0.5),
             "regcb-opt:river_bayes": (20, 30, 0.5), "regcb-elim:gb5": (200, 0, 0),
             "regcb-opt:gb5": (200, 0, 0), "egreedy": (3, 0, 0.1), "bootstrap": (5, 0, 0.5),
             "egreedy:gb5": (200, 0, 0), "bootstrap:gb5": (1600, 0, 0),

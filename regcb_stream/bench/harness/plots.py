@@ -101,12 +101,13 @@ def widths(agg: dict, path: pathlib.Path) -> None:
         return
     fig, axes = plt.subplots(2, len(streams), figsize=(4.2 * len(streams), 6), squeeze=False)
     for col, stream in enumerate(streams):
-        for family in ("regcb-opt:ridge", "bootstrap"):
+        for family in ("regcb-opt:ridge", "regcb-opt:gb5", "regcb-opt:theory", "bootstrap"):
             best = ag.best_fixed(agg, stream, family)
             diag = None if best is None else best.diagnostics
             if diag is None:
                 continue
-            label = f"{FAMILIES[family].label} β={best.param:g}"
+            label = FAMILIES[family].label + ("" if best.param is None
+                                              else f" β={best.param:g}")
             line, = axes[0, col].plot(diag["t"], diag["width"], label=label)
             slope = ag.width_slope(diag)
             if slope is not None:

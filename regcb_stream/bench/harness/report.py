@@ -24,13 +24,16 @@ PROTOCOL = """## Protocol
   reward of the actions played on the training rounds.
 - RegCB: this package's learner with a constant β. The paper's protocol: ridge oracle
   (``l2 = 1``, prior 0) on the ``sqrt2`` epoch schedule (one ``decide_many``/``learn_many``
-  per epoch block, identical to round-by-round play), and River linear regression (SGD
-  0.01) likewise. Our recommended configuration: the optimistic ridge
-  (``RidgeOracle(l2=10, prior="optimistic")``: predictions shrink toward the best reward,
-  so an action not yet tried looks good, as with VW's zero-initialized costs) with online
-  updates (rebuilt after every label, as VW's explorers learn). RegCB with the paper's GB5
-  (LightGBM, 100 trees of depth 5, leaf values refit in closed form within ``sqrt2``
-  epochs) is in the sweep; the baselines have the ridge oracle only. Left out of the
+  per epoch block, identical to round-by-round play), and River oracles likewise: linear
+  regression by normalized SGD (rate 1/√t, each step divided by ``||x||²``; also with
+  online updates) and by AdaGrad (rate 0.1), and ``BayesianLinearRegression`` (exact
+  ridge bounds from its posterior variance: the paper's ridge computed by River). Our
+  recommended configuration: the optimistic ridge (``RidgeOracle(l2=10,
+  prior="optimistic")``: predictions shrink toward the best reward, so an action not yet
+  tried looks good, as with VW's zero-initialized costs) with online updates (rebuilt after
+  every label, as VW's explorers learn). RegCB with the paper's GB5 (LightGBM, 100 trees of
+  depth 5, leaf values refit in closed form within ``sqrt2`` epochs) is in the sweep, and
+  so are the baselines with GB5 below. Left out of the
   default sweep (``--families`` adds them): RegCB with VW's regressor
   (``benchmarks/oracles.py`` measures it), the paper's ridge with online updates and the
   optimistic ridge on ``sqrt2`` epochs.
@@ -95,6 +98,28 @@ def width_table(agg: dict) -> list[str]:
         paper = row["paper"]
         cells.append(f"{paper[0]:+.2f} / {paper[1]:+.2f}" if paper else "")
         lines.append(f"| {row['stream']} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def plausible_table(agg: dict, streams=("letter", "letter-noise", "yahoo"),
+                    rounds=(100, 1000, None)) -> list[str]:
+    """The plausible-set size |A_t| (window-20 mean) of RegCB's best fixed settings at a few
+    rounds (None: the last), on the streams the paper plots."""
+    head = " | ".join(f"t = {t:,}" if t else "end" for t in rounds)
+    lines = [f"| stream | family (β) | {head} |", "|---|---|" + "---:|" * len(rounds)]
+    for stream in streams:
+        for family in claims.WIDTH_FAMILIES[:-1]:  # RegCB's (Bootstrap has no A_t)
+            best = ag.best_fixed(agg, stream, family)
+            diag = None if best is None else best.diagnostics
+            if not diag or not len(diag["t"]):
+                continue
+            t, size = np.asarray(diag["t"]), np.asarray(diag["plausible"], dtype=float)
+            picked = [size[min(np.searchsorted(t, r), len(t) - 1)] if r else size[-1]
+                      for r in rounds]
+            cells = ["—" if np.isnan(v) else f"{v:.2f}" for v in picked]
+            param = "" if best.param is None else f" ({best.param:g})"
+            lines.append(f"| {stream} | {FAMILIES[family].label}{param} | "
+                         + " | ".join(cells) + " |")
     return lines
 
 
@@ -176,9 +201,14 @@ def render(records: list[dict], meta: dict) -> str:
             "| claim | verdict | evidence |", "|---|---|---|"]
     out += [f"| {claim} | **{v}** | {e} |" for claim, (v, e) in later]
     out += ["", "## Confidence width (log-log slope of the window-20 width vs t)", "",
-            *width_table(agg), "", "![width](figures/width.png)", "",
+            *width_table(agg), "",
+            ("Plausible-set size |A_t| (mean over a window of 20 rounds, best fixed setting; "
+             "the paper plots it without numbers):"), "", *plausible_table(agg), "",
+            "![width](figures/width.png)", "",
             "## Normalized relative loss (the paper's Fig. 2)", "", *loss_table(agg), "",
-            "![cdf](figures/cdf.png)", "", "## Best fixed progressive reward per family", "",
+            "![cdf](figures/cdf.png)", "",
+            "## RegCB's oracles on the clean UCI streams (best fixed progressive reward)", "",
+            *hl.oracle_table(agg), "", "## Best fixed progressive reward per family", "",
             *hl.explorer_table(agg), "", "## Cost per family", "", *hl.cost_table(records),
             "", "## Per-dataset validation tables", "",
             "![validation](figures/validation.png)", ""]
