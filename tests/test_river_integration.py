@@ -243,3 +243,18 @@ def test_a_pipeline_oracle_survives_round_trips_and_clone(copier):
     clone = policy.clone()
     assert clone.learner.n_labels == 0 and policy.learner.n_labels == 300
     assert play(clone, rounds[:100]) == play(pipeline_policy(seed=4), rounds[:100])
+
+
+def test_bayesian_linear_regression_gives_the_papers_ridge_decisions():
+    """River's BayesianLinearRegression (alpha = beta = 1) through RiverOracle is the
+    paper's ridge (l2 = 1): the same distributions, round for round."""
+    river_ridge = make(oracle=linear_model.BayesianLinearRegression(), beta=0.01,
+                       variant="elimination", schedule="online", seed=3)
+    ridge = make(oracle="ridge", beta=0.01, variant="elimination", schedule="online", seed=3)
+    for context, rewards in stream(150, seed=6):
+        expected = ridge.distribution(ARMS, context)
+        assert np.allclose(river_ridge.distribution(ARMS, context), expected, atol=1e-9)
+        arm = ridge.pull(ARMS, context)
+        assert river_ridge.pull(ARMS, context) == arm
+        for policy in (ridge, river_ridge):
+            policy.update(arm, context, rewards[ARMS.index(arm)])
