@@ -88,9 +88,8 @@ class RiverOracle:
     normalize
         Divide each example's weight by ``||x||^2`` (the row's squared norm, constant
         feature included; an all-zero row keeps its weight): normalized steps (NLMS) for
-        gradient learners, so a learning rate
-        below 2 cannot diverge whatever the features' scale. Refused for the Bayesian
-        regression, which solves its least squares exactly.
+        gradient learners, so an SGD rate below 2 cannot diverge whatever the features'
+        scale. Refused for the Bayesian regression, which solves its least squares exactly.
 
     Examples
     --------
