@@ -246,3 +246,25 @@ def test_the_theory_budget_family_runs_with_the_streams_horizon(vehicle) -> None
     record = protocol.run_protocol(algo, vehicle, seed=0)
     diagnostics = {k: np.asarray(v) for k, v in record["diagnostics"].items()}
     assert abs(aggregate.width_slope(diagnostics)) < 0.05
+
+
+def test_the_oracle_table_compares_with_ridge_on_the_same_schedule(monkeypatch) -> None:
+    """Each family's gap is to the better ridge variant on its own schedule, and the River
+    bar takes the best River family's gap (PASS at -0.05 or above)."""
+    from regcb_stream.bench.harness import headline
+
+    means = {"regcb-elim:ridge": 0.70, "regcb-opt:ridge": 0.72,
+             "regcb-opt:ridge-online": 0.80, "regcb-opt:river": 0.60,
+             "regcb-opt:river-online": 0.76, "regcb-opt:gb5": 0.65}
+    monkeypatch.setattr(headline, "oracle_means", lambda agg: {
+        f: [m] * len(headline.CLEAN) for f, m in means.items()})
+    lines = headline.oracle_table({})
+    gaps = {line.split(" | ")[0].strip("| "): line.rsplit(" | ", 1)[1].strip(" |")
+            for line in lines if line.startswith("| RegCB")}
+    assert gaps["RegCB-opt (River linear)"] == "-0.1200"  # against sqrt2 ridge, 0.72
+    assert gaps["RegCB-opt (River linear, online updates)"] == "-0.0400"  # online ridge
+    assert gaps["RegCB-opt (gb5)"] == "-0.0700"
+    assert "(River linear, online updates), is -0.0400" in lines[-3]
+    assert lines[-3].endswith("PASS**")
+    means["regcb-opt:river-online"] = 0.74
+    assert headline.oracle_table({})[-3].endswith("FAIL**")
