@@ -9,8 +9,7 @@ Each family has 8 log-spaced parameter values (the paper's protocol). Grids:
   (``RidgeOracle(l2=10, prior="optimistic")``, :func:`regcb_algo.make_oracle`);
 * ε-Greedy and VW's ``--epsilon``: eps in 1e-1 ... 1e-8 (the paper's range);
 * Bootstrap: beta in 1e2 ... 1e-5 (the multiplier of the variance; 1 is a one-sigma UCB);
-* ε-Greedy and Bootstrap also with the GB5 oracle (``egreedy:gb5``, ``bootstrap:gb5``; the
-  latter left out of the default sweep for its cost, ``--families`` adds it);
+* ε-Greedy and Bootstrap also with the GB5 oracle (``egreedy:gb5``, ``bootstrap:gb5``);
 * ILTCB: c in 1e-1 ... 1e-8 (the paper's range), mu_m = min(1/(2K), c sqrt(1/(K tau_m)));
 * SquareCB (ours): c in 10^-1 ... 10^2.5 with gamma_t = c sqrt(K t); VW ``--squarecb``:
   ``--gamma_scale`` in 10^-0.5 ... 10^3 (VW's gamma is gamma_scale t^0.5, default 10);
@@ -106,12 +105,13 @@ def _families() -> dict[str, Family]:
 FAMILIES = _families()
 #: left out of the default sweep (``--families`` adds them), to keep it within three hours
 #: on 2 cores: RegCB with VW's regressor is benchmarked by ``benchmarks/oracles.py``; the
-#: paper's ridge with online updates and the optimistic ridge on the paper's epochs decide
-#: no stream's comparison. (RegCB-GB5 is in: ~3,300 CPU seconds by the cost model since
-#: its kernels were compiled, ``benchmarks/gb5_speed.py``.)
-DEFAULT_EXCLUDED = ("regcb-elim:vw", "regcb-opt:vw", "regcb-elim:ridge-online",
-                    "regcb-opt:ridge-online", "regcb-elim:optimistic", "regcb-opt:optimistic",
-                    "bootstrap:gb5")  # (8 GB5 fits: ~8 x RegCB-GB5's cost, ~1.9 hours)
+#: optimistic ridge on the paper's epochs decides no stream's comparison; River's Bayesian
+#: linear regression is the paper's ridge (the same decisions, ``tests/test_river_oracle.py``
+#: and the committed sweep's runs) at ~40x its cost. (RegCB-GB5 is in, ~900 CPU seconds a
+#: variant since its kernels were compiled, ``benchmarks/gb5_speed.py``, and so are the
+#: GB5 baselines: Bootstrap-GB5's eight fits a run, ~6,000 s.)
+DEFAULT_EXCLUDED = ("regcb-elim:vw", "regcb-opt:vw", "regcb-elim:optimistic",
+                    "regcb-opt:optimistic", "regcb-elim:river_bayes", "regcb-opt:river_bayes")
 
 
 def build(family: str, param, problem: Problem, seed: int):
