@@ -106,10 +106,10 @@ FAMILIES = _families()
 #: left out of the default sweep (``--families`` adds them), to keep it within three hours
 #: on 2 cores: RegCB with VW's regressor is benchmarked by ``benchmarks/oracles.py``; the
 #: optimistic ridge on the paper's epochs decides no stream's comparison; River's Bayesian
-#: linear regression is the paper's ridge (the same decisions, ``tests/test_river_oracle.py``
-#: and the committed sweep's runs) at ~40x its cost. (RegCB-GB5 is in, ~900 CPU seconds a
-#: variant since its kernels were compiled, ``benchmarks/gb5_speed.py``, and so are the
-#: GB5 baselines: Bootstrap-GB5's eight fits a run, ~6,000 s.)
+#: linear regression is the paper's ridge (the same decisions: ``tests/test_river_integration.py``
+#: and the committed sweep's runs) at ~50x its CPU seconds. (RegCB-GB5 is in, ~900 CPU
+#: seconds a variant since its kernels were compiled, ``benchmarks/gb5_speed.py``, and so
+#: are the GB5 baselines: Bootstrap-GB5's eight fits a run, ~4,200 CPU seconds.)
 DEFAULT_EXCLUDED = ("regcb-elim:vw", "regcb-opt:vw", "regcb-elim:optimistic",
                     "regcb-opt:optimistic", "regcb-elim:river_bayes", "regcb-opt:river_bayes")
 

@@ -102,7 +102,7 @@ def update_meta(path: pathlib.Path, session: dict) -> dict:
             "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "code": _git_head(),
             "command": sessions[-1]["command"] if sessions else session["command"],
-            "note": f"{len(sessions)} session(s) of the sweep"}
+            "sessions": sessions}
 
 
 def _git_head() -> str:

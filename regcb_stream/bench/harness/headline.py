@@ -7,7 +7,12 @@ import numpy as np
 
 from regcb_stream.bench.harness import aggregate as ag
 from regcb_stream.bench.harness import claims
-from regcb_stream.bench.harness.algorithms import FAMILIES, LINUCB_DEFAULT, VW_DEFAULTS
+from regcb_stream.bench.harness.algorithms import (
+    DEFAULT_EXCLUDED,
+    FAMILIES,
+    LINUCB_DEFAULT,
+    VW_DEFAULTS,
+)
 from regcb_stream.bench.harness.problems import STREAMS, UCI_STREAMS
 
 BAR_WINS, BAR_TOLERANCE, BAR_STREAMS = 12, 0.01, 16
@@ -220,4 +225,9 @@ def cost_table(records: list[dict]) -> list[str]:
     for family in [f for f in FAMILIES if f in totals]:
         n, wall, cpu = totals[family]
         lines.append(f"| {FAMILIES[family].label} | {n} | {wall:.0f} | {cpu:.0f} |")
-    return lines
+    default = [t for f, t in totals.items() if f not in DEFAULT_EXCLUDED]
+    runs, seconds = sum(t[0] for t in default), sum(t[1] for t in default)
+    return lines + ["", (f"The default sweep's families (all but those `--families` adds): "
+                         f"{runs:,} runs, {seconds:,.0f} s of runs, {seconds / 2 / 3600:.1f} "
+                         "hours on 2 workers kept busy (runs timed while other processes "
+                         "shared the cores take longer than alone).")]

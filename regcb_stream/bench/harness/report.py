@@ -37,7 +37,7 @@ PROTOCOL = """## Protocol
   reference of the River oracles with online updates. Left out of the default sweep
   (``--families`` adds them): RegCB with VW's regressor (``benchmarks/oracles.py``
   measures it), the optimistic ridge on ``sqrt2`` epochs, and River's Bayesian linear
-  regression (the paper's ridge, decision for decision, at ~40x its cost).
+  regression (the paper's ridge, decision for decision, at ~50x its CPU seconds).
 - Baselines (ridge, ``sqrt2`` schedule): ε-Greedy (exploration ``max(1/√t, ε)``, weights
   1/p), Bootstrap (8 Poisson(1)-weighted replicates, ``Mean + sqrt(β Var)``), ILTCB (Agarwal
   et al. 2014: the paper's coordinate descent over ridge argmax policies, ridge regression
@@ -220,11 +220,17 @@ def render(records: list[dict], meta: dict) -> str:
 
 
 def meta_lines(meta: dict, records: list[dict]) -> list[str]:
-    """Header: how the results were made and how long it took."""
+    """Header: how the results were made and how long it took (each session of the sweep:
+    runs of families added later, or beside it in another process, make more than one)."""
     run_seconds = sum(r["seconds"] for r in records)
-    return ["# Benchmark results: RegCB against the paper's baselines and VW's explorers", "",
-            f"- command: `{meta.get('command', 'python -m regcb_stream.bench')}`",
-            (f"- runs: {len(records):,}; wall time of the sweep {meta.get('wall', 0):.0f} s "
-             f"on {meta.get('jobs', '?')} worker processes ({meta.get('nproc', '?')} cores); "
-             f"sum of per-run times {run_seconds:.0f} s; {meta.get('note', '')}"),
-            f"- generated: {meta.get('date', '')}; code {meta.get('code', '')}", ""]
+    sessions = meta.get("sessions") or [{"command": meta.get("command", "python -m "
+                                                               "regcb_stream.bench"),
+                                         "ran": len(records), "seconds": meta.get("wall", 0),
+                                         "jobs": meta.get("jobs", "?")}]
+    lines = ["# Benchmark results: RegCB against the paper's baselines and VW's explorers", "",
+             (f"- runs: {len(records):,}; sum of per-run times {run_seconds:.0f} s; "
+              f"{meta.get('nproc', '?')} cores; the sessions that made them (they may have "
+              "run side by side):")]
+    lines += [f"  - `{s['command']}`: {s['ran']:,} runs in {s['seconds']:.0f} s on "
+              f"{s['jobs']} worker process(es)" for s in sessions]
+    return lines + [f"- generated: {meta.get('date', '')}; code {meta.get('code', '')}", ""]
