@@ -17,7 +17,6 @@ from regcb_stream.bench.harness.problems import STREAMS, UCI_STREAMS
 
 BAR_WINS, BAR_TOLERANCE, BAR_STREAMS = 12, 0.01, 16
 RIVER_BAR = 0.05  # issue 18: the best River oracle within this of ridge RegCB
-RIDGE = ("regcb-elim:ridge", "regcb-opt:ridge")
 CLEAN = tuple(s for s in UCI_STREAMS if not s.endswith("-noise"))
 
 
@@ -175,9 +174,10 @@ def oracle_means(agg: dict) -> dict[str, list[float]]:
     return out
 
 
-def _schedule(family: str) -> str:
-    """The schedule suffix of a RegCB family ("" for the paper's ``sqrt2``)."""
-    return family.partition(":")[2].partition("-")[2]
+def _oracle_schedule(family: str) -> tuple[str, str]:
+    """A RegCB family's oracle and schedule suffix ("" for the paper's ``sqrt2``)."""
+    oracle, _, schedule = family.partition(":")[2].partition("-")
+    return oracle, schedule
 
 
 def oracle_table(agg: dict) -> list[str]:
@@ -186,13 +186,15 @@ def oracle_table(agg: dict) -> list[str]:
     rows = oracle_means(agg)
     values = {f: np.mean(v) for f, v in rows.items()}
     ridge = {}
-    for family in (f for f in values if f.split(":")[1].partition("-")[0] == "ridge"):
-        ridge[_schedule(family)] = max(ridge.get(_schedule(family), -np.inf), values[family])
+    for family, value in values.items():
+        oracle, schedule = _oracle_schedule(family)
+        if oracle == "ridge":
+            ridge[schedule] = max(ridge.get(schedule, -np.inf), value)
     lines = ["| RegCB family | " + " | ".join(CLEAN) + " | mean | − ridge, same schedule |",
              "|---|" + "---:|" * (len(CLEAN) + 2)]
     gaps = {}
     for family, row in rows.items():
-        reference = ridge.get(_schedule(family))
+        reference = ridge.get(_oracle_schedule(family)[1])
         if reference is not None:
             gaps[family] = values[family] - reference
         lines.append(f"| {FAMILIES[family].label} | " + " | ".join(f"{v:.3f}" for v in row)

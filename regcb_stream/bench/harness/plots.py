@@ -7,12 +7,13 @@ import pathlib
 import numpy as np
 
 from regcb_stream.bench.harness import aggregate as ag
+from regcb_stream.bench.harness import claims
 from regcb_stream.bench.harness.algorithms import FAMILIES
 from regcb_stream.bench.harness.problems import STREAMS, UCI_STREAMS
 
 CURVES = ("regcb-elim:ridge", "regcb-opt:ridge", "egreedy", "bootstrap", "iltcb", "squarecb",
           "vw-regcbopt", "vw-bag", "vw-cover", "supervised")
-WIDTH_STREAMS = ("letter", "letter-noise", "yahoo")
+WIDTH_STREAMS = tuple(claims.PAPER_SLOPES)  # the streams the paper plots widths of
 DPI = 72
 
 

@@ -102,7 +102,7 @@ def width_table(agg: dict) -> list[str]:
     return lines
 
 
-def plausible_table(agg: dict, streams=("letter", "letter-noise", "yahoo"),
+def plausible_table(agg: dict, streams=tuple(claims.PAPER_SLOPES),
                     rounds=(100, 1000, None)) -> list[str]:
     """The plausible-set size |A_t| (window-20 mean) of RegCB's best fixed settings at a few
     rounds (None: the last), on the streams the paper plots."""
