@@ -145,22 +145,23 @@ def build(family: str, param, problem: Problem, seed: int):
 
 
 #: rough cost per training round in microseconds: a + b K + c K D^2 / 1000 (D = features),
-#: fitted loosely to runs on letter, adult and optdigits; for scheduling and ``--estimate``
-_COST_US = {"regcb-elim:ridge": (5, 0, 4), "regcb-opt:ridge": (5, 0, 4),
-            "regcb-elim:ridge-online": (60, 1, 4), "regcb-opt:ridge-online": (60, 1, 4),
-            "regcb-elim:optimistic-online": (60, 1, 4),
-            "regcb-opt:optimistic-online": (60, 1, 4), "regcb-elim:vw": (40, 1, 1),
-            "regcb-opt:vw": (40, 1, 1), "regcb-elim:river": (10, 0.5, 0.5),
-            "regcb-opt:river": (10, 0.5, 0.5), "regcb-elim:river-online": (60, 6, 0.5),
-            "regcb-opt:river-online": (60, 6, 0.5), "regcb-elim:river_adagrad": (10, 1, 1),
-            "regcb-opt:river_adagrad": (10, 1, 1), "regcb-elim:river_bayes": (20, 30, 0.5),
-            "regcb-opt:river_bayes": (20, 30, 0.5), "regcb-elim:gb5": (200, 0, 0),
-            "regcb-opt:gb5": (200, 0, 0), "egreedy": (3, 0, 0.1), "bootstrap": (5, 0, 0.5),
-            "egreedy:gb5": (200, 0, 0), "bootstrap:gb5": (1600, 0, 0),
-            "regcb-elim:theory": (5, 0, 4), "regcb-opt:theory": (5, 0, 4),
-            "squarecb": (3, 0, 0.1), "supervised": (3, 0, 0.1), "iltcb": (10, 10, 1),
-            "regcb-defaults": (40, 1, 4), "linucb": (20, 80, 0.5)}
-_VW_COST_US = (30, 2.5, 0.3)  # a + b K + c D, times (0.5 + policies / 4) for bag and cover
+#: fitted loosely to the committed sweep's run times (each family's total within ~1.5x);
+#: for scheduling and ``--estimate``
+_COST_US = {"regcb-elim:ridge": (0.5, 0, 0.3), "regcb-opt:ridge": (0.5, 0, 0.3),
+            "regcb-elim:ridge-online": (14, 0.25, 1), "regcb-opt:ridge-online": (14, 0.25, 1),
+            "regcb-elim:optimistic-online": (14, 0.25, 1),
+            "regcb-opt:optimistic-online": (14, 0.25, 1), "regcb-elim:vw": (40, 1, 1),
+            "regcb-opt:vw": (40, 1, 1), "regcb-elim:river": (8, 0.4, 0.4),
+            "regcb-opt:river": (8, 0.4, 0.4), "regcb-elim:river-online": (50, 5, 0.4),
+            "regcb-opt:river-online": (50, 5, 0.4), "regcb-elim:river_adagrad": (13, 1.3, 1.3),
+            "regcb-opt:river_adagrad": (13, 1.3, 1.3), "regcb-elim:river_bayes": (20, 10, 0.5),
+            "regcb-opt:river_bayes": (20, 10, 0.5), "regcb-elim:gb5": (120, 0, 0),
+            "regcb-opt:gb5": (120, 0, 0), "egreedy": (0.6, 0, 0.02), "bootstrap": (2.2, 0, 0.2),
+            "egreedy:gb5": (170, 0, 0), "bootstrap:gb5": (670, 0, 0),
+            "regcb-elim:theory": (0.5, 0, 0.4), "regcb-opt:theory": (0.5, 0, 0.4),
+            "squarecb": (0.6, 0, 0.02), "supervised": (1, 0, 0.04), "iltcb": (6, 6, 0.6),
+            "regcb-defaults": (11, 0.3, 1.1), "linucb": (8, 30, 0.2)}
+_VW_COST_US = (15, 1.25, 0.15)  # a + b K + c D, times (0.5 + policies / 4) for bag and cover
 
 
 def estimated_seconds(family: str, param, n_train: int, n_hold: int, n_actions: int,
