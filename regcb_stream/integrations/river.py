@@ -62,8 +62,9 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
     oracle
         None (`regcb_stream.RegCB`'s default: exact ridge bounds with an optimistic prior),
         ``"ridge"`` (the paper's ridge), a River regressor or pipeline that honours sample
-        weights (used through `regcb_stream.RiverOracle`: sensitivity bounds), or an oracle
-        object for `regcb_stream.RegCB`. A pipeline's own steps see each row's *nonzero*
+        weights (used through `regcb_stream.RiverOracle`: sensitivity bounds; River's
+        ``BayesianLinearRegression`` gives the exact ridge bounds), or an oracle object for
+        `regcb_stream.RegCB`. A pipeline's own steps see each row's *nonzero*
         features only (`regcb_stream.RiverOracle` drops zeros), so a scaler there learns a
         feature's statistics from its nonzero values alone; scale contexts whose features
         can be 0 with ``preprocessor`` instead.
