@@ -320,9 +320,9 @@ def test_a_scaler_pipeline_learns_through_the_probe():
 # Every River 0.26 regressor, by what the weight check finds (BayesianLinearRegression takes
 # none but is weighted through its rows, tested above). learn_one has no `w`: PARegressor;
 # forest.AMFRegressor, OXTRegressor; ensemble.EWARegressor; neighbors.KNNRegressor;
-# dummy.StatisticRegressor;
-# preprocessing.TargetStandardScaler, TargetMinMaxScaler; compat.SKL2RiverRegressor;
-# model_selection.BanditRegressor, GreedyRegressor, SuccessiveHalvingRegressor.
+# dummy.StatisticRegressor; preprocessing.TargetStandardScaler, TargetMinMaxScaler;
+# compat.SKL2RiverRegressor; model_selection.BanditRegressor, GreedyRegressor,
+# SuccessiveHalvingRegressor.
 # `w` accepted through **kwargs but ignored (the trial): forest.ARFRegressor and
 # ensemble.SRPRegressor (each tree learns with its own Poisson weight);
 # imblearn.HardSamplingRegressor drops it on its (1 - p) branch, so it is refused or not

@@ -33,7 +33,7 @@ def make_oracle(name: str, seed: int = 0):
         return name
     if name == "optimistic":
         return RidgeOracle(l2=OPTIMISTIC_L2, prior="optimistic")
-    if name.startswith("river"):
+    if name in ("river", "river_adagrad", "river_bayes"):
         from river import linear_model, optim
 
         from regcb_stream.oracles.river import RiverOracle
