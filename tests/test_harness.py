@@ -257,7 +257,7 @@ def test_the_oracle_table_compares_with_ridge_on_the_same_schedule(monkeypatch) 
              "regcb-opt:ridge-online": 0.80, "regcb-opt:river": 0.60,
              "regcb-opt:river-online": 0.76, "regcb-opt:gb5": 0.65}
     monkeypatch.setattr(headline, "oracle_means", lambda agg: {
-        f: [m] * len(headline.CLEAN) for f, m in means.items()})
+        f: [m] * len(headline.CLEAN_STREAMS) for f, m in means.items()})
     lines = headline.oracle_table({})
     gaps = {line.split(" | ")[0].strip("| "): line.rsplit(" | ", 1)[1].strip(" |")
             for line in lines if line.startswith("| RegCB")}

@@ -114,6 +114,17 @@ DEFAULT_EXCLUDED = ("regcb-elim:vw", "regcb-opt:vw", "regcb-elim:optimistic",
                     "regcb-opt:optimistic", "regcb-elim:river_bayes", "regcb-opt:river_bayes")
 
 
+def regcb_parts(family: str) -> tuple[str, str, str]:
+    """A RegCB family's variant, oracle and schedule suffix ("" for the paper's ``sqrt2``).
+
+    >>> regcb_parts("regcb-opt:river-online")
+    ('optimistic', 'river', 'online')
+    """
+    variant, _, oracle = family.removeprefix("regcb-").partition(":")
+    oracle, _, schedule = oracle.partition("-")
+    return {"elim": "elimination", "opt": "optimistic"}[variant], oracle, schedule
+
+
 def build(family: str, param, problem: Problem, seed: int):
     """A fresh algorithm of ``family`` with parameter ``param`` for ``problem``."""
     k, train = problem.n_actions, problem.train
@@ -124,11 +135,9 @@ def build(family: str, param, problem: Problem, seed: int):
 
         return LinUCBAlgorithm(float(param), k, seed)
     if family.startswith("regcb-"):
-        variant, oracle = family.removeprefix("regcb-").split(":")
-        variant = {"elim": "elimination", "opt": "optimistic"}[variant]
+        variant, oracle, schedule = regcb_parts(family)
         if oracle == "theory":
             return RegCBAlgorithm.theory(variant, k, seed, horizon=len(train))
-        oracle, _, schedule = oracle.partition("-")
         return RegCBAlgorithm(variant, oracle, float(param), k, seed, schedule or "sqrt2")
     if family.startswith("vw-"):
         from regcb_stream.bench.harness.vw_algo import VWAlgorithm

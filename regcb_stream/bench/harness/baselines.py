@@ -205,7 +205,7 @@ class BlockTrees:
             models = np.arange(self.n_models)
         else:
             rows, models = phi, np.zeros(phi.shape[1], np.intp)
-        return np.stack([tree.moments(rows, models)[0] for tree in self.trees])
+        return np.stack([tree.predict(rows, models) for tree in self.trees])
 
 
 def _argmax_set(values: np.ndarray) -> np.ndarray:

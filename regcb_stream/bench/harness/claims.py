@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from regcb_stream.bench.harness import aggregate as ag
-from regcb_stream.bench.harness.problems import STREAMS, UCI_STREAMS
+from regcb_stream.bench.harness.problems import CLEAN_STREAMS, STREAMS
 
 REGCB = ("regcb-elim:ridge", "regcb-opt:ridge")
 PAPER_BASELINES = ("egreedy", "iltcb", "bootstrap")
@@ -54,9 +54,8 @@ def _verdict(hits: int, total: int, almost: float = 0.75) -> str:
 def beats_baselines_clean(agg: dict, baselines=BASELINES, regcb=REGCB) -> tuple[str, str]:
     """RegCB (each variant) vs the best envelope of ``baselines``, final validation, clean
     UCI."""
-    clean = [s for s in UCI_STREAMS if not s.endswith("-noise")]
     rows, wins, hits, total = [], {f: 0 for f in regcb}, 0, 0
-    for stream in clean:
+    for stream in CLEAN_STREAMS:
         base = [v for f in baselines if (v := final(agg, stream, f)) is not None]
         mine = {f: final(agg, stream, f) for f in regcb}
         if not base or None in mine.values():

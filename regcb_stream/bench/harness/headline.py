@@ -12,12 +12,12 @@ from regcb_stream.bench.harness.algorithms import (
     FAMILIES,
     LINUCB_DEFAULT,
     VW_DEFAULTS,
+    regcb_parts,
 )
-from regcb_stream.bench.harness.problems import STREAMS, UCI_STREAMS
+from regcb_stream.bench.harness.problems import CLEAN_STREAMS, STREAMS, UCI_STREAMS
 
 BAR_WINS, BAR_TOLERANCE, BAR_STREAMS = 12, 0.01, 16
 RIVER_BAR = 0.05  # issue 18: the best River oracle within this of ridge RegCB
-CLEAN = tuple(s for s in UCI_STREAMS if not s.endswith("-noise"))
 
 
 def present(agg: dict, kind: str | None = None) -> list[str]:
@@ -168,16 +168,10 @@ def oracle_means(agg: dict) -> dict[str, list[float]]:
     families run on all of them (the theory's budget, which has no parameter, left out)."""
     out = {}
     for family in present(agg, "regcb"):
-        bests = [ag.best_fixed(agg, s, family, "progressive") for s in CLEAN]
+        bests = [ag.best_fixed(agg, s, family, "progressive") for s in CLEAN_STREAMS]
         if all(bests) and FAMILIES[family].param != "-":
             out[family] = [b.progressive for b in bests]
     return out
-
-
-def _oracle_schedule(family: str) -> tuple[str, str]:
-    """A RegCB family's oracle and schedule suffix ("" for the paper's ``sqrt2``)."""
-    oracle, _, schedule = family.partition(":")[2].partition("-")
-    return oracle, schedule
 
 
 def oracle_table(agg: dict) -> list[str]:
@@ -187,14 +181,14 @@ def oracle_table(agg: dict) -> list[str]:
     values = {f: np.mean(v) for f, v in rows.items()}
     ridge = {}
     for family, value in values.items():
-        oracle, schedule = _oracle_schedule(family)
+        _, oracle, schedule = regcb_parts(family)
         if oracle == "ridge":
             ridge[schedule] = max(ridge.get(schedule, -np.inf), value)
-    lines = ["| RegCB family | " + " | ".join(CLEAN) + " | mean | − ridge, same schedule |",
-             "|---|" + "---:|" * (len(CLEAN) + 2)]
+    lines = ["| RegCB family | " + " | ".join(CLEAN_STREAMS) + " | mean | − ridge, same schedule |",
+             "|---|" + "---:|" * (len(CLEAN_STREAMS) + 2)]
     gaps = {}
     for family, row in rows.items():
-        reference = ridge.get(_oracle_schedule(family)[1])
+        reference = ridge.get(regcb_parts(family)[2])
         if reference is not None:
             gaps[family] = values[family] - reference
         lines.append(f"| {FAMILIES[family].label} | " + " | ".join(f"{v:.3f}" for v in row)

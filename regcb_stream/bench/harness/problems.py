@@ -26,6 +26,7 @@ HOLDOUT_CAP = 300  # holdout rows at most: the validation reward is computed 18 
 # costs more than learning them); over 5 repetitions its standard error is ~0.012
 LTR_ACTIONS = 6
 UCI_STREAMS = tuple(datasets.UCI_SETS) + tuple(f"{name}-noise" for name in datasets.UCI_SETS)
+CLEAN_STREAMS = tuple(datasets.UCI_SETS)  # the UCI streams without their noisy variants
 STREAMS = UCI_STREAMS + ("yahoo",)
 
 

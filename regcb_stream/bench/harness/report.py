@@ -109,7 +109,7 @@ def plausible_table(agg: dict, streams=tuple(claims.PAPER_SLOPES),
     head = " | ".join(f"t = {t:,}" if t else "end" for t in rounds)
     lines = [f"| stream | family (β) | {head} |", "|---|---|" + "---:|" * len(rounds)]
     for stream in streams:
-        for family in claims.WIDTH_FAMILIES[:-1]:  # RegCB's (Bootstrap has no A_t)
+        for family in [f for f in claims.WIDTH_FAMILIES if f.startswith("regcb-")]:
             best = ag.best_fixed(agg, stream, family)
             diag = None if best is None else best.diagnostics
             if not diag or not len(diag["t"]):
