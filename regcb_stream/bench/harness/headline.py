@@ -184,7 +184,8 @@ def oracle_table(agg: dict) -> list[str]:
         _, oracle, schedule = regcb_parts(family)
         if oracle == "ridge":
             ridge[schedule] = max(ridge.get(schedule, -np.inf), value)
-    lines = ["| RegCB family | " + " | ".join(CLEAN_STREAMS) + " | mean | − ridge, same schedule |",
+    lines = ["| RegCB family | " + " | ".join(CLEAN_STREAMS)
+             + " | mean | − ridge, same schedule |",
              "|---|" + "---:|" * (len(CLEAN_STREAMS) + 2)]
     gaps = {}
     for family, row in rows.items():
