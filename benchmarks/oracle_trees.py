@@ -58,7 +58,7 @@ def backend_rows(sizes=(250, 1000, 4000)) -> list[dict]:
             for action in range(R.shape[1]):
                 w = np.ones(n)
                 start = time.perf_counter()
-                trees = oracle._fit_trees(X[:n], R[:n, action], w)
+                trees = oracle.fit_ensemble(X[:n], R[:n, action], w)
                 fit_times.append(time.perf_counter() - start)
                 prediction = trees.init + trees.values[trees.columns(test_X)].sum(axis=1)
                 errors.append(np.mean((prediction - test_R[:, action]) ** 2))

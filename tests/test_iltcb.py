@@ -7,7 +7,9 @@ import pytest
 from test_harness import need
 
 from regcb_stream.bench.harness import algorithms, claims, problems, protocol
-from regcb_stream.bench.harness.iltcb import ILTCB, PSI
+from regcb_stream.bench.harness.iltcb import ILTCB, PSI, TreePolicies
+from regcb_stream.bench.harness.linear import design
+from regcb_stream.bench.harness.protocol import Step
 
 TOLERANCE = 1e-9  # relative, on the OP's constraints
 
@@ -19,13 +21,20 @@ def vehicle() -> problems.Problem:
 
 
 @pytest.fixture(scope="module")
+def page_blocks() -> problems.Problem:
+    """Enough rounds for LightGBM's trees to split (it grows none from ~150 rows)."""
+    need("page_blocks.tsv.gz")
+    return problems.load_problem("page_blocks", 0, max_train=1500, max_hold=100)
+
+
+@pytest.fixture(scope="module")
 def yahoo() -> problems.Problem:
     need("yahoo_ltr_sample.train.svm.gz", "yahoo_ltr_sample.test.svm.gz")
     return problems.load_problem("yahoo", 0)
 
 
-def build(problem: problems.Problem, scale: float) -> ILTCB:
-    algo = algorithms.build("iltcb", scale, problem, seed=0)
+def build(problem: problems.Problem, scale: float, family: str = "iltcb") -> ILTCB:
+    algo = algorithms.build(family, scale, problem, seed=0)
     assert isinstance(algo, ILTCB)
     return algo
 
@@ -34,10 +43,12 @@ def op_state(algo: ILTCB) -> dict:
     """The OP's terms recomputed from the support and the stored history: ``Q(a | x_i)``,
     constraint (1)'s sum, ``b_pi`` and ``D_pi`` of every support policy and of the oracle's
     policy for the final ``Q``."""
-    phi, offered, rhat, mu, k = algo.phi, algo.offered, algo.rhat, algo.mu, algo.k
+    offered, rhat, mu, k = algo.offered, algo.rhat, algo.mu, algo.k
+    history = algo.policies.history(offered)
 
     def actions(theta):
-        return np.argmax(np.where(offered, phi @ theta, -np.inf), axis=1)[:, None]
+        scores = algo.policies.scores(history, theta)
+        return np.argmax(np.where(offered, scores, -np.inf), axis=1)[:, None]
 
     support = [actions(theta) for theta in algo.thetas]
     q = np.zeros(rhat.shape)
@@ -45,7 +56,7 @@ def op_state(algo: ILTCB) -> dict:
         q[np.arange(len(q)), acts[:, 0]] += w
     qmu = (1 - offered.sum(axis=1, keepdims=True) * mu) * q + mu * offered
     inverse = np.where(offered, 1 / np.where(offered, qmu, 1.0), 0.0)
-    oracle = actions(algo._amo(inverse + rhat / (PSI * mu)))
+    oracle = algo._amo(inverse + rhat / (PSI * mu))[1][:, None]
     best = np.take_along_axis(rhat, actions(algo.best), axis=1).mean()
     regret, v = np.array([(best - np.take_along_axis(rhat, acts, axis=1).mean(),
                            np.take_along_axis(inverse, acts, axis=1).mean())
@@ -71,10 +82,17 @@ def epochs_checked(algo: ILTCB, problem: problems.Problem) -> list[tuple[dict, b
     return checks
 
 
+def problems_of(family: str, request) -> list[problems.Problem]:
+    """The test streams of a family: GB5 needs longer ones to grow trees."""
+    names = ("vehicle", "yahoo") if family == "iltcb" else ("page_blocks", "yahoo")
+    return [request.getfixturevalue(name) for name in names]
+
+
+@pytest.mark.parametrize("family", ["iltcb", "iltcb:gb5"])
 @pytest.mark.parametrize("scale", [1e-1, 1e-3])
-def test_op_constraints_hold_after_every_epoch(vehicle, yahoo, scale: float) -> None:
-    for problem in (vehicle, yahoo):
-        checks = epochs_checked(build(problem, scale), problem)
+def test_op_constraints_hold_after_every_epoch(family: str, scale: float, request) -> None:
+    for problem in problems_of(family, request):
+        checks = epochs_checked(build(problem, scale, family), problem)
         converged = [state for state, capped in checks if not capped]
         assert len(checks) > 10 and len(converged) >= len(checks) // 2
         for state, _ in checks:
@@ -84,10 +102,11 @@ def test_op_constraints_hold_after_every_epoch(vehicle, yahoo, scale: float) -> 
             assert (state["D"] <= TOLERANCE * (2 * problem.n_actions + state["b"])).all()
 
 
+@pytest.mark.parametrize("family", ["iltcb", "iltcb:gb5"])
 @pytest.mark.parametrize("scale", [1e-1, 1e-4])
-def test_distributions_are_valid(vehicle, yahoo, scale: float) -> None:
-    for problem in (vehicle, yahoo):
-        algo = build(problem, scale)
+def test_distributions_are_valid(family: str, scale: float, request) -> None:
+    for problem in problems_of(family, request):
+        algo = build(problem, scale, family)
         record = protocol.run_protocol(algo, problem, seed=0)
         for rounds in (problem.hold, problem.train):
             pmf = algo.holdout_pmf(rounds)
@@ -102,18 +121,70 @@ def test_oracle_is_the_ridge_fit_of_every_action(vehicle, yahoo) -> None:
     for problem in (vehicle, yahoo):
         algo = build(problem, 1e-2)
         protocol.run_protocol(algo, problem, seed=0)
-        flat = algo.phi.reshape(-1, algo.phi.shape[-1])
+        phi = algo.policies.phi
+        flat = phi.reshape(-1, phi.shape[-1])
         rewards = np.random.default_rng(0).random(algo.rhat.shape) * algo.offered
         direct = np.linalg.solve(np.eye(flat.shape[1]) + flat.T @ flat,
                                  flat.T @ rewards.reshape(len(flat), -1))
-        np.testing.assert_allclose(algo._amo(rewards), direct[:, 0] if algo.adf else direct)
+        theta, scores = algo.policies.amo(rewards)
+        np.testing.assert_allclose(theta, direct[:, 0] if algo.adf else direct)
+        np.testing.assert_allclose(scores, phi @ theta)
 
 
-def test_same_seed_same_run(vehicle) -> None:
-    runs = [protocol.run_protocol(build(vehicle, 1e-2), vehicle, seed=3) for _ in range(2)]
+def boosting_pass(cols: np.ndarray, y: np.ndarray, rate: float) -> np.ndarray:
+    """Predictions of leaf values refit to ``y`` one tree at a time (leaf columns ``(T, n)``
+    of one model): the reference of ``TreePolicies.amo``, a row at a time."""
+    pred = np.full(len(y), y.mean())
+    for tree in cols:
+        sums, counts = {}, {}
+        for leaf, residual in zip(tree.tolist(), (y - pred).tolist()):
+            sums[leaf] = sums.get(leaf, 0.0) + residual
+            counts[leaf] = counts.get(leaf, 0) + 1
+        pred = pred + rate * np.array([sums[leaf] / counts[leaf] for leaf in tree.tolist()])
+    return pred
+
+
+def test_gb5_oracle_refits_leaf_values_by_boosting(page_blocks) -> None:
+    """On the rows and targets its trees were grown on (every round played action 0, p = 1),
+    the AMO's pass gives LightGBM's own predictions; on other targets it is the boosting
+    pass over the same splits."""
+    train = page_blocks.train
+    n, k = len(train), page_blocks.n_actions
+    policies = TreePolicies(k, train.X.shape[1], adf=False, seed=0)
+    leaves = policies.encode(train)
+    played = np.zeros(n, np.intp)
+    policies.add(train, leaves, Step(played, np.ones(n), None, None), train.R[:, 0])
+    policies.refit(train.offered())
+    (generation, init, values), scores = policies.amo(train.R)
+    assert generation == 0 and values.shape == (policies.generations[0][1][-1] + 1,)
+    booster = policies.generations[0][0][0]._booster
+    np.testing.assert_allclose(scores[:, 0], booster.predict(design(train.X)), atol=1e-7)
+    targets = np.random.default_rng(1).random((n, k))
+    _, scores = policies.amo(targets)
+    for action in range(k):
+        np.testing.assert_allclose(scores[:, action], boosting_pass(
+            policies.cols[:, :, action], targets[:, action], 0.1), atol=1e-12)
+    np.testing.assert_allclose(policies.scores(policies.history(train.offered()),
+                                               policies.amo(targets)[0]), scores)
+
+
+@pytest.mark.parametrize("family", ["iltcb", "iltcb:gb5"])
+def test_same_seed_same_run(vehicle, family: str) -> None:
+    runs = [protocol.run_protocol(build(vehicle, 1e-2, family), vehicle, seed=3)
+            for _ in range(2)]
     for run in runs:
         run.pop("seconds")
     assert runs[0] == runs[1]
+
+
+def test_gb5_keeps_earlier_generations_in_the_support(page_blocks) -> None:
+    """Warm start across the trees' growths: the support holds policies of several
+    generations, each played on its own trees."""
+    algo = build(page_blocks, 1e-2, "iltcb:gb5")
+    record = protocol.run_protocol(algo, page_blocks, seed=0)
+    generations = {theta[0] for theta in algo.thetas}
+    assert len(algo.policies.generations) > 5 and len(generations) > 1
+    assert record["progressive"] > page_blocks.train.R.mean() + 0.1
 
 
 def test_learns_on_a_uci_stream(vehicle) -> None:
@@ -124,6 +195,8 @@ def test_learns_on_a_uci_stream(vehicle) -> None:
 
 
 def test_is_one_of_the_papers_baselines() -> None:
-    family = algorithms.FAMILIES["iltcb"]
-    assert family.kind == "baseline" and len(family.grid) == 8
+    for name in ("iltcb", "iltcb:gb5"):
+        family = algorithms.FAMILIES[name]
+        assert family.kind == "baseline" and len(family.grid) == 8
     assert "iltcb" in claims.BASELINES
+    assert "iltcb:gb5" in claims.CLASSES["GB5"][1]

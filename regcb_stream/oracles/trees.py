@@ -154,7 +154,10 @@ class TreesOracle(Ellipsoid):
     def __getstate__(self):
         return {**self.__dict__, "_last": None}
 
-    def _fit_trees(self, X: np.ndarray, y: np.ndarray, w: np.ndarray):
+    def fit_ensemble(self, X: np.ndarray, y: np.ndarray, w: np.ndarray):
+        """This oracle's ensemble fit to rows ``X``, labels ``y`` and weights ``w``: an object
+        with ``columns(X)`` (each row's leaf column in every tree, ``(n, T)``), ``n_columns``,
+        the boosted leaf ``values``, ``init`` and ``scale``."""
         if len(y) < 2:  # LightGBM needs two rows; one row fits a constant anyway
             return _Constant(float(y @ w / w.sum()) if w.sum() > 0 else 0.0)
         if self.backend == "lightgbm":
@@ -179,7 +182,7 @@ class _LeafRidge:
         n, y, w = len(self.y), np.array(self.y), np.array(self.w)
         X = self._stacked(oracle._dim)
         if self.trees is None or n >= oracle.refit_growth * self.n_fit:
-            self.trees, self.n_fit = oracle._fit_trees(X, y, w), n
+            self.trees, self.n_fit = oracle.fit_ensemble(X, y, w), n
             self.cols = self.trees.columns(X, oracle.kernels)
             self._gram_n = 0  # a new structure: no Gram matrix of it yet
             self._invert(w, oracle.l2, oracle.kernels)

@@ -9,7 +9,8 @@ Each family has 8 log-spaced parameter values (the paper's protocol). Grids:
   (``RidgeOracle(l2=10, prior="optimistic")``, :func:`regcb_algo.make_oracle`);
 * ε-Greedy and VW's ``--epsilon``: eps in 1e-1 ... 1e-8 (the paper's range);
 * Bootstrap: beta in 1e2 ... 1e-5 (the multiplier of the variance; 1 is a one-sigma UCB);
-* ε-Greedy and Bootstrap also with the GB5 oracle (``egreedy:gb5``, ``bootstrap:gb5``);
+* ε-Greedy, Bootstrap and ILTCB also with the GB5 oracle (``egreedy:gb5``,
+  ``bootstrap:gb5``, ``iltcb:gb5``);
 * ILTCB: c in 1e-1 ... 1e-8 (the paper's range), mu_m = min(1/(2K), c sqrt(1/(K tau_m)));
 * SquareCB (ours): c in 10^-1 ... 10^2.5 with gamma_t = c sqrt(K t); VW ``--squarecb``:
   ``--gamma_scale`` in 10^-0.5 ... 10^3 (VW's gamma is gamma_scale t^0.5, default 10);
@@ -84,6 +85,7 @@ def _families() -> dict[str, Family]:
             f"Bootstrap ({oracle})", "beta", tuple(float(f"1e{k}") for k in range(2, -6, -1)),
             "baseline")
     out["iltcb"] = Family("ILTCB (ridge)", "c", DECADES, "baseline")
+    out["iltcb:gb5"] = Family("ILTCB (GB5)", "c", DECADES, "baseline")
     out["squarecb"] = Family("SquareCB (ridge)", "c", half_decades(-2),
                              "baseline")
     vw = {"regcb": ("mellowness", DECADES), "regcbopt": ("mellowness", DECADES),
@@ -146,8 +148,7 @@ def build(family: str, param, problem: Problem, seed: int):
     classes = {"egreedy": baselines.EpsilonGreedy, "bootstrap": baselines.Bootstrap,
                "squarecb": baselines.SquareCB, "iltcb": ILTCB}
     name, _, oracle = family.partition(":")
-    if name not in classes or oracle not in ("", "gb5") or (oracle and name not in (
-            "egreedy", "bootstrap")):
+    if name not in classes or oracle not in ("", "gb5") or (oracle and name == "squarecb"):
         raise ValueError(f"unknown family {family!r}")
     extra = {"oracle": oracle} if oracle else {}
     return classes[name](float(param), k, train.X.shape[-1], train.adf, seed, **extra)
@@ -169,6 +170,7 @@ _COST_US = {"regcb-elim:ridge": (0.5, 0, 0.3), "regcb-opt:ridge": (0.5, 0, 0.3),
             "egreedy:gb5": (170, 0, 0), "bootstrap:gb5": (670, 0, 0),
             "regcb-elim:theory": (0.5, 0, 0.4), "regcb-opt:theory": (0.5, 0, 0.4),
             "squarecb": (0.6, 0, 0.02), "supervised": (1, 0, 0.04), "iltcb": (6, 6, 0.6),
+            "iltcb:gb5": (150, 18, 0),
             "regcb-defaults": (11, 0.3, 1.1), "linucb": (8, 30, 0.2)}
 _VW_COST_US = (15, 1.25, 0.15)  # a + b K + c D, times (0.5 + policies / 4) for bag and cover
 

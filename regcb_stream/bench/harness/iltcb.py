@@ -1,10 +1,13 @@
-"""ILTCB ("ILOVETOCONBANDITS", Agarwal et al. 2014) with the baselines' ridge oracle.
+"""ILTCB ("ILOVETOCONBANDITS", Agarwal et al. 2014) with the baselines' ridge oracle or the
+paper's GB5.
 
-Policies are the argmax rules of the baselines' linear class, ``pi_W(x) = argmax_a
-(W phi(x))_a`` over the offered actions (one model over ``phi(x, a)`` for ranking). The argmax
-oracle (AMO) for rewards ``c(x_i, a)`` on the history is the regression reduction: a ridge
-fit (``l2 = 1``) of ``c`` on every offered action at once (one Gram matrix for all of them),
-then its argmax rule.
+Policies are argmax rules over the offered actions of a regression class. The argmax oracle
+(AMO) for rewards ``c(x_i, a)`` on the history is the regression reduction: a fit of ``c`` on
+every offered action of every round, then its argmax rule. The linear class
+(:class:`LinearPolicies`): ``pi_W(x) = argmax_a (W phi(x))_a`` (one model over ``phi(x, a)``
+for ranking), the AMO a ridge fit (``l2 = 1``, one Gram matrix for every action). The GB5
+class (:class:`TreePolicies`): 100 depth-5 trees per action, grown as the history doubles;
+the AMO refits their leaf values by a boosting pass over the fixed splits.
 
 At each ``sqrt2`` rebuild point (``tau`` rounds of history) the paper's coordinate descent
 (its Algorithm 2) solves the optimization problem OP for the sub-distribution ``Q`` over
@@ -40,24 +43,29 @@ ACTION = np.int16  # dtype of the support's actions on the history (n x |support
 
 
 class ILTCB(_Epochs):
-    """ILTCB (Agarwal et al. 2014, Algorithms 1 and 2) over ridge argmax policies.
+    """ILTCB (Agarwal et al. 2014, Algorithms 1 and 2) over argmax policies.
 
     Parameters
     ----------
     scale : float
         ``c`` in ``mu = min(1/(2K), c sqrt(1/(K tau)))``.
     n_actions, dim, adf, seed
-        As for the other baselines (``seed`` is unused: the distributions are deterministic
-        and the protocol's uniforms draw the actions).
+        As for the other baselines (the distributions are deterministic and the protocol's
+        uniforms draw the actions; ``seed`` seeds the GB5 fits).
+    oracle : {"ridge", "gb5"}
+        The policy class and its argmax oracle: :class:`LinearPolicies` or
+        :class:`TreePolicies`.
 
     Attributes
     ----------
-    thetas : list of np.ndarray
-        The support's policies (ridge weights ``(D, K)``, or ``(D,)`` for ranking).
+    policies : LinearPolicies or TreePolicies
+        The class, its history and its argmax oracle.
+    thetas : list
+        The support's policies (their parameters in ``policies``).
     weights : np.ndarray
         ``Q`` on the support.
-    best : np.ndarray or None
-        ``pihat``'s weights (None before the first epoch, which plays uniformly).
+    best : object or None
+        ``pihat``'s parameters (None before the first epoch, which plays uniformly).
     mu : float
         The smoothing of the current epoch.
     cap_hits : int
@@ -69,11 +77,14 @@ class ILTCB(_Epochs):
         Algorithm for Contextual Bandits." ICML 2014.
     """
 
-    def __init__(self, scale: float, n_actions: int, dim: int, adf: bool, seed: int):
+    def __init__(self, scale: float, n_actions: int, dim: int, adf: bool, seed: int,
+                 oracle: str = "ridge"):
         super().__init__()
         self.scale, self.k, self.adf = scale, n_actions, adf
-        features = (0, n_actions, dim + 1) if adf else (0, dim + 1)
-        self.phi, self.gram = np.zeros(features), np.eye(dim + 1)  # l2 = 1
+        if oracle not in ("ridge", "gb5"):
+            raise ValueError(f"oracle must be 'ridge' or 'gb5', got {oracle!r}")
+        self.policies = (LinearPolicies(n_actions, dim, adf) if oracle == "ridge" else
+                         TreePolicies(n_actions, dim, adf, seed))
         self.offered, self.rhat = np.zeros((0, n_actions), bool), np.zeros((0, n_actions))
         self.q = np.zeros((0, n_actions))  # Q(a | x_i) on the history
         self.acts = np.zeros((0, 0), ACTION)  # the support's actions on the history
@@ -85,20 +96,18 @@ class ILTCB(_Epochs):
         offered = rounds.offered()
         if self.best is None:
             return offered / offered.sum(axis=1, keepdims=True), None, None
-        phi = self._features(rounds)
-        q = self._mix(self._actions(phi, offered), offered.shape)
-        pihat = _argmax(phi @ self.best, offered)
+        rows = self.policies.encode(rounds)
+        q = self._mix(self._actions(rows, offered), offered.shape)
+        pihat = _argmax(self.policies.scores(rows, self.best), offered)
         q[np.arange(len(q)), pihat] += max(0.0, 1.0 - self.weights.sum())
         return self._smooth(q, offered), None, None
 
     def _add(self, rounds: Rounds, step: Step, rewards: np.ndarray) -> None:
-        phi, offered = self._features(rounds), rounds.offered()
+        rows, offered = self.policies.encode(rounds), rounds.offered()
         rhat = np.zeros(offered.shape)
         rhat[np.arange(len(rewards)), step.actions] = rewards / step.probs
-        acts = self._actions(phi, offered)
-        flat = phi.reshape(-1, phi.shape[-1])
-        self.gram += flat.T @ flat
-        self.phi = np.concatenate([self.phi, phi])
+        acts = self._actions(rows, offered)
+        self.policies.add(rounds, rows, step, rewards)
         self.offered = np.concatenate([self.offered, offered])
         self.rhat = np.concatenate([self.rhat, rhat])
         self.q = np.concatenate([self.q, self._mix(acts, offered.shape)])
@@ -106,10 +115,11 @@ class ILTCB(_Epochs):
 
     def _rebuild(self) -> None:
         """Epoch start: ``mu``, ``pihat`` = AMO(IPS rewards), then the OP's descent."""
+        self.policies.refit(self.offered)
         self.mu = min(1 / (2 * self.k), self.scale * np.sqrt(1 / (self.k * self.n)))
         self.values = _take(self.rhat, self.acts).mean(axis=0)
-        self.best = self._amo(self.rhat)
-        self.best_value = _take(self.rhat, self._policy(self.best)[:, None]).mean()
+        self.best, acts = self._amo(self.rhat)
+        self.best_value = _take(self.rhat, acts[:, None]).mean()
         if len(self.values) and self.values.max() > self.best_value:
             top = int(np.argmax(self.values))
             self.best, self.best_value = self.thetas[top], self.values[top]
@@ -122,8 +132,8 @@ class ILTCB(_Epochs):
         for _ in range(MAX_ITERATIONS):
             self._shrink()
             inverse = 1.0 / np.where(self.offered, self._smooth(self.q, self.offered), np.inf)
-            theta = self._amo(inverse + self.rhat / (PSI * mu))
-            acts = np.column_stack([self.acts, self._policy(theta)])
+            theta, policy = self._amo(inverse + self.rhat / (PSI * mu))
+            acts = np.column_stack([self.acts, policy])
             value = _take(self.rhat, acts[:, -1:]).mean()
             improved = value > self.best_value
             if improved:
@@ -157,20 +167,16 @@ class ILTCB(_Epochs):
         self.weights[j] += alpha
         self.q[np.arange(len(self.q)), self.acts[:, j]] += alpha
 
-    def _amo(self, rewards: np.ndarray) -> np.ndarray:
-        """The argmax oracle: ridge weights fit to ``rewards`` (n, K) of every action."""
-        if self.adf:
-            return np.linalg.solve(self.gram, np.einsum("nkd,nk->d", self.phi, rewards))
-        return np.linalg.solve(self.gram, self.phi.T @ rewards)
+    def _amo(self, rewards: np.ndarray):
+        """The argmax oracle for ``rewards`` (n, K) of every action on the history: the
+        policy's parameters and its actions on the history."""
+        theta, scores = self.policies.amo(rewards)
+        return theta, _argmax(scores, self.offered)
 
-    def _policy(self, theta: np.ndarray) -> np.ndarray:
-        """A policy's actions on the history."""
-        return _argmax(self.phi @ theta, self.offered)
-
-    def _actions(self, phi: np.ndarray, offered: np.ndarray) -> np.ndarray:
-        """The support's actions ``(n, |support|)`` on features ``phi``."""
-        columns = [_argmax(phi @ theta, offered) for theta in self.thetas]
-        return np.stack(columns, axis=1) if columns else np.zeros((len(phi), 0), ACTION)
+    def _actions(self, rows, offered: np.ndarray) -> np.ndarray:
+        """The support's actions ``(n, |support|)`` on rows ``encode``d by the class."""
+        columns = [_argmax(self.policies.scores(rows, theta), offered) for theta in self.thetas]
+        return np.stack(columns, axis=1) if columns else np.zeros((len(offered), 0), ACTION)
 
     def _mix(self, acts: np.ndarray, shape: tuple) -> np.ndarray:
         """``Q(a | x)`` from the support's actions."""
@@ -183,11 +189,176 @@ class ILTCB(_Epochs):
         k = offered.sum(axis=1, keepdims=True)
         return (1 - k * self.mu) * q + self.mu * offered
 
-    def _features(self, rounds: Rounds) -> np.ndarray:
-        """``design`` features; for ranking, zero on the actions not offered (so they drop
-        out of the fits)."""
+
+class LinearPolicies:
+    """The baselines' linear class: argmax rules ``argmax_a (W phi(x))_a`` over ``design``
+    features (one ``theta`` over ``phi(x, a)`` for ranking, zero on the documents not
+    offered so that they drop out of the fits). The AMO is a ridge fit (``l2 = 1``) of the
+    rewards of every offered action at once (one Gram matrix for all of them)."""
+
+    def __init__(self, n_actions: int, dim: int, adf: bool):
+        self.adf = adf
+        features = (0, n_actions, dim + 1) if adf else (0, dim + 1)
+        self.phi, self.gram = np.zeros(features), np.eye(dim + 1)  # l2 = 1
+
+    def encode(self, rounds: Rounds) -> np.ndarray:
         phi = design(rounds.X)
         return phi * rounds.offered()[..., None] if self.adf else phi
+
+    def history(self, offered: np.ndarray) -> np.ndarray:
+        """The history's rows, as :meth:`encode` gives them."""
+        return self.phi
+
+    def add(self, rounds: Rounds, phi: np.ndarray, step: Step, rewards: np.ndarray) -> None:
+        flat = phi.reshape(-1, phi.shape[-1])
+        self.gram += flat.T @ flat
+        self.phi = np.concatenate([self.phi, phi])
+
+    def refit(self, offered: np.ndarray) -> None:
+        """The class is fixed: nothing to refit."""
+
+    def amo(self, rewards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Ridge weights fit to ``rewards`` (n, K) and their scores on the history."""
+        if self.adf:
+            theta = np.linalg.solve(self.gram, np.einsum("nkd,nk->d", self.phi, rewards))
+        else:
+            theta = np.linalg.solve(self.gram, self.phi.T @ rewards)
+        return theta, self.phi @ theta
+
+    def scores(self, phi: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        return phi @ theta
+
+
+class TreePolicies:
+    """The paper's GB5 class: argmax rules over gradient-boosted depth-5 trees, 100 of them,
+    per action (ranking: one ensemble over the documents' features).
+
+    The trees are grown at a rebuild when the history has doubled since they last were
+    (``refit_growth``, as RegCB-GB5's), each model's by :meth:`TreesOracle.fit_ensemble`
+    (LightGBM) on the rewards of the rounds that played it, weighted by ``1/p``
+    (ε-Greedy-GB5's importance-weighted regression; ranking's one model on the played
+    documents). Until the next growth an AMO call keeps the splits and fits only the leaf
+    values, to its rewards on every (round, offered action) of the history, by one boosting
+    pass: from their mean, each tree in turn sets its leaves to the learning rate times the
+    mean residual of their rows, which is what boosting does given the splits (the paper's
+    speed-up for RegCB-GB5 re-solves leaf values on fixed splits too). A policy is a
+    generation of trees with its leaf values, so the support keeps policies of earlier
+    generations (ILTCB's warm start), each played on its own trees.
+    """
+
+    def __init__(self, n_actions: int, dim: int, adf: bool, seed: int):
+        from regcb_stream.oracles.trees import TreesOracle
+
+        self.oracle = TreesOracle(seed=seed)
+        self.adf, self.k, self.n_fit = adf, n_actions, 0
+        width = (0, n_actions, dim + 1) if adf else (0, dim + 1)
+        self.X, self.played = np.zeros(width), np.zeros(0, np.intp)
+        self.y, self.w = np.zeros(0), np.zeros(0)
+        #: per generation: its models' ensembles and first leaf columns; the last column
+        #: (``offsets[-1]``) is the null column of the pairs left out, of value 0
+        self.generations: list[tuple[list, np.ndarray]] = []
+        self.cols = np.zeros((0, 0, n_actions), np.int32)  # (T, n, K): the last generation's
+        self._counts = None  # rows per leaf column, per tree, on the history
+        self._encoded: tuple | None = None  # (rounds, Leaves) of the last block encoded
+
+    def encode(self, rounds: Rounds) -> Leaves:
+        """The rounds' leaf columns, per generation as a policy asks for them (the last
+        block's are kept for its labels)."""
+        if self._encoded is None or self._encoded[0] is not rounds:
+            self._encoded = (rounds, Leaves(self, design(rounds.X), rounds.offered()))
+        return self._encoded[1]
+
+    def history(self, offered: np.ndarray) -> Leaves:
+        """The history's rows, as :meth:`encode` gives them."""
+        return Leaves(self, self.X, offered)
+
+    def add(self, rounds: Rounds, leaves: Leaves, step: Step, rewards: np.ndarray) -> None:
+        self.X = np.concatenate([self.X, leaves.X])
+        self.played = np.r_[self.played, step.actions]
+        self.y, self.w = np.r_[self.y, rewards], np.r_[self.w, 1.0 / step.probs]
+        if self.generations:
+            self.cols = np.concatenate([self.cols, leaves[len(self.generations) - 1]], axis=1)
+        self._counts = None
+
+    def refit(self, offered: np.ndarray) -> None:
+        """Grow a new generation of trees if the history has doubled since the last."""
+        n = len(self.y)
+        if self.generations and n < self.oracle.refit_growth * self.n_fit:
+            return
+        if self.adf:
+            rows = self.X[np.arange(n), self.played]
+            ensembles = [self.oracle.fit_ensemble(rows, self.y, self.w)]
+        else:
+            ensembles = [self.oracle.fit_ensemble(self.X[self.played == a],
+                                                  self.y[self.played == a],
+                                                  self.w[self.played == a])
+                         for a in range(self.k)]
+        self.generations.append((ensembles, np.r_[0, np.cumsum([e.n_columns
+                                                                for e in ensembles])]))
+        self.n_fit, self._encoded = n, None
+        self.cols = self.columns(len(self.generations) - 1, self.X, offered)
+
+    def amo(self, rewards: np.ndarray) -> tuple[tuple, np.ndarray]:
+        """Leaf values of the last generation fit to ``rewards`` (n, K) by one boosting
+        pass, and the scores they give on the history."""
+        null = int(self.generations[-1][1][-1])
+        keep = self.cols[0] != null  # (n, K): the offered pairs
+        if self.adf:
+            init = np.full(self.k, rewards[keep].mean() if keep.any() else 0.0)
+        else:
+            init = rewards.mean(axis=0)
+        scores = np.broadcast_to(init, rewards.shape).copy()
+        values = np.zeros(null + 1)
+        if self._counts is None:
+            self._counts = np.stack([np.bincount(tree.ravel(), minlength=null + 1)
+                                     for tree in self.cols])
+        rate = self.oracle.learning_rate
+        for tree, count in zip(self.cols, self._counts):
+            ids = tree.ravel()
+            step = rate * np.bincount(ids, (rewards - scores).ravel(), null + 1)
+            step /= np.maximum(count, 1)
+            step[null] = 0.0
+            values += step
+            scores += step[ids].reshape(scores.shape)
+        return (len(self.generations) - 1, init, values), scores
+
+    def scores(self, leaves: Leaves, theta: tuple) -> np.ndarray:
+        generation, init, values = theta
+        cols = leaves[generation]
+        out = np.broadcast_to(init, cols.shape[1:]).copy()
+        for tree in cols:
+            out += values[tree]
+        return out
+
+    def columns(self, generation: int, X: np.ndarray, offered: np.ndarray) -> np.ndarray:
+        """Leaf columns ``(T, n, K)`` of design rows ``X`` (``(n, D)``, or ``(n, K, D)``
+        for ranking) in a generation's trees; the pairs not offered, and the trees a model
+        lacks (an ensemble may stop early), get the null column."""
+        ensembles, offsets = self.generations[generation]
+        n, null = len(offered), int(offsets[-1])
+        if self.adf:
+            cols = ensembles[0].columns(X.reshape(-1, X.shape[-1]))
+            out = np.moveaxis(cols.reshape(n, self.k, -1), -1, 0).astype(np.int32)
+        else:
+            per_model = [e.columns(X) + offset for e, offset in zip(ensembles, offsets)]
+            out = np.full((max(c.shape[1] for c in per_model), n, self.k), null, np.int32)
+            for action, cols in enumerate(per_model):
+                out[: cols.shape[1], :, action] = cols.T
+        out[:, ~offered] = null
+        return out
+
+
+class Leaves:
+    """Rows' leaf columns in each generation of a :class:`TreePolicies`, computed when first
+    asked for (``leaves[generation]``)."""
+
+    def __init__(self, policies: TreePolicies, X: np.ndarray, offered: np.ndarray):
+        self.policies, self.X, self.offered, self._cols = policies, X, offered, {}
+
+    def __getitem__(self, generation: int) -> np.ndarray:
+        if generation not in self._cols:
+            self._cols[generation] = self.policies.columns(generation, self.X, self.offered)
+        return self._cols[generation]
 
 
 def _argmax(scores: np.ndarray, offered: np.ndarray) -> np.ndarray:
