@@ -191,6 +191,57 @@ static void mirror(double *M, Py_ssize_t D, int from_lower) {
                 }
 }
 
+/* ILTCB's GB5 class (regcb_stream/bench/harness/iltcb.py, TreePolicies): leaf values over
+ * fixed splits.  cols (T, m) int32 are the leaf columns of m (round, action) pairs in T
+ * trees, the column `null` (of value 0) for the pairs left out; a column belongs to one
+ * tree.  boost: one boosting pass to the targets y from scores (m,) (their start, updated
+ * in place): tree by tree, each leaf's value is rate times the mean of y - scores over its
+ * pairs (summed in pair order), added to its pairs' scores.  sum_leaves: out[i] +=
+ * values[cols[t, i]] over the trees, tree by tree. */
+static void boost(const int32_t *cols, Py_ssize_t m, Py_ssize_t T, Py_ssize_t D,
+                  int32_t null, const double *y, double rate, double *scores,
+                  double *values, double *sums, int64_t *counts) {
+    for (Py_ssize_t c = 0; c < D; c++) {
+        values[c] = sums[c] = 0.0;
+        counts[c] = 0;
+    }
+    for (Py_ssize_t t = 0; t < T; t++) {
+        const int32_t *ct = cols + t * m;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            sums[ct[i]] += y[i] - scores[i];
+            counts[ct[i]] += 1;
+        }
+        for (Py_ssize_t i = 0; i < m; i++) {
+            const int32_t c = ct[i];
+            if (c == null) continue;
+            if (counts[c] > 0) { /* the leaf's first pair: its value, once */
+                values[c] = rate * sums[c] / (double)counts[c];
+                counts[c] = -counts[c];
+            }
+            scores[i] += values[c];
+        }
+    }
+}
+
+static void sum_leaves(const int32_t *cols, Py_ssize_t m, Py_ssize_t T, const double *values,
+                       double *out) {
+    for (Py_ssize_t t = 0; t < T; t++) {
+        const int32_t *ct = cols + t * m;
+        for (Py_ssize_t i = 0; i < m; i++) out[i] += values[ct[i]];
+    }
+}
+
+/* every column in 0..D-1 */
+static int columns_in(const int32_t *cols, Py_ssize_t items, Py_ssize_t D) {
+    for (Py_ssize_t i = 0; i < items; i++)
+        if (cols[i] < 0 || cols[i] >= D) {
+            PyErr_Format(PyExc_ValueError, "leaf column %lld out of range",
+                         (long long)cols[i]);
+            return 0;
+        }
+    return 1;
+}
+
 static int expect(Py_buffer *buffer, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
     if (buffer->len != items * itemsize) {
         PyErr_Format(PyExc_ValueError, "%s has %zd bytes, expected %zd", name, buffer->len,
@@ -412,6 +463,58 @@ static PyObject *py_leaves(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(boost_doc,
+"boost(cols, m, T, D, null, y, rate, scores, values)\n"
+"One boosting pass over fixed splits: leaf columns cols (T, m) int32 in 0..D-1 (null: a\n"
+"pair left out, value 0), targets y (m,), scores (m,) updated in place, the leaf values\n"
+"into values (D,).");
+
+static PyObject *py_boost(PyObject *self, PyObject *args) {
+    Py_buffer cols = {0}, y = {0}, scores = {0}, values = {0};
+    Py_ssize_t m, T, D, null;
+    double rate;
+    if (!PyArg_ParseTuple(args, "y*nnnny*dw*w*", &cols, &m, &T, &D, &null, &y, &rate,
+                          &scores, &values))
+        return NULL;
+    int ok = m >= 0 && T >= 0 && D >= 1 && null >= 0 && null < D;
+    if (!ok) PyErr_SetString(PyExc_ValueError, "need m >= 0, T >= 0, 0 <= null < D");
+    ok = ok && expect(&cols, T * m, 4, "cols") && expect(&y, m, 8, "y") &&
+         expect(&scores, m, 8, "scores") && expect(&values, D, 8, "values") &&
+         columns_in(cols.buf, T * m, D);
+    double *sums = ok ? PyMem_Malloc(D * sizeof(double)) : NULL;
+    int64_t *counts = ok ? PyMem_Malloc(D * sizeof(int64_t)) : NULL;
+    if (ok && !(sums && counts)) {
+        PyErr_NoMemory();
+        ok = 0;
+    }
+    if (ok)
+        boost(cols.buf, m, T, D, (int32_t)null, y.buf, rate, scores.buf, values.buf, sums,
+              counts);
+    PyMem_Free(sums);
+    PyMem_Free(counts);
+    RELEASE(&cols, &y, &scores, &values);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(sum_leaves_doc,
+"sum_leaves(cols, m, T, values, D, out)\n"
+"out[i] += sum_t values[cols[t, i]] of leaf columns cols (T, m) int32 in 0..D-1.");
+
+static PyObject *py_sum_leaves(PyObject *self, PyObject *args) {
+    Py_buffer cols = {0}, values = {0}, out = {0};
+    Py_ssize_t m, T, D;
+    if (!PyArg_ParseTuple(args, "y*nny*nw*", &cols, &m, &T, &values, &D, &out)) return NULL;
+    int ok = m >= 0 && T >= 0 && D >= 1;
+    if (!ok) PyErr_SetString(PyExc_ValueError, "need m >= 0, T >= 0, D >= 1");
+    ok = ok && expect(&cols, T * m, 4, "cols") && expect(&values, D, 8, "values") &&
+         expect(&out, m, 8, "out") && columns_in(cols.buf, T * m, D);
+    if (ok) sum_leaves(cols.buf, m, T, values.buf, out.buf);
+    RELEASE(&cols, &values, &out);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"leaves", py_leaves, METH_VARARGS, leaves_doc},
     {"variance", py_variance, METH_VARARGS, variance_doc},
@@ -419,11 +522,13 @@ static PyMethodDef methods[] = {
     {"mirror", py_mirror, METH_VARARGS, mirror_doc},
     {"spread", py_spread, METH_VARARGS, spread_doc},
     {"lower_plus", py_lower_plus, METH_VARARGS, lower_plus_doc},
+    {"boost", py_boost, METH_VARARGS, boost_doc},
+    {"sum_leaves", py_sum_leaves, METH_VARARGS, sum_leaves_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_trees", "Compiled kernels of TreesOracle.", -1, methods,
+    PyModuleDef_HEAD_INIT, "_trees", "Compiled kernels of TreesOracle (and of ILTCB's GB5 class).", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__trees(void) { return PyModule_Create(&module); }

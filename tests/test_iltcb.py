@@ -200,3 +200,18 @@ def test_is_one_of_the_papers_baselines() -> None:
         assert family.kind == "baseline" and len(family.grid) == 8
     assert "iltcb" in claims.BASELINES
     assert "iltcb:gb5" in claims.CLASSES["GB5"][1]
+
+
+def test_gb5_kernels_equal_the_numpy_reference(page_blocks, yahoo, monkeypatch) -> None:
+    """The compiled boosting pass and leaf sums (``_trees.boost``, ``sum_leaves``) give the
+    numpy reference's runs exactly."""
+    if not TreePolicies.kernels:
+        pytest.skip("the compiled kernels are not built")
+    for problem in (page_blocks, yahoo):
+        runs = []
+        for kernels in (True, False):
+            monkeypatch.setattr(TreePolicies, "kernels", kernels)
+            run = protocol.run_protocol(build(problem, 1e-2, "iltcb:gb5"), problem, seed=0)
+            run.pop("seconds")
+            runs.append(run)
+        assert runs[0] == runs[1]

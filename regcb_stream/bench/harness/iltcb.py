@@ -37,6 +37,11 @@ from regcb_stream.bench.harness.linear import design
 from regcb_stream.bench.harness.problems import Rounds
 from regcb_stream.bench.harness.protocol import Step
 
+try:
+    from regcb_stream import _trees
+except ImportError:  # not built: the numpy reference
+    _trees = None
+
 PSI = 100.0  # the paper's psi
 MAX_ITERATIONS = 30  # coordinate-descent steps (AMO calls) per epoch at most
 ACTION = np.int16  # dtype of the support's actions on the history (n x |support|)
@@ -91,13 +96,16 @@ class ILTCB(_Epochs):
         # the support: policies, Q(pi) and IPS rewards Rhat(pi) on the history
         self.thetas, self.weights, self.values = [], np.zeros(0), np.zeros(0)
         self.best, self.best_value, self.mu, self.cap_hits = None, -np.inf, 0.0, 0
+        self._block: tuple | None = None  # (rounds, the support's actions) last decided
 
     def _rule(self, rounds: Rounds, t: np.ndarray):
         offered = rounds.offered()
         if self.best is None:
             return offered / offered.sum(axis=1, keepdims=True), None, None
         rows = self.policies.encode(rounds)
-        q = self._mix(self._actions(rows, offered), offered.shape)
+        acts = self._actions(rows, offered)
+        self._block = (rounds, acts)  # its labels come next: the same actions
+        q = self._mix(acts, offered.shape)
         pihat = _argmax(self.policies.scores(rows, self.best), offered)
         q[np.arange(len(q)), pihat] += max(0.0, 1.0 - self.weights.sum())
         return self._smooth(q, offered), None, None
@@ -106,7 +114,9 @@ class ILTCB(_Epochs):
         rows, offered = self.policies.encode(rounds), rounds.offered()
         rhat = np.zeros(offered.shape)
         rhat[np.arange(len(rewards)), step.actions] = rewards / step.probs
-        acts = self._actions(rows, offered)
+        block, self._block = self._block, None
+        acts = block[1] if block is not None and block[0] is rounds else \
+            self._actions(rows, offered)
         self.policies.add(rounds, rows, step, rewards)
         self.offered = np.concatenate([self.offered, offered])
         self.rhat = np.concatenate([self.rhat, rhat])
@@ -246,6 +256,8 @@ class TreePolicies:
     generations (ILTCB's warm start), each played on its own trees.
     """
 
+    kernels = _trees is not None  # False: the numpy reference (tests compare the two)
+
     def __init__(self, n_actions: int, dim: int, adf: bool, seed: int):
         from regcb_stream.oracles.trees import TreesOracle
 
@@ -309,10 +321,14 @@ class TreePolicies:
             init = rewards.mean(axis=0)
         scores = np.broadcast_to(init, rewards.shape).copy()
         values = np.zeros(null + 1)
+        rate, trees = self.oracle.learning_rate, len(self.cols)
+        if self.kernels:
+            _trees.boost(self.cols, scores.size, trees, null + 1, null,
+                         np.ascontiguousarray(rewards, dtype=float), rate, scores, values)
+            return (len(self.generations) - 1, init, values), scores
         if self._counts is None:
             self._counts = np.stack([np.bincount(tree.ravel(), minlength=null + 1)
                                      for tree in self.cols])
-        rate = self.oracle.learning_rate
         for tree, count in zip(self.cols, self._counts):
             ids = tree.ravel()
             step = rate * np.bincount(ids, (rewards - scores).ravel(), null + 1)
@@ -326,6 +342,9 @@ class TreePolicies:
         generation, init, values = theta
         cols = leaves[generation]
         out = np.broadcast_to(init, cols.shape[1:]).copy()
+        if self.kernels:
+            _trees.sum_leaves(cols, out.size, len(cols), values, len(values), out)
+            return out
         for tree in cols:
             out += values[tree]
         return out
@@ -338,7 +357,8 @@ class TreePolicies:
         n, null = len(offered), int(offsets[-1])
         if self.adf:
             cols = ensembles[0].columns(X.reshape(-1, X.shape[-1]))
-            out = np.moveaxis(cols.reshape(n, self.k, -1), -1, 0).astype(np.int32)
+            out = np.ascontiguousarray(np.moveaxis(cols.reshape(n, self.k, -1), -1, 0),
+                                       dtype=np.int32)
         else:
             per_model = [e.columns(X) + offset for e, offset in zip(ensembles, offsets)]
             out = np.full((max(c.shape[1] for c in per_model), n, self.k), null, np.int32)
