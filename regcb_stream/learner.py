@@ -86,7 +86,9 @@ class RegCB:
         ``"sqrt2"`` (epoch lengths 2^(i/2), the paper's experiments) or ``"doubling"``.
     budget
         ``"mellowness"``: VW's c0 ln(K n) span^2 (the default form); ``"beta"``: beta x
-        labels x span^2; ``"theory"``: the paper's theoretical schedule for a ``horizon``;
+        labels x span^2; ``"summed"``: beta x span^2 (beta on the summed loss, as the
+        paper's experiments: the version space shrinks as labels come); ``"theory"``: the
+        paper's theoretical schedule for a ``horizon``;
         ``"auto"``: chosen online among the mellowness values of ``budget_grid``
         (`regcb_stream.budget`). None: ``"beta"`` if ``beta`` is given, else
         ``"mellowness"``.
@@ -420,7 +422,7 @@ class RegCB:
     def _compiled_replay(self) -> bool:
         """Whether ``replay`` can run in the oracle's compiled online loop."""
         return (getattr(self._oracle, "compiled", False) and self.schedule == "online"
-                and self._budget_kind in ("beta", "mellowness")
+                and self._budget_kind in ("beta", "summed", "mellowness")
                 and self._epoch > self.warm_start_epochs)
 
     def _replay_compiled(self, contexts, actions, played, rewards, weights) -> Decision:
@@ -596,6 +598,8 @@ class RegCB:
             return f"automatic, leading mellowness {self._selector.state()['leader']:g}"
         if self._budget_kind == "beta":
             return f"beta {self._beta:g}"
+        if self._budget_kind == "summed":
+            return f"beta {self._beta:g} on the summed loss"
         if self._budget_kind == "mellowness":
             return f"mellowness {self._mellowness:g}"
         return f"theory (horizon {self.horizon})"
@@ -855,7 +859,7 @@ class RegCB:
         """The compiled loops' case: a compiled ellipsoid oracle with one-row calls (exact
         ridge) and a fixed budget."""
         return (getattr(self._oracle, "compiled", False) and hasattr(self._oracle, "learn_dense")
-                and self._budget_kind in ("beta", "mellowness"))
+                and self._budget_kind in ("beta", "summed", "mellowness"))
 
     def _grow(self, n_models: int, dim: int) -> None:
         """Make room in the oracle for ``n_models`` models of ``dim`` features; an oracle

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 import numpy as np
 
 SCHEDULES = ("doubling", "sqrt2", "online")
-BUDGETS = ("beta", "mellowness", "theory")
+BUDGETS = ("beta", "summed", "mellowness", "theory")
 
 
 def rebuild_points(schedule: str) -> Iterator[int]:
@@ -86,18 +86,27 @@ def loss_budget(
 
     ``beta``: the paper's constant beta on the normalized risk, times the ``n_labels``
     rounds the risk is averaged over, times span^2 so that beta means the same for any
-    reward range. ``mellowness``: VW's ``c0 * ln(K n) * span^2`` (0 before any label).
+    reward range. ``summed``: beta span^2, a constant slack on the summed loss, as the
+    paper's experiments set it (its ``BinSearch`` compares summed losses with ``R_min +
+    beta``): the version space shrinks as labels come. ``mellowness``: VW's ``c0 * ln(K n) *
+    span^2`` (0 before any label).
     ``theory``: the paper's ``(M - m + 1) C`` with ``C = 16 log(2 |F| K T^2 / delta)`` and
     ``log |F|`` taken as ``dim * log T`` (an epsilon-net of a ``dim``-dimensional class).
 
     >>> loss_budget("beta", n_labels=100, n_actions=5, span=1.0, beta=0.01, mellowness=0.1)
     1.0
+    >>> loss_budget("summed", n_labels=100, n_actions=5, span=1.0, beta=0.01, mellowness=0.1)
+    0.01
     >>> round(loss_budget("mellowness", n_labels=100, n_actions=5, span=2.0, beta=0.01,
     ...                   mellowness=0.1), 6)
     2.485843
     """
     if kind == "beta":
         return beta * n_labels * span**2
+    if kind == "summed" and isinstance(n_labels, np.ndarray):
+        return np.where(n_labels > 0, beta * span**2, 0.0)
+    if kind == "summed":
+        return beta * span**2 if n_labels else 0.0
     if kind == "mellowness" and isinstance(n_labels, np.ndarray):  # a budget per count
         with np.errstate(divide="ignore"):
             log = np.log(n_actions * n_labels.astype(float))

@@ -248,6 +248,24 @@ def test_the_theory_budget_family_runs_with_the_streams_horizon(vehicle) -> None
     assert abs(aggregate.width_slope(diagnostics)) < 0.05
 
 
+def test_summed_budget_families_shrink_the_width(vehicle) -> None:
+    """β on the summed loss (the paper's experiments) keeps the budget constant, so ridge
+    RegCB's width falls with the data; β on the normalized risk grows the budget with the
+    labels and holds the width."""
+    from regcb_stream.bench.harness import aggregate
+
+    slopes = {}
+    for family in ("regcb-opt:ridge-summed", "regcb-opt:ridge"):
+        algo = algorithms.build(family, 1e-3, vehicle, seed=0)
+        record = protocol.run_protocol(algo, vehicle, seed=0)
+        diagnostics = {k: np.asarray(v) for k, v in record["diagnostics"].items()}
+        slopes[family] = aggregate.width_slope(diagnostics)
+    assert algo.learner.budget_in_force == "beta 0.001"
+    assert algorithms.build("regcb-opt:gb5-summed", 1.0, vehicle, seed=0) \
+        .learner.budget_in_force == "beta 1 on the summed loss"
+    assert slopes["regcb-opt:ridge-summed"] < slopes["regcb-opt:ridge"] - 0.2
+
+
 def test_the_oracle_table_compares_with_ridge_on_the_same_schedule(monkeypatch) -> None:
     """Each family's gap is to the better ridge variant on its own schedule, and the River
     bar takes the best River family's gap (PASS at -0.05 or above)."""

@@ -35,6 +35,7 @@ from regcb_stream.bench.harness.problems import Problem
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 
 DECADES = tuple(float(f"1e-{k}") for k in range(1, 9))
+SUMMED_DECADES = tuple(float(f"1e{k}") for k in range(2, -6, -1))  # 1e2 ... 1e-5
 
 
 def half_decades(first: int) -> tuple[float, ...]:
@@ -76,6 +77,11 @@ def _families() -> dict[str, Family]:
         for short in ("elim", "opt"):
             out[f"regcb-{short}:{oracle}-online"] = Family(
                 f"RegCB-{short} ({name}, online updates)", "beta", DECADES, "regcb")
+    for oracle in ("ridge", "gb5"):
+        for short in ("elim", "opt"):
+            out[f"regcb-{short}:{oracle}-summed"] = Family(
+                f"RegCB-{short} ({oracle}, β on the summed loss)", "beta", SUMMED_DECADES,
+                "regcb")
     for short in ("elim", "opt"):
         out[f"regcb-{short}:theory"] = Family(
             f"RegCB-{short} (ridge, the theory's budget)", "-", (None,), "regcb")
@@ -113,11 +119,15 @@ FAMILIES = _families()
 #: seconds a variant since its kernels were compiled, ``benchmarks/gb5_speed.py``, and so
 #: are the GB5 baselines: Bootstrap-GB5's eight fits a run, ~4,200 CPU seconds.)
 DEFAULT_EXCLUDED = ("regcb-elim:vw", "regcb-opt:vw", "regcb-elim:optimistic",
-                    "regcb-opt:optimistic", "regcb-elim:river_bayes", "regcb-opt:river_bayes")
+                    "regcb-opt:optimistic", "regcb-elim:river_bayes", "regcb-opt:river_bayes",
+                    "regcb-elim:ridge-summed", "regcb-opt:ridge-summed",
+                    "regcb-elim:gb5-summed", "regcb-opt:gb5-summed")
 
 
 def regcb_parts(family: str) -> tuple[str, str, str]:
-    """A RegCB family's variant, oracle and schedule suffix ("" for the paper's ``sqrt2``).
+    """A RegCB family's variant, oracle and setting: "" (the paper's ``sqrt2`` epochs, beta
+    on the normalized risk), "online" (online updates) or "summed" (``sqrt2``, beta on the
+    summed loss).
 
     >>> regcb_parts("regcb-opt:river-online")
     ('optimistic', 'river', 'online')
@@ -137,10 +147,12 @@ def build(family: str, param, problem: Problem, seed: int):
 
         return LinUCBAlgorithm(float(param), k, seed)
     if family.startswith("regcb-"):
-        variant, oracle, schedule = regcb_parts(family)
+        variant, oracle, setting = regcb_parts(family)
         if oracle == "theory":
             return RegCBAlgorithm.theory(variant, k, seed, horizon=len(train))
-        return RegCBAlgorithm(variant, oracle, float(param), k, seed, schedule or "sqrt2")
+        schedule = "online" if setting == "online" else "sqrt2"
+        return RegCBAlgorithm(variant, oracle, float(param), k, seed, schedule,
+                              budget="summed" if setting == "summed" else "beta")
     if family.startswith("vw-"):
         from regcb_stream.bench.harness.vw_algo import VWAlgorithm
 
@@ -166,7 +178,10 @@ _COST_US = {"regcb-elim:ridge": (0.5, 0, 0.3), "regcb-opt:ridge": (0.5, 0, 0.3),
             "regcb-opt:river-online": (50, 5, 0.4), "regcb-elim:river_adagrad": (13, 1.3, 1.3),
             "regcb-opt:river_adagrad": (13, 1.3, 1.3), "regcb-elim:river_bayes": (20, 10, 0.5),
             "regcb-opt:river_bayes": (20, 10, 0.5), "regcb-elim:gb5": (120, 0, 0),
-            "regcb-opt:gb5": (120, 0, 0), "egreedy": (0.6, 0, 0.02), "bootstrap": (2.2, 0, 0.2),
+            "regcb-opt:gb5": (120, 0, 0), "regcb-elim:ridge-summed": (0.5, 0, 0.3),
+            "regcb-opt:ridge-summed": (0.5, 0, 0.3), "regcb-elim:gb5-summed": (120, 0, 0),
+            "regcb-opt:gb5-summed": (120, 0, 0), "egreedy": (0.6, 0, 0.02),
+            "bootstrap": (2.2, 0, 0.2),
             "egreedy:gb5": (170, 0, 0), "bootstrap:gb5": (670, 0, 0),
             "regcb-elim:theory": (0.5, 0, 0.4), "regcb-opt:theory": (0.5, 0, 0.4),
             "squarecb": (0.6, 0, 0.02), "supervised": (1, 0, 0.04), "iltcb": (6, 6, 0.6),

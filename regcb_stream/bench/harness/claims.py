@@ -24,10 +24,11 @@ CLASSES = {"linear (ridge)": (REGCB, PAPER_BASELINES, "bootstrap"),
            "GB5": (("regcb-elim:gb5", "regcb-opt:gb5"),
                    ("egreedy:gb5", "iltcb:gb5", "bootstrap:gb5"), "bootstrap:gb5")}
 BASELINES = (*PAPER_BASELINES, "squarecb", "vw-epsilon", "vw-bag", "vw-cover", "vw-squarecb")
-#: the width slopes reported: RegCB (ridge, the paper's GB5, the theory's budget) and
-#: Bootstrap (ridge)
+#: the width slopes reported: RegCB (ridge, the paper's GB5, the theory's budget, and beta
+#: on the summed loss as the paper's experiments set it) and Bootstrap (ridge)
 WIDTH_FAMILIES = ("regcb-opt:ridge", "regcb-elim:ridge", "regcb-opt:gb5", "regcb-elim:gb5",
-                  "regcb-opt:theory", "regcb-elim:theory", "bootstrap")
+                  "regcb-opt:theory", "regcb-elim:theory", "regcb-opt:ridge-summed",
+                  "regcb-opt:gb5-summed", "bootstrap")
 PAPER_SLOPES = {"letter": (-0.34, -0.05), "letter-noise": (-0.51, -0.33),
                 "yahoo": (-0.52, -0.26)}  # (RegCB-opt, Bootstrap), GB5 oracle
 

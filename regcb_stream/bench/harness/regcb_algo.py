@@ -81,12 +81,14 @@ class RegCBAlgorithm:
         Seed of the learner (its own sampler is unused: the protocol draws the actions).
     schedule : str
         Epoch schedule of the learner.
+    budget : {"beta", "summed"}
+        ``beta`` on the normalized risk, or on the summed loss (the paper's experiments).
     """
 
     def __init__(self, variant: str, oracle: str, beta: float, n_actions: int, seed: int,
-                 schedule: str = "sqrt2"):
+                 schedule: str = "sqrt2", budget: str = "beta"):
         self.learner = RegCB(variant, oracle=make_oracle(oracle, seed), beta=beta,
-                             schedule=schedule, seed=seed)
+                             budget=budget, schedule=schedule, seed=seed)
         self.actions = list(range(n_actions))
         self._docs: list = []  # ranking: the offered documents of the block being decided
 
