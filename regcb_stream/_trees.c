@@ -192,53 +192,72 @@ static void mirror(double *M, Py_ssize_t D, int from_lower) {
 }
 
 /* ILTCB's GB5 class (regcb_stream/bench/harness/iltcb.py, TreePolicies): leaf values over
- * fixed splits.  cols (T, m) int32 are the leaf columns of m (round, action) pairs in T
- * trees, the column `null` (of value 0) for the pairs left out; a column belongs to one
- * tree.  boost: one boosting pass to the targets y from scores (m,) (their start, updated
- * in place): tree by tree, each leaf's value is rate times the mean of y - scores over its
- * pairs (summed in pair order), added to its pairs' scores.  sum_leaves: out[i] +=
- * values[cols[t, i]] over the trees, tree by tree. */
-static void boost(const int32_t *cols, Py_ssize_t m, Py_ssize_t T, Py_ssize_t D,
-                  int32_t null, const double *y, double rate, double *scores,
-                  double *values, double *sums, int64_t *counts) {
+ * fixed splits.  cols (T, n, K) uint8 are the leaves of n rounds' K actions in T trees,
+ * each a tree's own leaf number, the column of leaf l of tree t for action k being
+ * base[t, k] + l (base (T, K) int32); NO_LEAF marks the pairs left out (value 0).  boost:
+ * one boosting pass to the targets y from scores (n K,) (their start, updated in place):
+ * tree by tree, each leaf's value is rate times the mean of y - scores over its pairs
+ * (summed in pair order), added to its pairs' scores.  sum_leaves: out[i] += the values
+ * of pair i's leaves, tree by tree. */
+#define NO_LEAF 255
+
+/* every base >= 0 (the kernels check the columns' upper end as they go) */
+static int base_ok(const int32_t *base, Py_ssize_t K, Py_ssize_t T) {
+    for (Py_ssize_t j = 0; j < T * K; j++)
+        if (base[j] < 0) {
+            PyErr_SetString(PyExc_ValueError, "base has a negative column");
+            return 0;
+        }
+    return 1;
+}
+
+/* 0 if a leaf's column falls outside 0..D-1 (scores then partly updated), else 1 */
+static int boost(const uint8_t *cols, Py_ssize_t n, Py_ssize_t K, Py_ssize_t T,
+                 const int32_t *base, Py_ssize_t D, const double *y, double rate,
+                 double *scores, double *values, double *sums, int64_t *counts) {
     for (Py_ssize_t c = 0; c < D; c++) {
         values[c] = sums[c] = 0.0;
         counts[c] = 0;
     }
     for (Py_ssize_t t = 0; t < T; t++) {
-        const int32_t *ct = cols + t * m;
-        for (Py_ssize_t i = 0; i < m; i++) {
-            sums[ct[i]] += y[i] - scores[i];
-            counts[ct[i]] += 1;
-        }
-        for (Py_ssize_t i = 0; i < m; i++) {
-            const int32_t c = ct[i];
-            if (c == null) continue;
-            if (counts[c] > 0) { /* the leaf's first pair: its value, once */
-                values[c] = rate * sums[c] / (double)counts[c];
-                counts[c] = -counts[c];
+        const uint8_t *ct = cols + t * n * K;
+        const int32_t *bt = base + t * K;
+        for (Py_ssize_t r = 0, i = 0; r < n; r++)
+            for (Py_ssize_t k = 0; k < K; k++, i++) {
+                if (ct[i] == NO_LEAF) continue;
+                const int64_t c = (int64_t)bt[k] + ct[i];
+                if (c >= D) return 0;
+                sums[c] += y[i] - scores[i];
+                counts[c] += 1;
             }
-            scores[i] += values[c];
-        }
+        for (Py_ssize_t r = 0, i = 0; r < n; r++)
+            for (Py_ssize_t k = 0; k < K; k++, i++) {
+                if (ct[i] == NO_LEAF) continue;
+                const int32_t c = bt[k] + ct[i];
+                if (counts[c] > 0) { /* the leaf's first pair: its value, once */
+                    values[c] = rate * sums[c] / (double)counts[c];
+                    counts[c] = -counts[c];
+                }
+                scores[i] += values[c];
+            }
     }
+    return 1;
 }
 
-static void sum_leaves(const int32_t *cols, Py_ssize_t m, Py_ssize_t T, const double *values,
-                       double *out) {
+/* 0 if a leaf's column falls outside 0..D-1 (out then partly updated), else 1 */
+static int sum_leaves(const uint8_t *cols, Py_ssize_t n, Py_ssize_t K, Py_ssize_t T,
+                      const int32_t *base, Py_ssize_t D, const double *values, double *out) {
     for (Py_ssize_t t = 0; t < T; t++) {
-        const int32_t *ct = cols + t * m;
-        for (Py_ssize_t i = 0; i < m; i++) out[i] += values[ct[i]];
+        const uint8_t *ct = cols + t * n * K;
+        const int32_t *bt = base + t * K;
+        for (Py_ssize_t r = 0, i = 0; r < n; r++)
+            for (Py_ssize_t k = 0; k < K; k++, i++) {
+                if (ct[i] == NO_LEAF) continue;
+                const int64_t c = (int64_t)bt[k] + ct[i];
+                if (c >= D) return 0;
+                out[i] += values[c];
+            }
     }
-}
-
-/* every column in 0..D-1 */
-static int columns_in(const int32_t *cols, Py_ssize_t items, Py_ssize_t D) {
-    for (Py_ssize_t i = 0; i < items; i++)
-        if (cols[i] < 0 || cols[i] >= D) {
-            PyErr_Format(PyExc_ValueError, "leaf column %lld out of range",
-                         (long long)cols[i]);
-            return 0;
-        }
     return 1;
 }
 
@@ -464,53 +483,61 @@ static PyObject *py_leaves(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(boost_doc,
-"boost(cols, m, T, D, null, y, rate, scores, values)\n"
-"One boosting pass over fixed splits: leaf columns cols (T, m) int32 in 0..D-1 (null: a\n"
-"pair left out, value 0), targets y (m,), scores (m,) updated in place, the leaf values\n"
-"into values (D,).");
+"boost(cols, n, K, T, base, D, y, rate, scores, values)\n"
+"One boosting pass over fixed splits: leaves cols (T, n, K) uint8 (255: a pair left out),\n"
+"leaf l of tree t for action k the column base[t, k] + l in 0..D-1 (base (T, K) int32),\n"
+"targets y (n K,), scores (n K,) updated in place, the leaf values into values (D,).");
 
 static PyObject *py_boost(PyObject *self, PyObject *args) {
-    Py_buffer cols = {0}, y = {0}, scores = {0}, values = {0};
-    Py_ssize_t m, T, D, null;
+    Py_buffer cols = {0}, base = {0}, y = {0}, scores = {0}, values = {0};
+    Py_ssize_t n, K, T, D;
     double rate;
-    if (!PyArg_ParseTuple(args, "y*nnnny*dw*w*", &cols, &m, &T, &D, &null, &y, &rate,
+    if (!PyArg_ParseTuple(args, "y*nnny*ny*dw*w*", &cols, &n, &K, &T, &base, &D, &y, &rate,
                           &scores, &values))
         return NULL;
-    int ok = m >= 0 && T >= 0 && D >= 1 && null >= 0 && null < D;
-    if (!ok) PyErr_SetString(PyExc_ValueError, "need m >= 0, T >= 0, 0 <= null < D");
-    ok = ok && expect(&cols, T * m, 4, "cols") && expect(&y, m, 8, "y") &&
-         expect(&scores, m, 8, "scores") && expect(&values, D, 8, "values") &&
-         columns_in(cols.buf, T * m, D);
+    int ok = n >= 0 && K >= 1 && T >= 0 && D >= 1;
+    if (!ok) PyErr_SetString(PyExc_ValueError, "need n >= 0, K >= 1, T >= 0, D >= 1");
+    ok = ok && expect(&cols, T * n * K, 1, "cols") && expect(&base, T * K, 4, "base") &&
+         expect(&y, n * K, 8, "y") && expect(&scores, n * K, 8, "scores") &&
+         expect(&values, D, 8, "values") && base_ok(base.buf, K, T);
     double *sums = ok ? PyMem_Malloc(D * sizeof(double)) : NULL;
     int64_t *counts = ok ? PyMem_Malloc(D * sizeof(int64_t)) : NULL;
     if (ok && !(sums && counts)) {
         PyErr_NoMemory();
         ok = 0;
     }
-    if (ok)
-        boost(cols.buf, m, T, D, (int32_t)null, y.buf, rate, scores.buf, values.buf, sums,
-              counts);
+    if (ok && !boost(cols.buf, n, K, T, base.buf, D, y.buf, rate, scores.buf, values.buf,
+                     sums, counts)) {
+        PyErr_SetString(PyExc_ValueError, "a leaf's column is out of range");
+        ok = 0;
+    }
     PyMem_Free(sums);
     PyMem_Free(counts);
-    RELEASE(&cols, &y, &scores, &values);
+    RELEASE(&cols, &base, &y, &scores, &values);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(sum_leaves_doc,
-"sum_leaves(cols, m, T, values, D, out)\n"
-"out[i] += sum_t values[cols[t, i]] of leaf columns cols (T, m) int32 in 0..D-1.");
+"sum_leaves(cols, n, K, T, base, values, D, out)\n"
+"out[i] += the values (D,) of pair i's leaves: cols (T, n, K) uint8 and base (T, K) int32\n"
+"as for boost.");
 
 static PyObject *py_sum_leaves(PyObject *self, PyObject *args) {
-    Py_buffer cols = {0}, values = {0}, out = {0};
-    Py_ssize_t m, T, D;
-    if (!PyArg_ParseTuple(args, "y*nny*nw*", &cols, &m, &T, &values, &D, &out)) return NULL;
-    int ok = m >= 0 && T >= 0 && D >= 1;
-    if (!ok) PyErr_SetString(PyExc_ValueError, "need m >= 0, T >= 0, D >= 1");
-    ok = ok && expect(&cols, T * m, 4, "cols") && expect(&values, D, 8, "values") &&
-         expect(&out, m, 8, "out") && columns_in(cols.buf, T * m, D);
-    if (ok) sum_leaves(cols.buf, m, T, values.buf, out.buf);
-    RELEASE(&cols, &values, &out);
+    Py_buffer cols = {0}, base = {0}, values = {0}, out = {0};
+    Py_ssize_t n, K, T, D;
+    if (!PyArg_ParseTuple(args, "y*nnny*y*nw*", &cols, &n, &K, &T, &base, &values, &D, &out))
+        return NULL;
+    int ok = n >= 0 && K >= 1 && T >= 0 && D >= 1;
+    if (!ok) PyErr_SetString(PyExc_ValueError, "need n >= 0, K >= 1, T >= 0, D >= 1");
+    ok = ok && expect(&cols, T * n * K, 1, "cols") && expect(&base, T * K, 4, "base") &&
+         expect(&values, D, 8, "values") && expect(&out, n * K, 8, "out") &&
+         base_ok(base.buf, K, T);
+    if (ok && !sum_leaves(cols.buf, n, K, T, base.buf, D, values.buf, out.buf)) {
+        PyErr_SetString(PyExc_ValueError, "a leaf's column is out of range");
+        ok = 0;
+    }
+    RELEASE(&cols, &base, &values, &out);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }

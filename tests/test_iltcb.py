@@ -156,7 +156,7 @@ def test_gb5_oracle_refits_leaf_values_by_boosting(page_blocks) -> None:
     policies.add(train, leaves, Step(played, np.ones(n), None, None), train.R[:, 0])
     policies.refit(train.offered())
     (generation, init, values), scores = policies.amo(train.R)
-    assert generation == 0 and values.shape == (policies.generations[0][1][-1] + 1,)
+    assert generation == 0 and values.shape == (policies.generations[0][2],)
     booster = policies.generations[0][0][0]._booster
     np.testing.assert_allclose(scores[:, 0], booster.predict(design(train.X)), atol=1e-7)
     targets = np.random.default_rng(1).random((n, k))
@@ -215,3 +215,20 @@ def test_gb5_kernels_equal_the_numpy_reference(page_blocks, yahoo, monkeypatch) 
             run.pop("seconds")
             runs.append(run)
         assert runs[0] == runs[1]
+
+
+def test_gb5_kernels_refuse_columns_out_of_range() -> None:
+    """A leaf whose column falls past the values is an error, not a read out of bounds."""
+    _trees = pytest.importorskip("regcb_stream._trees")
+
+    cols = np.array([[[0, 3]]], np.uint8)  # (T=1, n=1, K=2)
+    base, scores, values = np.array([[0, 2]], np.int32), np.zeros(2), np.zeros(4)
+    with pytest.raises(ValueError, match="out of range"):
+        _trees.boost(cols, 1, 2, 1, base, 4, np.ones(2), 0.1, scores, values)
+    with pytest.raises(ValueError, match="out of range"):
+        _trees.sum_leaves(cols, 1, 2, 1, base, values, 4, np.zeros(2))
+    with pytest.raises(ValueError, match="negative"):
+        _trees.sum_leaves(cols, 1, 2, 1, -base, values, 4, np.zeros(2))
+    cols[0, 0, 1] = 1  # column 3: in range
+    _trees.sum_leaves(cols, 1, 2, 1, base, np.arange(4.0), 4, out := np.zeros(2))
+    assert out.tolist() == [0.0, 3.0]

@@ -157,7 +157,8 @@ class TreesOracle(Ellipsoid):
     def fit_ensemble(self, X: np.ndarray, y: np.ndarray, w: np.ndarray):
         """This oracle's ensemble fit to rows ``X``, labels ``y`` and weights ``w``: an object
         with ``columns(X)`` (each row's leaf column in every tree, ``(n, T)``), ``n_columns``,
-        the boosted leaf ``values``, ``init`` and ``scale``."""
+        each tree's first column (``offsets``), the boosted leaf ``values``, ``init`` and
+        ``scale``."""
         if len(y) < 2:  # LightGBM needs two rows; one row fits a constant anyway
             return _Constant(float(y @ w / w.sum()) if w.sum() > 0 else 0.0)
         if self.backend == "lightgbm":
@@ -344,11 +345,12 @@ class _SklearnTrees:
         ).fit(X, y, sample_weight=w)
         trees = [estimator.tree_ for estimator in self.model.estimators_[:, 0]]
         self.lookup = np.zeros((len(trees), max(t.node_count for t in trees)), dtype=np.intp)
-        values, start = [], 0
+        values, start, self.offsets = [], 0, np.zeros(len(trees), np.intp)
         for t, tree in enumerate(trees):
             leaves = np.flatnonzero(tree.children_left == -1)
             self.lookup[t, leaves] = start + np.arange(len(leaves))
             values.append(oracle.learning_rate * tree.value[leaves, 0, 0])
+            self.offsets[t] = start
             start += len(leaves)
         self.values, self.n_columns, self.width = np.concatenate(values), start, X.shape[1]
         self.scale = 1 / math.sqrt(len(trees))
@@ -361,6 +363,8 @@ class _SklearnTrees:
 
 class _Constant:
     """A single leaf (fewer than two rows)."""
+
+    offsets = np.zeros(1, np.intp)
 
     def __init__(self, value: float):
         self.values, self.n_columns, self.scale, self.init = np.array([value]), 1, 1.0, 0.0

@@ -254,6 +254,12 @@ class TreePolicies:
     speed-up for RegCB-GB5 re-solves leaf values on fixed splits too). A policy is a
     generation of trees with its leaf values, so the support keeps policies of earlier
     generations (ILTCB's warm start), each played on its own trees.
+
+    Rows are kept as their leaves ``(T, n, K)`` uint8, each a tree's own leaf number
+    (:data:`NO_LEAF` for the pairs left out: actions not offered, trees a model lacks), and
+    a generation's ``base`` ``(T, K)`` turns leaf ``l`` of tree ``t`` for action ``k`` into
+    its column ``base[t, k] + l`` among the generation's ``size`` columns (the last, of
+    value 0, for the pairs left out).
     """
 
     kernels = _trees is not None  # False: the numpy reference (tests compare the two)
@@ -266,16 +272,15 @@ class TreePolicies:
         width = (0, n_actions, dim + 1) if adf else (0, dim + 1)
         self.X, self.played = np.zeros(width), np.zeros(0, np.intp)
         self.y, self.w = np.zeros(0), np.zeros(0)
-        #: per generation: its models' ensembles and first leaf columns; the last column
-        #: (``offsets[-1]``) is the null column of the pairs left out, of value 0
-        self.generations: list[tuple[list, np.ndarray]] = []
-        self.cols = np.zeros((0, 0, n_actions), np.int32)  # (T, n, K): the last generation's
-        self._counts = None  # rows per leaf column, per tree, on the history
+        #: per generation: its models' ensembles, ``base`` (T, K) and number of columns
+        self.generations: list[tuple[list, np.ndarray, int]] = []
+        self.cols = np.zeros((0, 0, n_actions), np.uint8)  # the history's, last generation
+        self._counts = None  # pairs per column, per tree, on the history (numpy reference)
         self._encoded: tuple | None = None  # (rounds, Leaves) of the last block encoded
 
     def encode(self, rounds: Rounds) -> Leaves:
-        """The rounds' leaf columns, per generation as a policy asks for them (the last
-        block's are kept for its labels)."""
+        """The rounds' leaves, per generation as a policy asks for them (the last block's
+        are kept for its labels)."""
         if self._encoded is None or self._encoded[0] is not rounds:
             self._encoded = (rounds, Leaves(self, design(rounds.X), rounds.offered()))
         return self._encoded[1]
@@ -299,77 +304,92 @@ class TreePolicies:
             return
         if self.adf:
             rows = self.X[np.arange(n), self.played]
-            ensembles = [self.oracle.fit_ensemble(rows, self.y, self.w)]
+            ensembles = [self.oracle.fit_ensemble(rows, self.y, self.w)] * self.k
+            firsts = np.zeros(self.k, np.intp)
+            size = ensembles[0].n_columns + 1
         else:
             ensembles = [self.oracle.fit_ensemble(self.X[self.played == a],
                                                   self.y[self.played == a],
                                                   self.w[self.played == a])
                          for a in range(self.k)]
-        self.generations.append((ensembles, np.r_[0, np.cumsum([e.n_columns
-                                                                for e in ensembles])]))
+            sizes = [e.n_columns for e in ensembles]
+            firsts, size = np.r_[0, np.cumsum(sizes)[:-1]], sum(sizes) + 1
+        base = np.zeros((max(len(e.offsets) for e in ensembles), self.k), np.int32)
+        for action, (e, first) in enumerate(zip(ensembles, firsts)):
+            base[: len(e.offsets), action] = first + e.offsets
+        self.generations.append((ensembles, base, size))
         self.n_fit, self._encoded = n, None
-        self.cols = self.columns(len(self.generations) - 1, self.X, offered)
+        self.cols = self.leaves(len(self.generations) - 1, self.X, offered)
 
     def amo(self, rewards: np.ndarray) -> tuple[tuple, np.ndarray]:
         """Leaf values of the last generation fit to ``rewards`` (n, K) by one boosting
         pass, and the scores they give on the history."""
-        null = int(self.generations[-1][1][-1])
-        keep = self.cols[0] != null  # (n, K): the offered pairs
+        _, base, size = self.generations[-1]
         if self.adf:
+            keep = self.cols[0] != NO_LEAF  # (n, K): the offered pairs
             init = np.full(self.k, rewards[keep].mean() if keep.any() else 0.0)
         else:
             init = rewards.mean(axis=0)
         scores = np.broadcast_to(init, rewards.shape).copy()
-        values = np.zeros(null + 1)
-        rate, trees = self.oracle.learning_rate, len(self.cols)
+        values = np.zeros(size)
+        rate, (trees, n, k) = self.oracle.learning_rate, self.cols.shape
         if self.kernels:
-            _trees.boost(self.cols, scores.size, trees, null + 1, null,
+            _trees.boost(self.cols, n, k, trees, base, size,
                          np.ascontiguousarray(rewards, dtype=float), rate, scores, values)
             return (len(self.generations) - 1, init, values), scores
         if self._counts is None:
-            self._counts = np.stack([np.bincount(tree.ravel(), minlength=null + 1)
-                                     for tree in self.cols])
-        for tree, count in zip(self.cols, self._counts):
-            ids = tree.ravel()
-            step = rate * np.bincount(ids, (rewards - scores).ravel(), null + 1)
+            self._counts = [np.bincount(ids, minlength=size)
+                            for ids in _columns(self.cols, base, size)]
+        for ids, count in zip(_columns(self.cols, base, size), self._counts):
+            step = rate * np.bincount(ids, (rewards - scores).ravel(), size)
             step /= np.maximum(count, 1)
-            step[null] = 0.0
+            step[-1] = 0.0
             values += step
             scores += step[ids].reshape(scores.shape)
         return (len(self.generations) - 1, init, values), scores
 
     def scores(self, leaves: Leaves, theta: tuple) -> np.ndarray:
         generation, init, values = theta
+        _, base, size = self.generations[generation]
         cols = leaves[generation]
         out = np.broadcast_to(init, cols.shape[1:]).copy()
         if self.kernels:
-            _trees.sum_leaves(cols, out.size, len(cols), values, len(values), out)
+            _trees.sum_leaves(cols, cols.shape[1], cols.shape[2], len(cols), base, values,
+                              size, out)
             return out
-        for tree in cols:
-            out += values[tree]
+        for ids in _columns(cols, base, size):
+            out += values[ids].reshape(out.shape)
         return out
 
-    def columns(self, generation: int, X: np.ndarray, offered: np.ndarray) -> np.ndarray:
-        """Leaf columns ``(T, n, K)`` of design rows ``X`` (``(n, D)``, or ``(n, K, D)``
-        for ranking) in a generation's trees; the pairs not offered, and the trees a model
-        lacks (an ensemble may stop early), get the null column."""
-        ensembles, offsets = self.generations[generation]
-        n, null = len(offered), int(offsets[-1])
+    def leaves(self, generation: int, X: np.ndarray, offered: np.ndarray) -> np.ndarray:
+        """The leaves ``(T, n, K)`` of design rows ``X`` (``(n, D)``, or ``(n, K, D)`` for
+        ranking) in a generation's trees (:data:`NO_LEAF` for the pairs not offered and the
+        trees a model lacks)."""
+        ensembles, base, _ = self.generations[generation]
+        n = len(offered)
+        out = np.full((len(base), n, self.k), NO_LEAF, np.uint8)
         if self.adf:
-            cols = ensembles[0].columns(X.reshape(-1, X.shape[-1]))
-            out = np.ascontiguousarray(np.moveaxis(cols.reshape(n, self.k, -1), -1, 0),
-                                       dtype=np.int32)
+            e = ensembles[0]
+            cols = e.columns(X.reshape(-1, X.shape[-1])).reshape(n, self.k, -1)
+            out[: len(e.offsets)] = np.moveaxis(cols - e.offsets, -1, 0)
         else:
-            per_model = [e.columns(X) + offset for e, offset in zip(ensembles, offsets)]
-            out = np.full((max(c.shape[1] for c in per_model), n, self.k), null, np.int32)
-            for action, cols in enumerate(per_model):
-                out[: cols.shape[1], :, action] = cols.T
-        out[:, ~offered] = null
+            for action, e in enumerate(ensembles):
+                out[: len(e.offsets), :, action] = (e.columns(X) - e.offsets).T
+        out[:, ~offered] = NO_LEAF
         return out
+
+
+NO_LEAF = 255  # the leaf of a pair left out (a tree has at most 2^max_depth = 32 leaves)
+
+
+def _columns(cols: np.ndarray, base: np.ndarray, size: int):
+    """Each tree's columns of the pairs, flat (the last column for those left out)."""
+    for tree, offset in zip(cols, base):
+        yield np.where(tree == NO_LEAF, size - 1, offset + tree.astype(np.intp)).ravel()
 
 
 class Leaves:
-    """Rows' leaf columns in each generation of a :class:`TreePolicies`, computed when first
+    """Rows' leaves in each generation of a :class:`TreePolicies`, computed when first
     asked for (``leaves[generation]``)."""
 
     def __init__(self, policies: TreePolicies, X: np.ndarray, offered: np.ndarray):
@@ -377,7 +397,7 @@ class Leaves:
 
     def __getitem__(self, generation: int) -> np.ndarray:
         if generation not in self._cols:
-            self._cols[generation] = self.policies.columns(generation, self.X, self.offered)
+            self._cols[generation] = self.policies.leaves(generation, self.X, self.offered)
         return self._cols[generation]
 
 
