@@ -19,10 +19,17 @@ from regcb_stream.bench.harness.problems import CLEAN_STREAMS, STREAMS
 
 REGCB = ("regcb-elim:ridge", "regcb-opt:ridge")
 PAPER_BASELINES = ("egreedy", "iltcb", "bootstrap")
-#: per oracle class: RegCB's two variants, the paper's baselines, the Bootstrap family
+GB5_BASELINES = ("egreedy:gb5", "iltcb:gb5", "bootstrap:gb5")
+#: per oracle class (beta on the normalized risk, the paper's notation, or on the summed loss,
+#: what its experiments ran: ``budget="summed"``): RegCB's two variants, the paper's
+#: baselines, the Bootstrap family
 CLASSES = {"linear (ridge)": (REGCB, PAPER_BASELINES, "bootstrap"),
-           "GB5": (("regcb-elim:gb5", "regcb-opt:gb5"),
-                   ("egreedy:gb5", "iltcb:gb5", "bootstrap:gb5"), "bootstrap:gb5")}
+           "GB5": (("regcb-elim:gb5", "regcb-opt:gb5"), GB5_BASELINES, "bootstrap:gb5"),
+           "linear (ridge), β on the summed loss": (
+               ("regcb-elim:ridge-summed", "regcb-opt:ridge-summed"), PAPER_BASELINES,
+               "bootstrap"),
+           "GB5, β on the summed loss": (("regcb-elim:gb5-summed", "regcb-opt:gb5-summed"),
+                                         GB5_BASELINES, "bootstrap:gb5")}
 BASELINES = (*PAPER_BASELINES, "squarecb", "vw-epsilon", "vw-bag", "vw-cover", "vw-squarecb")
 #: the width slopes reported: RegCB (ridge, the paper's GB5, the theory's budget, and beta
 #: on the summed loss as the paper's experiments set it) and Bootstrap (ridge)

@@ -192,7 +192,10 @@ def render(records: list[dict], meta: dict) -> str:
             "## The paper's claims, one by one", "",
             ("As the paper states them, per oracle class: ridge RegCB against the paper's "
              "baselines with ridge (ε-Greedy, ILTCB, Bootstrap), and RegCB-GB5 against "
-             "the same baselines with GB5. "
+             "the same baselines with GB5; each with RegCB's constant β on the normalized "
+             "risk (the paper's notation) and on the summed loss (what its experiments ran: "
+             "its `BinSearch` compares summed losses with `R_min + β`, so the version space "
+             "shrinks as labels come). "
              "\"not measured\": a family of the comparison has no runs."), "",
             "| claim | oracle class | verdict | evidence |", "|---|---|---|---|"]
     out += [f"| {claim} | {name} | **{v}** | {e} |" for name, claim, (v, e) in verdicts]
