@@ -223,8 +223,9 @@ def cost_table(records: list[dict]) -> list[str]:
         n, wall, cpu = totals[family]
         lines.append(f"| {FAMILIES[family].label} | {n} | {wall:.0f} | {cpu:.0f} |")
     default = [t for f, t in totals.items() if f not in DEFAULT_EXCLUDED]
-    runs, seconds = sum(t[0] for t in default), sum(t[1] for t in default)
+    runs, seconds, cpu = (sum(t[i] for t in default) for i in range(3))
     return lines + ["", (f"The default sweep's families (all but those `--families` adds): "
                          f"{runs:,} runs, {seconds:,.0f} s of runs, {seconds / 2 / 3600:.1f} "
                          "hours on 2 workers kept busy (runs timed while other processes "
-                         "shared the cores take longer than alone).")]
+                         f"shared the cores take longer than alone); {cpu:,.0f} CPU seconds, "
+                         f"{cpu / 2 / 3600:.1f} hours on 2 workers.")]
