@@ -307,3 +307,31 @@ def test_gram_and_variance_kernels():
                                rtol=1e-12, atol=0)
     with pytest.raises(ValueError, match="out of order"):
         trees._variance(a_inv, cols[:, ::-1])
+
+
+@built
+@pytest.mark.parametrize("sizes", [(150, 400, 600), (30, 400, 600)], ids=["even", "uneven"])
+def test_one_walk_over_every_model_equals_a_walk_per_model(sizes, monkeypatch):
+    """A few shared rows walk every model's trees in one call (`_Forest`): the predictions
+    and variances are a call per model's, bit for bit; a model not yet fitted keeps the
+    prior's; with few rows a model's ensemble stops early (fewer trees than the others)."""
+    X, y, w = _data(600, seed=11)
+    oracle = TreesOracle(n_estimators=30)
+    oracle.grow(4, 3)  # model 3 never learns
+    for model, n in enumerate(sizes):
+        oracle.learn_many(X[:n], np.full(n, model), y[:n] * (model + 1) / 3, w[:n])
+    oracle.rebuild()
+    forest = oracle._forest()
+    assert forest is not None and (len(forest.groups) == 1) == (sizes[0] > 30)
+    queries = np.random.default_rng(12).uniform(-1.2, 1.2, size=(5, 3))
+    phi = np.broadcast_to(queries[:, None, :], (5, 4, 3))
+    for models in (slice(0, 4), np.array([2, 0, 3, 2])):
+        oracle._last = None
+        fast = oracle.moments(phi, models)
+        monkeypatch.setattr(trees, "FOREST_ROWS", 0)
+        oracle._last = None
+        slow = oracle.moments(phi, models)
+        monkeypatch.undo()
+        for a, b in zip(fast, slow):
+            np.testing.assert_array_equal(a, b)
+    assert (fast[1][:, 2] == 1.0 / oracle.l2).all()  # model 3, in column 2: the prior

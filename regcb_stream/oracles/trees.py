@@ -44,6 +44,7 @@ except ImportError:  # not built (a source tree without `pip install`): the nump
     _trees = None
 
 BACKENDS = ("lightgbm", "sklearn")
+FOREST_ROWS = 64  # moments of at most this many shared rows walk every model's trees at once
 
 
 class TreesOracle(Ellipsoid):
@@ -80,6 +81,7 @@ class TreesOracle(Ellipsoid):
 
     kernels = _trees is not None  # False: the numpy reference and LightGBM's pred_leaf
     _last = None  # [(key, rows, prediction, variance)] of the last two moments calls
+    _forest_cache = None  # every fitted model's trees in one forest, until the next rebuild
 
     def __init__(self, n_estimators: int = 100, max_depth: int = 5, learning_rate: float = 0.1,
                  *, backend: str = "lightgbm", l2: float = 1.0, refit_growth: float = 2.0,
@@ -99,7 +101,7 @@ class TreesOracle(Ellipsoid):
     def grow(self, n_models: int, dim: int) -> None:
         """Add empty models; a wider ``dim`` pads stored rows with zeros."""
         if n_models > len(self._models) or dim > self._dim:
-            self._last = None
+            self._last = self._forest_cache = None
         self._models += [_LeafRidge() for _ in range(n_models - len(self._models))]
         self._dim = max(self._dim, dim)
 
@@ -118,7 +120,7 @@ class TreesOracle(Ellipsoid):
         for model in sorted(self._changed):
             self._models[model].update(self)
         self._changed.clear()
-        self._last = None
+        self._last = self._forest_cache = None
 
     def moments(self, phi: np.ndarray, models):
         """Prediction and ``phi^T A^-1 phi`` over leaf features per (context, action).
@@ -138,11 +140,19 @@ class TreesOracle(Ellipsoid):
             if last[0] == key and last[1].shape == rows.shape and np.array_equal(last[1], rows):
                 return last[2].copy(), last[3].copy()
         prediction, variance = np.zeros((n, k)), np.full((n, k), 1.0 / self.l2)
+        forest = self._forest() if shared and n <= FOREST_ROWS else None
+        if forest is not None:  # a few rows: every fitted model's trees in one call
+            pred, var = forest.moments(rows)
+            column = forest.column[np.minimum(ids, len(forest.column) - 1)]
+            fitted = (ids < len(forest.column)) & (column >= 0)
+            prediction[:, fitted], variance[:, fitted] = (pred[:, column[fitted]],
+                                                          var[:, column[fitted]])
+            ids = ids[:0]  # the others have not been fitted: the prior's answer
         for model in np.unique(ids).tolist():
+            cols = np.flatnonzero(ids == model)
             state = self._models[model] if model < len(self._models) else None
             if state is None or state.trees is None:
                 continue
-            cols = np.flatnonzero(ids == model)
             block = rows if shared else phi[:, cols, :].reshape(-1, dim)
             pred, var = state.moments(block, self.kernels)
             prediction[:, cols] = pred.reshape(n, -1)
@@ -152,7 +162,19 @@ class TreesOracle(Ellipsoid):
         return prediction, variance
 
     def __getstate__(self):
-        return {**self.__dict__, "_last": None}
+        return {**self.__dict__, "_last": None, "_forest_cache": None}
+
+    def _forest(self) -> _Forest | None:
+        """Every fitted model's trees as one forest (None if a model's trees cannot be
+        walked by ``_trees.leaves``: the kernels are not built, or they have categorical
+        splits or come from scikit-learn); kept until the next rebuild."""
+        if self._forest_cache is None and self.kernels:
+            fitted = [(m, state) for m, state in enumerate(self._models)
+                      if state.trees is not None]
+            if fitted and all(state.trees.__dict__.get("nodes") is not None
+                              for _, state in fitted):
+                self._forest_cache = _Forest(fitted, len(self._models), self._dim)
+        return self._forest_cache
 
     def fit_ensemble(self, X: np.ndarray, y: np.ndarray, w: np.ndarray):
         """This oracle's ensemble fit to rows ``X``, labels ``y`` and weights ``w``: an object
@@ -164,6 +186,61 @@ class TreesOracle(Ellipsoid):
         if self.backend == "lightgbm":
             return _LightGBMTrees(X, y, w, self)
         return _SklearnTrees(X, y, w, self)
+
+
+class _Forest:
+    """The trees of several models as one forest, so that a few rows walk all of them in one
+    ``_trees.leaves`` call (a call per model costs more than its walks for one row): node
+    and leaf numbers are offset model after model. ``moments`` gives what each model's
+    ``_LeafRidge.moments`` gives, computed alike."""
+
+    def __init__(self, fitted: list, n_models: int, dim: int):
+        self.column = np.full(n_models, -1, np.intp)  # each model's column of the answers
+        self.column[[model for model, _ in fitted]] = np.arange(len(fitted))
+        self.states = [state for _, state in fitted]
+        parts, node_base, col_base, trees = [], 0, 0, [0]
+        for state in self.states:
+            root, depth, feature, threshold, flags, left, right = state.trees.nodes
+            shift = lambda c: np.where(c >= 0, c + node_base, c - col_base)  # noqa: E731
+            parts.append((shift(root), depth, feature, threshold, flags, shift(left),
+                          shift(right)))
+            node_base += len(feature)
+            col_base += state.trees.n_columns
+            trees.append(trees[-1] + len(root))
+        self.nodes = tuple(np.concatenate(arrays) for arrays in zip(*parts))
+        self.trees = np.array(trees)  # model j's trees: trees[j] to trees[j + 1]
+        self.bases = np.r_[0, np.cumsum([s.trees.n_columns for s in self.states])[:-1]]
+        self.n_columns, self.dim = col_base, dim
+        counts = np.diff(self.trees)
+        #: models of as many trees together: (their columns of the answers, their trees)
+        self.groups = [(np.flatnonzero(counts == t), np.concatenate(
+            [np.arange(self.trees[j], self.trees[j + 1]) for j in np.flatnonzero(counts == t)]))
+            for t in np.unique(counts)]
+        self.theta = np.concatenate([s.theta for s in self.states])
+        self.init = np.array([s.trees.init for s in self.states])
+        self.scale = np.array([s.trees.scale for s in self.states])
+        self.tree_base = np.repeat(self.bases, counts)  # each tree's model's first column
+
+    def moments(self, X: np.ndarray):
+        """Prediction and ``phi^T A^-1 phi`` of rows ``X`` ``(n, d)`` for every model,
+        ``(n, models)`` each."""
+        n, models = len(X), len(self.states)
+        X = np.ascontiguousarray(X[:, : self.dim], dtype=float)
+        cols = np.empty((n, self.trees[-1]), dtype=np.int64)
+        root, depth, feature, threshold, flags, left, right = self.nodes
+        _trees.leaves(X, n, X.shape[1], root, depth, len(root), feature, threshold, flags,
+                      left, right, len(feature), self.n_columns, cols)
+        values, sums = self.theta[cols], np.empty((n, models))
+        for group, trees in self.groups:  # each model's sum over its trees, as it sums it
+            picked = np.ascontiguousarray(values[:, trees])  # rows of contiguous sums
+            sums[:, group] = picked.reshape(n, len(group), -1).sum(axis=2)
+        prediction = self.init + self.scale * sums
+        local = np.ascontiguousarray((cols - self.tree_base).T, dtype=np.int32)
+        variance = np.empty((models, n))
+        for j, state in enumerate(self.states):
+            a, b = self.trees[j], self.trees[j + 1]
+            _trees.variance(state.a_inv, local[a:b], n, b - a, len(state.a_inv), variance[j])
+        return prediction, np.maximum(self.scale * self.scale * variance.T, 0.0)
 
 
 class _LeafRidge:
