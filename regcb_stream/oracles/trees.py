@@ -198,18 +198,17 @@ class _Forest:
         self.column = np.full(n_models, -1, np.intp)  # each model's column of the answers
         self.column[[model for model, _ in fitted]] = np.arange(len(fitted))
         self.states = [state for _, state in fitted]
-        parts, node_base, col_base, trees = [], 0, 0, [0]
+        parts, bases, node_base, col_base, trees = [], [], 0, 0, [0]
         for state in self.states:
             root, depth, feature, threshold, flags, left, right = state.trees.nodes
-            shift = lambda c: np.where(c >= 0, c + node_base, c - col_base)  # noqa: E731
-            parts.append((shift(root), depth, feature, threshold, flags, shift(left),
-                          shift(right)))
+            root, left, right = (_renumber(c, node_base, col_base) for c in (root, left, right))
+            parts.append((root, depth, feature, threshold, flags, left, right))
+            bases.append(col_base)
             node_base += len(feature)
             col_base += state.trees.n_columns
             trees.append(trees[-1] + len(root))
         self.nodes = tuple(np.concatenate(arrays) for arrays in zip(*parts))
         self.trees = np.array(trees)  # model j's trees: trees[j] to trees[j + 1]
-        self.bases = np.r_[0, np.cumsum([s.trees.n_columns for s in self.states])[:-1]]
         self.n_columns, self.dim = col_base, dim
         counts = np.diff(self.trees)
         #: models of as many trees together: (their columns of the answers, their trees)
@@ -219,7 +218,7 @@ class _Forest:
         self.theta = np.concatenate([s.theta for s in self.states])
         self.init = np.array([s.trees.init for s in self.states])
         self.scale = np.array([s.trees.scale for s in self.states])
-        self.tree_base = np.repeat(self.bases, counts)  # each tree's model's first column
+        self.tree_base = np.repeat(bases, counts)  # each tree's model's first column
 
     def moments(self, X: np.ndarray):
         """Prediction and ``phi^T A^-1 phi`` of rows ``X`` ``(n, d)`` for every model,
@@ -241,6 +240,12 @@ class _Forest:
             a, b = self.trees[j], self.trees[j + 1]
             _trees.variance(state.a_inv, local[a:b], n, b - a, len(state.a_inv), variance[j])
         return prediction, np.maximum(self.scale * self.scale * variance.T, 0.0)
+
+
+def _renumber(children: np.ndarray, node_base: int, col_base: int) -> np.ndarray:
+    """One model's node references in a forest: a split node ``c >= 0`` moves by
+    ``node_base`` nodes, a leaf ``c < 0`` (column ``-c - 1``) by ``col_base`` columns."""
+    return np.where(children >= 0, children + node_base, children - col_base)
 
 
 class _LeafRidge:
