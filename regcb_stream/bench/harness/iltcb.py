@@ -45,6 +45,7 @@ except ImportError:  # not built: the numpy reference
 PSI = 100.0  # the paper's psi
 MAX_ITERATIONS = 30  # coordinate-descent steps (AMO calls) per epoch at most
 ACTION = np.int16  # dtype of the support's actions on the history (n x |support|)
+NO_LEAF = 255  # GB5: the leaf of a pair left out (``_trees.c``'s; a tree has <= 32 leaves)
 
 
 class ILTCB(_Epochs):
@@ -349,6 +350,7 @@ class TreePolicies:
         return (len(self.generations) - 1, init, values), scores
 
     def scores(self, leaves: Leaves, theta: tuple) -> np.ndarray:
+        """A policy's scores ``(n, K)`` of the rows of ``leaves``, on its generation's trees."""
         generation, init, values = theta
         _, base, size = self.generations[generation]
         cols = leaves[generation]
@@ -378,8 +380,6 @@ class TreePolicies:
         out[:, ~offered] = NO_LEAF
         return out
 
-
-NO_LEAF = 255  # the leaf of a pair left out (a tree has at most 2^max_depth = 32 leaves)
 
 
 def _columns(cols: np.ndarray, base: np.ndarray, size: int):
