@@ -22,7 +22,10 @@ PROTOCOL = """## Protocol
   (the expected reward ``mean Σ_a pmf(a) r(a)`` of the current decision rule on the holdout,
   without learning) every T/15 rounds and at 100, 300 and 1,000; progressive reward = mean
   reward of the actions played on the training rounds.
-- RegCB: this package's learner with a constant β. The paper's protocol: ridge oracle
+- RegCB: this package's learner with a constant β on the normalized risk (the budget is
+  β × labels; the families marked "β on the summed loss" hold β itself, as the paper's
+  experiments' ``BinSearch`` does, so their version space shrinks as labels come). The
+  paper's protocol: ridge oracle
   (``l2 = 1``, prior 0) on the ``sqrt2`` epoch schedule (one ``decide_many``/``learn_many``
   per epoch block, identical to round-by-round play), and River oracles likewise: linear
   regression by normalized SGD (rate 1/√t, each step divided by ``||x||²``; also with
@@ -36,8 +39,9 @@ PROTOCOL = """## Protocol
   so are the baselines with GB5 below; the paper's ridge with online updates is run as the
   reference of the River oracles with online updates. Left out of the default sweep
   (``--families`` adds them): RegCB with VW's regressor (``benchmarks/oracles.py``
-  measures it), the optimistic ridge on ``sqrt2`` epochs, and River's Bayesian linear
-  regression (the paper's ridge, decision for decision, at ~50x its CPU seconds).
+  measures it), the optimistic ridge on ``sqrt2`` epochs, River's Bayesian linear
+  regression (the paper's ridge, decision for decision, at ~50x its CPU seconds), and the
+  ridge and GB5 families with β on the summed loss.
 - Baselines (ridge, ``sqrt2`` schedule): ε-Greedy (exploration ``max(1/√t, ε)``, weights
   1/p), Bootstrap (8 Poisson(1)-weighted replicates, ``Mean + sqrt(β Var)``), ILTCB (Agarwal
   et al. 2014: the paper's coordinate descent over ridge argmax policies, ridge regression
