@@ -31,6 +31,11 @@ test: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(BIN)/python -m pip install -q -e '.[bench]'
 	$(BIN)/python -m regcb_stream.bench
+	$(BIN)/python -m regcb_stream.bench --families regcb-elim:river_bayes regcb-opt:river_bayes \
+		regcb-elim:ridge-summed regcb-opt:ridge-summed regcb-elim:gb5-summed regcb-opt:gb5-summed
+	$(BIN)/python benchmarks/gb5_speed.py --baseline 1d76a9b
+	$(BIN)/python benchmarks/gb5_speed.py --workload issue --baseline c4f73be --pairs 3 \
+		--output docs/gb5_speed_issue.md
 	$(BIN)/python benchmarks/progressive_reward.py
 	$(BIN)/python benchmarks/oracles.py --update
 	$(BIN)/python benchmarks/ridge_prior.py
@@ -51,6 +56,8 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/compare_speed.py
 	$(BIN)/python benchmarks/dask_sweep.py
 	$(BIN)/python benchmarks/replica_refresh.py
+	$(BIN)/python benchmarks/parallel_replay.py
+	$(BIN)/python benchmarks/command_cluster.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
