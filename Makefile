@@ -36,6 +36,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/gb5_speed.py --baseline 1d76a9b
 	$(BIN)/python benchmarks/gb5_speed.py --workload issue --baseline c4f73be --pairs 3 \
 		--output docs/gb5_speed_issue.md
+	$(BIN)/python benchmarks/gb5_width.py
 	$(BIN)/python benchmarks/progressive_reward.py
 	$(BIN)/python benchmarks/oracles.py --update
 	$(BIN)/python benchmarks/ridge_prior.py
