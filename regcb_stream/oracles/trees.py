@@ -144,19 +144,19 @@ class TreesOracle(Ellipsoid):
         if forest is not None:  # a few rows: every fitted model's trees in one call
             pred, var = forest.moments(rows)
             column = forest.column[np.minimum(ids, len(forest.column) - 1)]
-            fitted = (ids < len(forest.column)) & (column >= 0)
+            fitted = (ids < len(forest.column)) & (column >= 0)  # the others: the prior's
             prediction[:, fitted], variance[:, fitted] = (pred[:, column[fitted]],
                                                           var[:, column[fitted]])
-            ids = ids[:0]  # the others have not been fitted: the prior's answer
-        for model in np.unique(ids).tolist():
-            cols = np.flatnonzero(ids == model)
-            state = self._models[model] if model < len(self._models) else None
-            if state is None or state.trees is None:
-                continue
-            block = rows if shared else phi[:, cols, :].reshape(-1, dim)
-            pred, var = state.moments(block, self.kernels)
-            prediction[:, cols] = pred.reshape(n, -1)
-            variance[:, cols] = var.reshape(n, -1)
+        else:
+            for model in np.unique(ids).tolist():
+                state = self._models[model] if model < len(self._models) else None
+                if state is None or state.trees is None:
+                    continue
+                cols = np.flatnonzero(ids == model)
+                block = rows if shared else phi[:, cols, :].reshape(-1, dim)
+                pred, var = state.moments(block, self.kernels)
+                prediction[:, cols] = pred.reshape(n, -1)
+                variance[:, cols] = var.reshape(n, -1)
         self._last = [(key, np.array(rows), prediction.copy(), variance.copy()),
                       *(self._last or ())[:1]]
         return prediction, variance
