@@ -26,6 +26,7 @@ DEFAULT_VARIANT = "optimistic"
 DEFAULT_L2 = 1.0  # the default oracle: RidgeOracle(l2=DEFAULT_L2, prior="optimistic")
 DEFAULT_MELLOWNESS = 1e-3  # the default budget: c ln(K n) span^2 with this c
 DEFAULT_BETA = 1e-3  # budget="beta" without a beta
+FIXED_BUDGETS = ("beta", "summed", "mellowness")  # a function of the label count alone
 TIE_TOLERANCE = 1e-12  # bounds closer than this (times the reward span) are ties: rounding
 # noise must not decide; float32 oracles (VW's) differ by far more when they differ at all
 PIECE_LABELS = 2048  # labels summed per piece in the epoch schedules (regcb_stream.parallel)
@@ -422,7 +423,7 @@ class RegCB:
     def _compiled_replay(self) -> bool:
         """Whether ``replay`` can run in the oracle's compiled online loop."""
         return (getattr(self._oracle, "compiled", False) and self.schedule == "online"
-                and self._budget_kind in ("beta", "summed", "mellowness")
+                and self._budget_kind in FIXED_BUDGETS
                 and self._epoch > self.warm_start_epochs)
 
     def _replay_compiled(self, contexts, actions, played, rewards, weights) -> Decision:
@@ -859,7 +860,7 @@ class RegCB:
         """The compiled loops' case: a compiled ellipsoid oracle with one-row calls (exact
         ridge) and a fixed budget."""
         return (getattr(self._oracle, "compiled", False) and hasattr(self._oracle, "learn_dense")
-                and self._budget_kind in ("beta", "summed", "mellowness"))
+                and self._budget_kind in FIXED_BUDGETS)
 
     def _grow(self, n_models: int, dim: int) -> None:
         """Make room in the oracle for ``n_models`` models of ``dim`` features; an oracle

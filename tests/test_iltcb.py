@@ -127,7 +127,7 @@ def test_oracle_is_the_ridge_fit_of_every_action(vehicle, yahoo) -> None:
         direct = np.linalg.solve(np.eye(flat.shape[1]) + flat.T @ flat,
                                  flat.T @ rewards.reshape(len(flat), -1))
         theta, scores = algo.policies.amo(rewards)
-        np.testing.assert_allclose(theta, direct[:, 0] if algo.adf else direct)
+        np.testing.assert_allclose(theta, direct[:, 0] if algo.policies.adf else direct)
         np.testing.assert_allclose(scores, phi @ theta)
 
 

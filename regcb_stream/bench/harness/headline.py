@@ -179,11 +179,11 @@ def oracle_table(agg: dict) -> list[str]:
     schedule (the better of its two variants), and the River bar of issue 18."""
     rows = oracle_means(agg)
     values = {f: np.mean(v) for f, v in rows.items()}
-    ridge = {}
+    ridge = {}  # the better ridge variant per setting (schedule and budget form)
     for family, value in values.items():
-        _, oracle, schedule = regcb_parts(family)
+        _, oracle, setting = regcb_parts(family)
         if oracle == "ridge":
-            ridge[schedule] = max(ridge.get(schedule, -np.inf), value)
+            ridge[setting] = max(ridge.get(setting, -np.inf), value)
     lines = ["| RegCB family | " + " | ".join(CLEAN_STREAMS)
              + " | mean | − ridge, same schedule |",
              "|---|" + "---:|" * (len(CLEAN_STREAMS) + 2)]

@@ -86,7 +86,7 @@ class ILTCB(_Epochs):
     def __init__(self, scale: float, n_actions: int, dim: int, adf: bool, seed: int,
                  oracle: str = "ridge"):
         super().__init__()
-        self.scale, self.k, self.adf = scale, n_actions, adf
+        self.scale, self.k = scale, n_actions
         if oracle not in ("ridge", "gb5"):
             raise ValueError(f"oracle must be 'ridge' or 'gb5', got {oracle!r}")
         self.policies = (LinearPolicies(n_actions, dim, adf) if oracle == "ridge" else
@@ -97,7 +97,7 @@ class ILTCB(_Epochs):
         # the support: policies, Q(pi) and IPS rewards Rhat(pi) on the history
         self.thetas, self.weights, self.values = [], np.zeros(0), np.zeros(0)
         self.best, self.best_value, self.mu, self.cap_hits = None, -np.inf, 0.0, 0
-        self._block: tuple | None = None  # (rounds, the support's actions) last decided
+        self._block: tuple | None = None  # (rounds, their rows, the support's actions)
 
     def _rule(self, rounds: Rounds, t: np.ndarray):
         offered = rounds.offered()
@@ -105,19 +105,22 @@ class ILTCB(_Epochs):
             return offered / offered.sum(axis=1, keepdims=True), None, None
         rows = self.policies.encode(rounds)
         acts = self._actions(rows, offered)
-        self._block = (rounds, acts)  # its labels come next: the same actions
+        self._block = (rounds, rows, acts)  # its labels come next: the same rows and actions
         q = self._mix(acts, offered.shape)
         pihat = _argmax(self.policies.scores(rows, self.best), offered)
         q[np.arange(len(q)), pihat] += max(0.0, 1.0 - self.weights.sum())
         return self._smooth(q, offered), None, None
 
     def _add(self, rounds: Rounds, step: Step, rewards: np.ndarray) -> None:
-        rows, offered = self.policies.encode(rounds), rounds.offered()
+        offered = rounds.offered()
         rhat = np.zeros(offered.shape)
         rhat[np.arange(len(rewards)), step.actions] = rewards / step.probs
         block, self._block = self._block, None
-        acts = block[1] if block is not None and block[0] is rounds else \
-            self._actions(rows, offered)
+        if block is not None and block[0] is rounds:
+            rows, acts = block[1:]
+        else:
+            rows = self.policies.encode(rounds)
+            acts = self._actions(rows, offered)
         self.policies.add(rounds, rows, step, rewards)
         self.offered = np.concatenate([self.offered, offered])
         self.rhat = np.concatenate([self.rhat, rhat])
@@ -277,14 +280,10 @@ class TreePolicies:
         self.generations: list[tuple[list, np.ndarray, int]] = []
         self.cols = np.zeros((0, 0, n_actions), np.uint8)  # the history's, last generation
         self._counts = None  # pairs per column, per tree, on the history (numpy reference)
-        self._encoded: tuple | None = None  # (rounds, Leaves) of the last block encoded
 
     def encode(self, rounds: Rounds) -> Leaves:
-        """The rounds' leaves, per generation as a policy asks for them (the last block's
-        are kept for its labels)."""
-        if self._encoded is None or self._encoded[0] is not rounds:
-            self._encoded = (rounds, Leaves(self, design(rounds.X), rounds.offered()))
-        return self._encoded[1]
+        """The rounds' leaves, per generation as a policy asks for them."""
+        return Leaves(self, design(rounds.X), rounds.offered())
 
     def history(self, offered: np.ndarray) -> Leaves:
         """The history's rows, as :meth:`encode` gives them."""
@@ -319,7 +318,7 @@ class TreePolicies:
         for action, (e, first) in enumerate(zip(ensembles, firsts)):
             base[: len(e.offsets), action] = first + e.offsets
         self.generations.append((ensembles, base, size))
-        self.n_fit, self._encoded = n, None
+        self.n_fit = n
         self.cols = self.leaves(len(self.generations) - 1, self.X, offered)
 
     def amo(self, rewards: np.ndarray) -> tuple[tuple, np.ndarray]:
