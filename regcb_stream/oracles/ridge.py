@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from regcb_stream.oracles.base import Ellipsoid, SparseRows, learn_row_by_row
 
@@ -332,6 +331,8 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
             self._blocks.build(self._a[0], self._b[0])
             self._updates[model] = 0
         elif self.dim >= ONE_THREAD_FROM:
+            from threadpoolctl import threadpool_limits  # here: ~2 ms of the command's start
+
             with threadpool_limits(1, "blas"):
                 self._a_inv[model] = np.linalg.inv(self._a[model])
         else:
