@@ -351,6 +351,12 @@ static void release_blocks(Py_buffer *bufs) {
         if (bufs[k].obj) PyBuffer_Release(&bufs[k]);
 }
 
+/* fmin(fmax(x, lo), hi) for lo <= hi (lo for a NaN x), without the library calls */
+static inline double clip(double x, double lo, double hi) {
+    double y = x >= lo ? x : lo;
+    return y <= hi ? y : hi;
+}
+
 /* The decision rule on clipped bounds: elimination (uniform over the actions whose high
  * reaches the best low) or optimistic (uniform over the largest highs), ties within tol */
 static void decide(const double *low, const double *high, Py_ssize_t K, int optimistic,
@@ -361,11 +367,10 @@ static void decide(const double *low, const double *high, Py_ssize_t K, int opti
         if (x > best) best = x;
     }
     Py_ssize_t count = 0;
-    for (Py_ssize_t k = 0; k < K; k++) {
-        pmf[k] = high[k] >= best - tol;
-        count += pmf[k] != 0.0;
-    }
-    for (Py_ssize_t k = 0; k < K; k++) pmf[k] /= (double)count;
+    for (Py_ssize_t k = 0; k < K; k++) count += high[k] >= best - tol;
+    double share = 1.0 / (double)count;  /* (NaN everywhere for NaN bounds, as 0 / 0) */
+    for (Py_ssize_t k = 0; k < K; k++)
+        pmf[k] = count == 0 ? NAN : high[k] >= best - tol ? share : 0.0;
 }
 
 /* One decision from each action's prediction p (prior included) and x^T A^-1 x v: the
@@ -376,8 +381,8 @@ static void decision(const double *p, const double *v, Py_ssize_t K, double beta
                      double *pmf) {
     for (Py_ssize_t k = 0; k < K; k++) {
         double radius = sqrt((beta > 0.0 ? beta : 0.0) * v[k]);
-        low[k] = isnan(beta) ? lo : fmin(fmax(p[k] - radius, lo), hi);
-        high[k] = isnan(beta) ? hi : fmin(fmax(p[k] + radius, lo), hi);
+        low[k] = isnan(beta) ? lo : clip(p[k] - radius, lo, hi);
+        high[k] = isnan(beta) ? hi : clip(p[k] + radius, lo, hi);
     }
     if (isnan(beta))
         for (Py_ssize_t k = 0; k < K; k++) pmf[k] = 1.0 / (double)K;
@@ -608,6 +613,43 @@ static PyObject *py_block_update(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* One row of the automatic budget: candidate j's clipped bounds p -+ sqrt(v) radii[j] and
+ * its rule's distribution into pmfs (J, K), their mixture by weights (capped at 1) into
+ * mix, and candidate lead's bounds into low and high (lead -1: none). scratch: 3 K. */
+static void candidate_mix(const double *p, const double *v, Py_ssize_t K, const double *r,
+                          const double *w, Py_ssize_t J, int optimistic, double lo, double hi,
+                          double tol, double *scratch, double *pmfs, double *mix,
+                          Py_ssize_t lead, double *low, double *high) {
+    double *l = scratch, *h = scratch + K, *root = scratch + 2 * K;
+    for (Py_ssize_t k = 0; k < K; k++) mix[k] = 0.0, root[k] = sqrt(v[k]);
+    for (Py_ssize_t j = 0; j < J; j++) {
+        double *out = pmfs + j * K;
+        if (optimistic && j != lead)  /* the rule needs the upper bounds only */
+            for (Py_ssize_t k = 0; k < K; k++) h[k] = clip(p[k] + root[k] * r[j], lo, hi);
+        else
+            for (Py_ssize_t k = 0; k < K; k++) {
+                double radius = root[k] * r[j];
+                l[k] = clip(p[k] - radius, lo, hi);
+                h[k] = clip(p[k] + radius, lo, hi);
+            }
+        decide(l, h, K, optimistic, tol, out);
+        for (Py_ssize_t k = 0; k < K; k++) mix[k] += w[j] * out[k];
+        if (j == lead)
+            for (Py_ssize_t k = 0; k < K; k++) low[k] = l[k], high[k] = h[k];
+    }
+    for (Py_ssize_t k = 0; k < K; k++) mix[k] = mix[k] <= 1.0 ? mix[k] : 1.0;
+}
+
+/* The inverse-CDF draw of u from pmf, as the learner's draw for one row (cdf: K scratch) */
+static Py_ssize_t draw(const double *pmf, Py_ssize_t K, double u, double *cdf) {
+    double total = 0.0;
+    for (Py_ssize_t k = 0; k < K; k++) cdf[k] = total += pmf[k];
+    double target = u * cdf[K - 1];
+    Py_ssize_t index = 0;
+    for (Py_ssize_t k = 0; k < K; k++) index += cdf[k] <= target;
+    return index < K - 1 ? index : K - 1;
+}
+
 PyDoc_STRVAR(candidates_doc,
 "candidates(prediction, variance, radii, weights, n, K, J, optimistic, lo, hi, tol, lead,\n"
 "           mix, pmfs, low, high)\n"
@@ -635,34 +677,18 @@ static PyObject *py_candidates(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "lead out of range");
         ok = 0;
     }
-    double *scratch = ok ? PyMem_Malloc(2 * K * sizeof(double)) : NULL;
+    double *scratch = ok ? PyMem_Malloc(3 * K * sizeof(double)) : NULL;
     if (ok && !scratch) {
         PyErr_NoMemory();
         ok = 0;
     }
     if (ok) {
-        const double *pred = prediction.buf, *var = variance.buf, *r = radii.buf,
-                     *w = weights.buf;
+        const double *pred = prediction.buf, *var = variance.buf;
         double *mx = mix.buf, *pm = pmfs.buf, *lw = low.buf, *hg = high.buf;
-        double *l = scratch, *h = scratch + K;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            const double *p = pred + i * K, *v = var + i * K;
-            double *m = mx + i * K;
-            for (Py_ssize_t k = 0; k < K; k++) m[k] = 0.0;
-            for (Py_ssize_t j = 0; j < J; j++) {
-                double *out = pm + (i * J + j) * K;
-                for (Py_ssize_t k = 0; k < K; k++) {
-                    double radius = sqrt(v[k]) * r[j];
-                    l[k] = fmin(fmax(p[k] - radius, lo), hi);
-                    h[k] = fmin(fmax(p[k] + radius, lo), hi);
-                }
-                decide(l, h, K, optimistic, tol, out);
-                for (Py_ssize_t k = 0; k < K; k++) m[k] += w[j] * out[k];
-                if (j == lead)
-                    for (Py_ssize_t k = 0; k < K; k++) lw[i * K + k] = l[k], hg[i * K + k] = h[k];
-            }
-            for (Py_ssize_t k = 0; k < K; k++) m[k] = fmin(m[k], 1.0);
-        }
+        for (Py_ssize_t i = 0; i < n; i++)
+            candidate_mix(pred + i * K, var + i * K, K, radii.buf, weights.buf, J, optimistic,
+                          lo, hi, tol, scratch, pm + i * J * K, mx + i * K, lead, lw + i * K,
+                          hg + i * K);
     }
     PyMem_Free(scratch);
     RELEASE(&prediction, &variance, &radii, &weights, &mix, &pmfs, &low, &high);
@@ -700,6 +726,17 @@ static int dense_row(double *row, double intercept, const double *x, Py_ssize_t 
     return 1;
 }
 
+/* Each action's prediction (prior included) and x^T A^-1 x for a dense row */
+static void dense_moments(const double *a_inv, const double *theta, const int64_t *model,
+                          Py_ssize_t K, Py_ssize_t D, const double *row, double prior,
+                          double *p, double *v) {
+    for (Py_ssize_t k = 0; k < K; k++) {
+        row_moments(a_inv + model[k] * D * D, theta + model[k] * D, D, NULL, row, D, p + k,
+                    v + k);
+        p[k] += prior;
+    }
+}
+
 PyDoc_STRVAR(predict_dense_doc,
 "predict_dense(a_inv, theta, models, context, intercept, D, prior, budget, optimistic,\n"
 "              lo, hi, tol, u) -> (index, prob) or None\n"
@@ -732,25 +769,116 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
             result = Py_None;
             Py_INCREF(result);
         } else {
-            for (Py_ssize_t k = 0; k < K; k++) {
-                row_moments((const double *)a_inv.buf + model[k] * D * D,
-                            (const double *)theta.buf + model[k] * D, D, NULL, row, D, p + k,
-                            v + k);
-                p[k] += prior;
-            }
+            dense_moments(a_inv.buf, theta.buf, model, K, D, row, prior, p, v);
             decision(p, v, K, beta, lo, hi, optimistic, tol, lw, hg, pm);
-            double total = 0.0;
-            for (Py_ssize_t k = 0; k < K; k++) cdf[k] = total += pm[k];
-            double target = u * cdf[K - 1];
-            Py_ssize_t index = 0;
-            for (Py_ssize_t k = 0; k < K; k++) index += cdf[k] <= target;
-            index = index < K - 1 ? index : K - 1;
+            Py_ssize_t index = draw(pm, K, u, cdf);
             result = Py_BuildValue("nd", index, pm[index]);
         }
     }
     PyMem_Free(work);
     RELEASE(&a_inv, &theta, &models, &context);
     return result;
+}
+
+PyDoc_STRVAR(predict_auto_doc,
+"predict_auto(a_inv, theta, models, context, intercept, D, prior, sqrt_grid, scale,\n"
+"             weights, optimistic, lo, hi, tol, u, pmfs) -> (index, prob, candidates) or None\n"
+"predict_dense with the automatic budget: candidate j's radius is sqrt_grid[j] * scale,\n"
+"the played distribution their mixture by weights (as `candidates` makes it), drawn by u;\n"
+"every candidate's distribution into pmfs (J, K), and its probability of the drawn action\n"
+"in candidates (a tuple); None if a value is not finite.");
+
+static PyObject *py_predict_auto(PyObject *self, PyObject *args) {
+    Py_buffer a_inv = {0}, theta = {0}, models = {0}, context = {0}, sqrt_grid = {0},
+              weights = {0}, pmfs = {0};
+    Py_ssize_t D;
+    int optimistic;
+    double intercept, prior, scale, lo, hi, tol, u;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*dndy*dy*pddddw*", &a_inv, &theta, &models, &context,
+                          &intercept, &D, &prior, &sqrt_grid, &scale, &weights, &optimistic,
+                          &lo, &hi, &tol, &u, &pmfs))
+        return NULL;
+    Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double)), K = models.len / 8,
+               J = sqrt_grid.len / 8;
+    int ok = expect(&a_inv, M * D * D, 8, "a_inv") && expect(&context, D - 1, 8, "context") &&
+             expect(&weights, J, 8, "weights") && expect(&pmfs, J * K, 8, "pmfs");
+    const int64_t *model = models.buf;
+    ok = ok && models_ok(model, K, M);
+    double *work = ok ? PyMem_Malloc((D + 6 * K + J) * sizeof(double)) : NULL;
+    if (ok && !work) {
+        PyErr_NoMemory();
+        ok = 0;
+    }
+    PyObject *result = NULL;
+    if (ok) {
+        double *row = work, *p = row + D, *v = p + K, *mix = v + K, *scratch = mix + K,
+               *radii = scratch + 3 * K, *pm = pmfs.buf;
+        if (!dense_row(row, intercept, context.buf, D - 1)) {
+            result = Py_None;
+            Py_INCREF(result);
+        } else {
+            const double *sq = sqrt_grid.buf;
+            for (Py_ssize_t j = 0; j < J; j++) radii[j] = sq[j] * scale;
+            dense_moments(a_inv.buf, theta.buf, model, K, D, row, prior, p, v);
+            candidate_mix(p, v, K, radii, weights.buf, J, optimistic, lo, hi, tol, scratch, pm,
+                          mix, -1, NULL, NULL);
+            Py_ssize_t index = draw(mix, K, u, scratch);
+            PyObject *chosen = PyTuple_New(J);
+            for (Py_ssize_t j = 0; chosen && j < J; j++) {
+                PyObject *prob = PyFloat_FromDouble(pm[j * K + index]);
+                if (!prob) Py_CLEAR(chosen);
+                else PyTuple_SET_ITEM(chosen, j, prob);
+            }
+            if (chosen) result = Py_BuildValue("ndN", index, mix[index], chosen);
+        }
+    }
+    PyMem_Free(work);
+    RELEASE(&a_inv, &theta, &models, &context, &sqrt_grid, &weights, &pmfs);
+    return result;
+}
+
+PyDoc_STRVAR(credit_doc,
+"credit(estimates, probs, scale, eta, floor, weights) -> leader\n"
+"A label's credit to the automatic budget's candidates (budget.BudgetSelector.update):\n"
+"estimates[j] += probs[j] * scale in the list, then (1 - floor) softmax(eta * estimates)\n"
+"+ floor / J into weights (exponents from the largest estimate, the sum in order); returns\n"
+"the index of the first largest estimate.");
+
+static PyObject *py_credit(PyObject *self, PyObject *args) {
+    PyObject *estimates, *probs;
+    Py_buffer weights = {0};
+    double scale, eta, floor_;
+    if (!PyArg_ParseTuple(args, "O!Odddw*", &PyList_Type, &estimates, &probs, &scale, &eta,
+                          &floor_, &weights))
+        return NULL;
+    Py_ssize_t J = PyList_GET_SIZE(estimates);
+    PyObject *seq = PySequence_Fast(probs, "probs must be a sequence");
+    int ok = seq && expect(&weights, J, 8, "weights");
+    if (ok && (J == 0 || PySequence_Fast_GET_SIZE(seq) != J)) {
+        PyErr_Format(PyExc_ValueError, "need %zd candidate probabilities", J);
+        ok = 0;
+    }
+    Py_ssize_t leader = 0;
+    double *w = weights.buf, top = 0.0, total = 0.0;
+    for (Py_ssize_t j = 0; ok && j < J; j++) {  /* the new estimates, the list untouched */
+        double e = PyFloat_AsDouble(PyList_GET_ITEM(estimates, j)),
+               q = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, j));
+        if (PyErr_Occurred()) ok = 0;
+        w[j] = e + q * scale;
+        if (j == 0 || w[j] > top) top = w[j], leader = j;
+    }
+    for (Py_ssize_t j = 0; ok && j < J; j++) {
+        PyObject *sum = PyFloat_FromDouble(w[j]);
+        if (!sum) ok = 0;
+        else PyList_SetItem(estimates, j, sum);  /* steals the new float, drops the old */
+    }
+    for (Py_ssize_t j = 0; ok && j < J; j++) total += w[j] = exp(eta * (w[j] - top));
+    for (Py_ssize_t j = 0; ok && j < J; j++)
+        w[j] = (1.0 - floor_) * w[j] / total + floor_ / (double)J;
+    Py_XDECREF(seq);
+    RELEASE(&weights);
+    if (!ok) return NULL;
+    return PyLong_FromSsize_t(leader);
 }
 
 PyDoc_STRVAR(learn_dense_doc,
@@ -1437,8 +1565,8 @@ static PyObject *py_vw_run(PyObject *self, PyObject *args) {
                 } else {
                     vw_bounds(&state, model[k], cols, val + row, L, beta, lo, hi, (float)eta,
                               bisection, p + k, lw + k, hg + k);
-                    lw[k] = fmin(fmax(lw[k], lo), hi);
-                    hg[k] = fmin(fmax(hg[k], lo), hi);
+                    lw[k] = clip(lw[k], lo, hi);
+                    hg[k] = clip(hg[k], lo, hi);
                 }
             }
             if (isnan(beta))
@@ -1470,6 +1598,8 @@ static PyMethodDef methods[] = {
     {"block_update", py_block_update, METH_VARARGS, block_update_doc},
     {"candidates", py_candidates, METH_VARARGS, candidates_doc},
     {"predict_dense", py_predict_dense, METH_VARARGS, predict_dense_doc},
+    {"predict_auto", py_predict_auto, METH_VARARGS, predict_auto_doc},
+    {"credit", py_credit, METH_VARARGS, credit_doc},
     {"learn_dense", py_learn_dense, METH_VARARGS, learn_dense_doc},
     {"bounded_moments", py_bounded_moments, METH_VARARGS, bounded_moments_doc},
     {"bounded_learn", py_bounded_learn, METH_VARARGS, bounded_learn_doc},

@@ -63,6 +63,8 @@ class BudgetSelector:
         actions keep a probability of at least ``floor / J`` times its own.
     """
 
+    _live: np.ndarray | None = None  # the weights of the estimates so far (None: not yet)
+
     def __init__(self, grid=DEFAULT_GRID, rate: float = DEFAULT_RATE,
                  floor: float = DEFAULT_FLOOR):
         self.grid = np.asarray(grid, dtype=float)
@@ -84,15 +86,19 @@ class BudgetSelector:
         """Take the weights and the leader of the estimates so far for the decisions, until
         the next call (the learner's rebuilds: decisions inside an epoch do not depend on how
         its labels were cut into blocks)."""
-        self._weights, self._leader = self._live_weights(), self.estimates.index(
-            max(self.estimates))
+        if self._live is None:
+            self._live = self._live_weights()
+            self._live_leader = self.estimates.index(max(self.estimates))
+        self._weights, self._leader = self._live, self._live_leader
 
     def _live_weights(self) -> np.ndarray:
-        """Softmax of the estimates (J is small: plain floats are faster than numpy calls
-        here, which run once per label)."""
+        """Softmax of the estimates, in plain floats (the reference of the compiled
+        ``update``: the same operations in the same order)."""
         eta, top = self.rate / math.sqrt(max(self.n_scored, 1)), max(self.estimates)
         z = [math.exp(eta * (e - top)) for e in self.estimates]
-        total, even = sum(z), self.floor / len(z)
+        total, even = 0.0, self.floor / len(z)
+        for v in z:  # in order (a loop, not sum(), which compensates from Python 3.12)
+            total += v
         return np.array([(1.0 - self.floor) * v / total + even for v in z])
 
     def weights(self) -> np.ndarray:
@@ -109,7 +115,12 @@ class BudgetSelector:
         multipliers of an ellipsoid's half-width ``sqrt(phi^T A^-1 phi)``."""
         if n_labels == 0:
             return np.zeros(len(self.grid))
-        return self._sqrt_grid * (math.sqrt(math.log(n_actions * n_labels)) * span)
+        return self._sqrt_grid * self.radius_scale(n_labels, n_actions, span)
+
+    @staticmethod
+    def radius_scale(n_labels: int, n_actions: int, span: float) -> float:
+        """``radii`` over the square roots of the grid (``n_labels`` > 0)."""
+        return math.sqrt(math.log(n_actions * n_labels)) * span
 
     def mix(self, pmfs: np.ndarray) -> np.ndarray:
         """The played distributions ``(n, K)`` from the candidates' ``(n, J, K)``
@@ -118,10 +129,19 @@ class BudgetSelector:
 
     def update(self, candidate_probs, prob: float, reward: float) -> None:
         """Credit each candidate with ``pmf_j(a) reward / prob`` for a label of action
-        ``a`` played with probability ``prob`` (``reward`` scaled to [0, 1])."""
+        ``a`` played with probability ``prob`` (``reward`` scaled to [0, 1]), and weigh
+        them anew for the next `freeze` (one compiled call: online, this runs per label)."""
         scale = reward / prob
-        self.estimates = [e + p * scale for e, p in zip(self.estimates, candidate_probs)]
         self.n_scored += 1
+        if _ridge is None:
+            self.estimates = [e + p * scale for e, p in zip(self.estimates, candidate_probs)]
+            self._live = None  # weighed at the next freeze
+            return
+        weights = np.empty(len(self.estimates))
+        self._live_leader = _ridge.credit(self.estimates, candidate_probs, scale,
+                                          self.rate / math.sqrt(self.n_scored), self.floor,
+                                          weights)
+        self._live = weights
 
     def state(self) -> dict:
         """Diagnostics: the candidates, their weights and estimates, the leading budget."""

@@ -226,12 +226,23 @@ class RegCB:
             models = self._model_ids(actions)
             self._grow(len(self._labels), self._encoder.dim)
             lo, hi = self._range
-            drawn = self._oracle.predict_dense(
-                context, models, self.intercept, self._budget(len(actions)),
-                self.variant == "optimistic", self._range, TIE_TOLERANCE * (hi - lo),
-                self._rng().random())
-            if drawn is not None:  # (None: a value is not finite; decide says which)
-                return actions[drawn[0]], drawn[1], {}
+            if self._selector is None:
+                drawn = self._oracle.predict_dense(
+                    context, models, self.intercept, self._budget(len(actions)),
+                    self.variant == "optimistic", self._range, TIE_TOLERANCE * (hi - lo),
+                    self._rng().random())
+                if drawn is not None:  # (None: a value is not finite; decide says which)
+                    return actions[drawn[0]], drawn[1], {}
+            elif self._n_frozen:
+                selector, pmfs = self._selector, np.empty((len(self._selector.grid), len(models)))
+                drawn = self._oracle.predict_auto(
+                    context, models, self.intercept, selector._sqrt_grid,
+                    selector.radius_scale(self._n_frozen, len(actions), hi - lo),
+                    selector.weights(), self.variant == "optimistic", self._range,
+                    TIE_TOLERANCE * (hi - lo), self._rng().random(), pmfs)
+                if drawn is not None:
+                    self._last = (context.copy(), list(actions), pmfs)  # as decide keeps it
+                    return actions[drawn[0]], drawn[1], {"candidates": drawn[2]}
         decision = self.decide(context, actions)
         cdf = decision.pmf.cumsum()  # _sample's draw, for one row
         index = min(int(cdf.searchsorted(self._rng().random() * cdf[-1], "right")), len(cdf) - 1)
@@ -272,15 +283,14 @@ class RegCB:
                 and not self._oracle._pending and self._oracle.learn_dense(
                     context, self.intercept, self._labels[action], float(reward),
                     float(weight))):
+            if self._selector is not None:
+                self._score_one(context, action, candidates, prob, reward)
             self._n_labels += 1  # learned and rebuilt at once
             self._rebuilt()
             return
         rows, models = self._played_rows([context], [action])
         if self._selector is not None:
-            if candidates is None:
-                candidates = self._candidates_of(context, action)
-            if candidates is not None:
-                self._selector.update(candidates, float(prob), self._unit_reward(reward))
+            self._score_one(context, action, candidates, prob, reward)
         self._learn_one(rows, int(models[0]), float(reward), float(weight))
 
     def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None,
@@ -799,6 +809,14 @@ class RegCB:
                 np.asarray(rewards, float).tolist()):
             self._selector.update(row, prob, self._unit_reward(reward))
 
+    def _score_one(self, context, action, candidates, prob, reward) -> None:
+        """Score the candidate budgets with one label: ``candidates`` are their
+        probabilities of ``action`` (None: those of the last decision of ``context``)."""
+        if candidates is None:
+            candidates = self._candidates_of(context, action)
+        if candidates is not None:
+            self._selector.update(candidates, float(prob), self._unit_reward(reward))
+
     def _unit_reward(self, reward: float) -> float:
         """A reward scaled to [0, 1] by the reward range (clipped, for out-of-range ones)."""
         lo, hi = self._range
@@ -850,7 +868,7 @@ class RegCB:
     def _one_row(self, context) -> bool:
         """Whether one context's decision or label takes the compiled one-row path: a
         float vector of the dense contexts' length, the compiled ridge oracle over dense
-        rows with a fixed budget, actions that are labels, past the warm start."""
+        rows, actions that are labels, past the warm start."""
         return (self._one_row_ready and type(context) is np.ndarray and context.ndim == 1
                 and context.dtype == np.float64 and context.flags.c_contiguous
                 and context.size == self._encoder.dense_dim and self._joint is False
@@ -858,9 +876,9 @@ class RegCB:
 
     def _one_row_oracle(self) -> bool:
         """The compiled loops' case: a compiled ellipsoid oracle with one-row calls (exact
-        ridge) and a fixed budget."""
+        ridge) and a fixed budget or the automatic one."""
         return (getattr(self._oracle, "compiled", False) and hasattr(self._oracle, "learn_dense")
-                and self._budget_kind in FIXED_BUDGETS)
+                and (self._budget_kind in FIXED_BUDGETS or self._selector is not None))
 
     def _grow(self, n_models: int, dim: int) -> None:
         """Make room in the oracle for ``n_models`` models of ``dim`` features; an oracle

@@ -196,3 +196,29 @@ def test_a_river_policy_scores_its_own_pulls_through_a_preprocessor():
         arm = policy.pull([0, 1, 2], context)
         policy.update(arm, context, float(r[arm]))
     assert policy.learner.budget_selection["n_scored"] == 150
+
+
+def test_compiled_update_weighs_as_the_plain_float_reference(monkeypatch):
+    """``update``'s compiled credit and softmax equal the plain-float reference (no
+    compiled module) bit for bit, through any interleaving of updates and freezes."""
+    from regcb_stream import budget
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        grid = rng.random(rng.integers(1, 7))
+        rate, floor = float(rng.random() * 5 + 0.1), float(rng.random() * 0.5)
+        labels = [(rng.random(len(grid)), float(rng.random() * 0.9 + 0.1), float(rng.random()))
+                  for _ in range(rng.integers(0, 30))]
+        runs = []
+        for compiled in (budget._ridge, None):
+            monkeypatch.setattr(budget, "_ridge", compiled)
+            selector, frozen = budget.BudgetSelector(grid, rate=rate, floor=floor), []
+            for i, (probs, prob, reward) in enumerate(labels):
+                selector.update(tuple(probs.tolist()) if i % 2 else probs, prob, reward)
+                if i % 3 == 0:
+                    selector.freeze()
+                    frozen.append((selector.weights().tolist(), selector.leader()))
+            selector.freeze()
+            runs.append((list(selector.estimates), frozen, selector.weights().tolist(),
+                         selector.state()))
+        assert runs[0] == runs[1]

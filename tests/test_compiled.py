@@ -215,26 +215,34 @@ def test_automatic_budget_candidates_match_the_numpy_reference(variant):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
 @pytest.mark.parametrize("variant", ["optimistic", "elimination"])
-def test_one_row_path_makes_the_general_paths_draws(variant):
+def test_one_row_path_makes_the_general_paths_draws(variant, budget):
     """``predict`` and ``learn`` of a float vector take the compiled one-row path; the
-    same contexts as lists take the general one: the same draws, probabilities and state."""
+    same contexts as lists take the general one: the same draws, probabilities and state
+    (with the automatic budget, the same candidates' scores, whether ``learn`` is handed
+    them or finds them from the last decision)."""
     X, _, _ = logged(1500, 26, seed=4)
     R = bandit_stream("letter", noisy=False, seed=4)[1][:1500]
     actions = list(range(26))
-    fast, general = RegCB(variant, seed=5), RegCB(variant, seed=5)
-    for x, r in zip(X, R):
+    fast, general = RegCB(variant, seed=5, **budget), RegCB(variant, seed=5, **budget)
+    for t, (x, r) in enumerate(zip(X, R)):
         got = fast.predict(x, actions)
         want = general.predict(x.tolist(), actions)
         assert got == want
-        fast.learn(x, got[0], r[got[0]], got[1])
-        general.learn(x.tolist(), want[0], r[want[0]], want[1])
+        info = got[2] if t % 2 else {}
+        fast.learn(x, got[0], r[got[0]], got[1], **info)
+        general.learn(x.tolist(), want[0], r[want[0]], want[1], **info)
     np.testing.assert_array_equal(fast._oracle._a_inv, general._oracle._a_inv)
     assert fast.n_labels == general.n_labels == 1500
+    assert fast.budget_selection == general.budget_selection
+    if budget:
+        assert fast.budget_selection["n_scored"] == 1500
 
 
-def test_one_row_path_reports_bad_values_as_the_general_path():
-    learner = RegCB(seed=0)
+@pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
+def test_one_row_path_reports_bad_values_as_the_general_path(budget):
+    learner = RegCB(seed=0, **budget)
     learner.learn(np.zeros(3), *learner.predict(np.zeros(3), ["a", "b"])[:1], 1.0)
     bad = np.array([0.0, np.nan, 1.0])
     with pytest.raises(ValueError, match="context feature 1 is nan"):

@@ -420,6 +420,18 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
                                     self.dim, self.prior_mean, budget, optimistic,
                                     *reward_range, tolerance, uniform)
 
+    def predict_auto(self, context: np.ndarray, models: np.ndarray, intercept: float,
+                     sqrt_grid: np.ndarray, scale: float, weights: np.ndarray,
+                     optimistic: bool, reward_range: tuple[float, float], tolerance: float,
+                     uniform: float, pmfs: np.ndarray) -> tuple[int, float, tuple] | None:
+        """``predict_dense`` with the automatic budget's candidates (radii ``sqrt_grid *
+        scale``, mixed by ``weights``: `regcb_stream.budget`): ``(index, probability, each
+        candidate's probability of it)``, every candidate's distribution into ``pmfs`` (J,
+        K), or None if a value is not finite."""
+        return _ridge.predict_auto(self._a_inv, self._theta, models, context, intercept,
+                                   self.dim, self.prior_mean, sqrt_grid, scale, weights,
+                                   optimistic, *reward_range, tolerance, uniform, pmfs)
+
     def learn_dense(self, context: np.ndarray, intercept: float, model: int, y: float,
                     weight: float) -> bool:
         """``learn`` then ``rebuild`` of a dense context's row in one compiled call (nothing
