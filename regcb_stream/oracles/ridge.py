@@ -229,7 +229,7 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         if not (self.piecewise and self.compiled and isinstance(x, SparseRows)) or not len(y):
             return learn_row_by_row(self, x, models, y, weight)
         models = np.ascontiguousarray(models, dtype=np.int64)
-        for model in np.unique(models).tolist():
+        for model in _distinct(models).tolist():
             self._open_piece(model)
         piece_a, piece_b, _ = self._piece
         n, _, width = x.value.shape
@@ -494,7 +494,7 @@ class _Blocks:
         cols = index[present]
         examples = np.broadcast_to(np.arange(len(index))[:, None, None], index.shape)[present]
         keys, counts = np.unique(examples * len(kind) + cols, return_counts=True)
-        shared = np.unique(keys[counts > 1] % len(kind))
+        shared = _distinct(keys[counts > 1] % len(kind))
         shared = shared[kind[shared] != -1]
         if shared.size:
             kind[shared], changed = -1, True
@@ -507,7 +507,7 @@ class _Blocks:
             return changed
         labels = kind.tolist()
         fresh = max(labels) + 1
-        for row in np.unique(np.where(present, index, -1)[misfits], axis=0).tolist():
+        for row in _distinct(np.where(present, index, -1)[misfits], axis=0).tolist():
             columns = [c for c in row if c >= 0 and labels[c] != -1]
             ids = {labels[c] for c in columns} - {-2}
             if len(ids) == 1 and -2 not in {labels[c] for c in columns}:
@@ -619,3 +619,9 @@ def _pad(array: np.ndarray, shape: tuple[int, ...], fill) -> np.ndarray:
     if array.size:
         out[tuple(slice(0, n) for n in array.shape)] = array
     return out
+
+
+def _distinct(values: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """``np.unique(values, axis=axis)``, asked for the counts too: without any of its
+    optional outputs, np.unique imports numpy.ma (~7 ms of the command's start-up)."""
+    return np.unique(values, return_counts=True, axis=axis)[0]
