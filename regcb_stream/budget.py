@@ -64,6 +64,8 @@ class BudgetSelector:
     """
 
     _live: np.ndarray | None = None  # the weights of the estimates so far (None: not yet)
+    _weights: np.ndarray | None = None  # those of the last freeze, for the decisions
+    _spare: np.ndarray | None = None  # an array for update to weigh into, never _weights
 
     def __init__(self, grid=DEFAULT_GRID, rate: float = DEFAULT_RATE,
                  floor: float = DEFAULT_FLOOR):
@@ -89,7 +91,9 @@ class BudgetSelector:
         if self._live is None:
             self._live = self._live_weights()
             self._live_leader = self.estimates.index(max(self.estimates))
-        self._weights, self._leader = self._live, self._live_leader
+        if self._live is not self._weights:  # the frozen array is `update`'s to fill next
+            self._spare, self._weights = self._weights, self._live
+        self._leader = self._live_leader
 
     def _live_weights(self) -> np.ndarray:
         """Softmax of the estimates, in plain floats (the reference of the compiled
@@ -115,12 +119,13 @@ class BudgetSelector:
         multipliers of an ellipsoid's half-width ``sqrt(phi^T A^-1 phi)``."""
         if n_labels == 0:
             return np.zeros(len(self.grid))
-        return self._sqrt_grid * self.radius_scale(n_labels, n_actions, span)
+        roots, scale = self.radius_factors(n_labels, n_actions, span)
+        return roots * scale
 
-    @staticmethod
-    def radius_scale(n_labels: int, n_actions: int, span: float) -> float:
-        """``radii`` over the square roots of the grid (``n_labels`` > 0)."""
-        return math.sqrt(math.log(n_actions * n_labels)) * span
+    def radius_factors(self, n_labels: int, n_actions: int, span: float
+                       ) -> tuple[np.ndarray, float]:
+        """``radii`` as the square roots of the grid and one scale (``n_labels`` > 0)."""
+        return self._sqrt_grid, math.sqrt(math.log(n_actions * n_labels)) * span
 
     def mix(self, pmfs: np.ndarray) -> np.ndarray:
         """The played distributions ``(n, K)`` from the candidates' ``(n, J, K)``
@@ -137,7 +142,7 @@ class BudgetSelector:
             self.estimates = [e + p * scale for e, p in zip(self.estimates, candidate_probs)]
             self._live = None  # weighed at the next freeze
             return
-        weights = np.empty(len(self.estimates))
+        weights = self._spare if self._spare is not None else np.empty(len(self.estimates))
         self._live_leader = _ridge.credit(self.estimates, candidate_probs, scale,
                                           self.rate / math.sqrt(self.n_scored), self.floor,
                                           weights)

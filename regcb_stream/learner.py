@@ -234,12 +234,13 @@ class RegCB:
                 if drawn is not None:  # (None: a value is not finite; decide says which)
                     return actions[drawn[0]], drawn[1], {}
             elif self._n_frozen:
-                selector, pmfs = self._selector, np.empty((len(self._selector.grid), len(models)))
+                selector = self._selector
+                roots, scale = selector.radius_factors(self._n_frozen, len(actions), hi - lo)
+                pmfs = np.empty((len(roots), len(models)))
                 drawn = self._oracle.predict_auto(
-                    context, models, self.intercept, selector._sqrt_grid,
-                    selector.radius_scale(self._n_frozen, len(actions), hi - lo),
-                    selector.weights(), self.variant == "optimistic", self._range,
-                    TIE_TOLERANCE * (hi - lo), self._rng().random(), pmfs)
+                    context, models, self.intercept, roots, scale, selector.weights(),
+                    self.variant == "optimistic", self._range, TIE_TOLERANCE * (hi - lo),
+                    self._rng().random(), pmfs)
                 if drawn is not None:
                     self._last = (context.copy(), list(actions), pmfs)  # as decide keeps it
                     return actions[drawn[0]], drawn[1], {"candidates": drawn[2]}
