@@ -68,16 +68,22 @@ class EncodedRows:
 class FeatureEncoder:
     """Maps contexts (and action feature dicts) to float vectors of a growing dimension."""
 
-    def __init__(self, cross: bool = True, intercept: bool = True, hash_bits: int | None = None):
+    expand = None  # (the defaults of an encoder saved before random features)
+    _input_width: int | None = None
+
+    def __init__(self, cross: bool = True, intercept: bool = True, hash_bits: int | None = None,
+                 expand=None):
         self.cross = cross
         self.intercept = intercept
         self.hash_bits = hash_bits
+        self.expand = expand  # dense contexts -> their features (`RandomFeatures`), or None
         self._slots = None if hash_bits is None else SlotColumns(hash_bits)
         # feature key -> column, one table per kind of feature: context ("x"), action ("a"),
         # context x action ("xa"); column 0 is the intercept
         self._index: dict[str, dict] = {"x": {}, "a": {}, "xa": {}}
         self._n_named = 0
-        self._dense_dim: int | None = None
+        self._dense_dim: int | None = None  # columns of the dense contexts' features
+        self._input_width: int | None = None  # and the contexts' own length
         self._sparse: bool | None = None
 
     @property
@@ -95,17 +101,17 @@ class FeatureEncoder:
     @property
     def dense_dim(self) -> int | None:
         """The length of dense contexts, while the features are those alone (else None)."""
-        return None if self._n_named else self._dense_dim
+        return None if self._n_named else self._input_width
 
     def context(self, context) -> np.ndarray:
         """Encode one context as a vector of the current dimension."""
-        if type(context) is np.ndarray and context.size == self._dense_dim and (
+        if type(context) is np.ndarray and context.size == self._input_width and (
                 context.ndim == 1 and context.dtype == np.float64 and not self._n_named):
             if not math.isfinite(context.sum()):  # rare: find the culprit
                 _check_finite(context)
             out = np.empty(self.dim)  # the fast case: a float vector of the known length
             out[0] = self.intercept
-            out[1:] = context
+            out[1:] = context if self.expand is None else self.expand(context)
             return out
         if isinstance(context, Mapping):
             return self._rows([self.context_items(context)])[0]
@@ -158,6 +164,8 @@ class FeatureEncoder:
                 and contexts.dtype.kind in "fiub"):
             self._dense_width(contexts.shape[1])
             _check_finite(contexts)
+            if self.expand is not None:
+                contexts = self.expand(contexts.astype(float))
             out = np.zeros((len(contexts), self.dim))
             out[:, 0] = self.intercept
             out[:, 1 : 1 + contexts.shape[1]] = contexts
@@ -194,6 +202,9 @@ class FeatureEncoder:
 
     def joint_items(self, context, actions: Sequence[Mapping]) -> list[tuple[list, list]]:
         """(columns, values) of each (context, action) pair, no intercept."""
+        if self.expand is not None:
+            raise ValueError("random features apply to actions given as labels, not as "
+                             "feature dicts (the joint class)")
         if isinstance(context, Mapping):
             shared_keys, shared_values = _checked_items(context)
         else:
@@ -257,20 +268,24 @@ class FeatureEncoder:
         self._set_kind(sparse=False)
         values = _dense_values(context)
         self._dense_width(values.size)
-        return values
+        return values if self.expand is None else self.expand(values)
 
     def _dense_width(self, width: int) -> None:
         """Check (or, first, set) the length of dense contexts."""
         self._set_kind(sparse=False)
-        if self._dense_dim is None:
-            self._dense_dim = width
-        elif width != self._dense_dim:
+        if self._input_width is None:
+            self._input_width = width
+            self._dense_dim = width + (0 if self.expand is None else self.expand.n_features)
+        elif width != self._input_width:
             raise ValueError(
-                f"context has {width} features, expected {self._dense_dim} "
+                f"context has {width} features, expected {self._input_width} "
                 "(the length of the first context)"
             )
 
     def _set_kind(self, sparse: bool) -> None:
+        if sparse and self.expand is not None:
+            raise ValueError("random features need dense contexts (sequences of numbers), "
+                             "not named features")
         if self._sparse is None:
             self._sparse = sparse
         elif self._sparse != sparse:

@@ -18,6 +18,7 @@ from regcb_stream.oracles.base import Oracle, SparseRows
 from regcb_stream.oracles.bounded import BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
+from regcb_stream.random_features import RandomFeatures
 
 ORACLES = {"ridge": RidgeOracle, "bounded": BoundedRidgeOracle, "vw": VWOracle}
 BUDGETS = (*schedules.BUDGETS, "auto")
@@ -117,6 +118,13 @@ class RegCB:
         Hash the names of dict features as VW does with ``-b hash_bits`` (None: keep every
         name): memory stays bounded however many names a stream has (names sharing a slot
         share a weight, as in VW).
+    random_features
+        Append this many random Fourier features to every dense context
+        (`regcb_stream.random_features`): the linear oracle then fits rewards that are not
+        linear in the context (0: none). For standardized contexts, actions given as labels.
+    random_scale
+        Their frequencies' scale (a Gaussian kernel of bandwidth ``sqrt(d) / random_scale``
+        for ``d`` context features).
 
     Examples
     --------
@@ -132,6 +140,9 @@ class RegCB:
     [0.0, 1.0, 0.0]
 
     """
+
+    random_features = 0  # (a learner saved before random features had none)
+    random_scale = 1.0
 
     def __init__(
         self,
@@ -151,6 +162,8 @@ class RegCB:
         cross: bool = True,
         intercept: bool = True,
         hash_bits: int | None = None,
+        random_features: int = 0,
+        random_scale: float = 1.0,
     ):
         self.variant = variant
         self.oracle = oracle
@@ -167,6 +180,8 @@ class RegCB:
         self.cross = cross
         self.intercept = intercept
         self.hash_bits = hash_bits
+        self.random_features = random_features
+        self.random_scale = random_scale
         _check_params(self)
 
         self._rule = policies.decision_rule(variant)
@@ -175,7 +190,9 @@ class RegCB:
         if schedule != "online" and hasattr(self._oracle, "take_piece"):
             self._oracle.piecewise = True  # additive per piece: `regcb_stream.parallel`
         self._sparse_input = getattr(self._oracle, "sparse_input", False)
-        self._encoder = FeatureEncoder(cross=cross, intercept=intercept, hash_bits=hash_bits)
+        self._encoder = FeatureEncoder(
+            cross=cross, intercept=intercept, hash_bits=hash_bits,
+            expand=RandomFeatures(random_features, random_scale, seed) if random_features else None)
         self._sampler = None  # the generator of the draws, made at the first draw
         self._budget_kind = budget or ("beta" if beta is not None else "mellowness")
         self._selector = BudgetSelector(budget_grid) if self._budget_kind == "auto" else None
@@ -226,9 +243,10 @@ class RegCB:
             models = self._model_ids(actions)
             self._grow(len(self._labels), self._encoder.dim)
             lo, hi = self._range
+            values = self._row_values(context)
             if self._selector is None:
                 drawn = self._oracle.predict_dense(
-                    context, models, self.intercept, self._budget(len(actions)),
+                    values, models, self.intercept, self._budget(len(actions)),
                     self.variant == "optimistic", self._range, TIE_TOLERANCE * (hi - lo),
                     self._rng().random())
                 if drawn is not None:  # (None: a value is not finite; decide says which)
@@ -238,7 +256,7 @@ class RegCB:
                 roots, scale = selector.radius_factors(self._n_frozen, len(actions), hi - lo)
                 pmfs = np.empty((len(roots), len(models)))
                 drawn = self._oracle.predict_auto(
-                    context, models, self.intercept, roots, scale, selector.weights(),
+                    values, models, self.intercept, roots, scale, selector.weights(),
                     self.variant == "optimistic", self._range, TIE_TOLERANCE * (hi - lo),
                     self._rng().random(), pmfs)
                 if drawn is not None:
@@ -282,8 +300,8 @@ class RegCB:
         self._check_reward(reward)
         if (self._one_row(context) and self.schedule == "online" and action in self._labels
                 and not self._oracle._pending and self._oracle.learn_dense(
-                    context, self.intercept, self._labels[action], float(reward),
-                    float(weight))):
+                    self._row_values(context), self.intercept, self._labels[action],
+                    float(reward), float(weight))):
             if self._selector is not None:
                 self._score_one(context, action, candidates, prob, reward)
             self._n_labels += 1  # learned and rebuilt at once
@@ -875,6 +893,11 @@ class RegCB:
                 and context.size == self._encoder.dense_dim and self._joint is False
                 and self._oracle._blocks is None and self._epoch > self.warm_start_epochs)
 
+    def _row_values(self, context: np.ndarray) -> np.ndarray:
+        """A dense context's features after the intercept (the compiled one-row calls')."""
+        expand = self._encoder.expand
+        return context if expand is None else expand(context)
+
     def _one_row_oracle(self) -> bool:
         """The compiled loops' case: a compiled ellipsoid oracle with one-row calls (exact
         ridge) and a fixed budget or the automatic one."""
@@ -1123,6 +1146,9 @@ def _check_params(learner: RegCB) -> None:
         and learner.warm_start_epochs >= 0,
         "hash_bits": learner.hash_bits is None or (
             isinstance(learner.hash_bits, int) and 1 <= learner.hash_bits <= 32),
+        "random_features": isinstance(learner.random_features, int)
+        and learner.random_features >= 0,
+        "random_scale": _is_number(learner.random_scale) and learner.random_scale > 0,
     }
     expected = {
         "variant": f"one of {policies.VARIANTS}",
@@ -1134,6 +1160,8 @@ def _check_params(learner: RegCB) -> None:
         "reward_range": "a pair (low, high) of finite numbers with low < high",
         "warm_start_epochs": "an int >= 0",
         "hash_bits": "None or an int from 1 to 32",
+        "random_features": "an int >= 0",
+        "random_scale": "a finite number > 0",
     }
     for name, ok in checks.items():
         if not ok:

@@ -51,9 +51,10 @@ def _classes() -> dict[str, type]:
     from regcb_stream.oracles.bounded import BoundedRidgeOracle
     from regcb_stream.oracles.ridge import RidgeOracle, _Blocks
     from regcb_stream.oracles.vw import VWOracle, _State
+    from regcb_stream.random_features import RandomFeatures
 
     classes = (RegCB, RidgeOracle, BoundedRidgeOracle, VWOracle, _State, _Blocks,
-               FeatureEncoder, SlotColumns, BudgetSelector, PendingDecisions)
+               FeatureEncoder, SlotColumns, BudgetSelector, PendingDecisions, RandomFeatures)
     return {cls.__qualname__: cls for cls in classes}
 
 

@@ -1,0 +1,86 @@
+"""Random Fourier features of dense contexts (``RegCB(random_features=D)``)."""
+
+import numpy as np
+import pytest
+
+from regcb_stream import RegCB
+from regcb_stream.bench.datasets import bandit_stream
+from regcb_stream.persist import dumps, loads
+from regcb_stream.random_features import RandomFeatures
+
+X, R = (a[:1500] for a in bandit_stream("pendigits", noisy=False, seed=0))
+ACTIONS = list(range(R.shape[1]))
+
+
+def per_example(learner, contexts, as_lists=False, rewards=R):
+    played = []
+    for x, r in zip(contexts, rewards):
+        x = x.tolist() if as_lists else x
+        action, prob, info = learner.predict(x, ACTIONS)
+        learner.learn(x, action, float(r[action]), prob, **info)
+        played.append((action, prob))
+    return played
+
+
+def test_a_block_maps_as_its_rows_one_at_a_time():
+    features = RandomFeatures(16, scale=2.0, seed=4)
+    block = features(X[:50])
+    assert block.shape == (50, X.shape[1] + 16)
+    for row, mapped in zip(X[:50], block):
+        assert np.array_equal(features(row), mapped)
+    with pytest.raises(ValueError, match="drawn for 16"):
+        features(np.zeros(3))
+
+
+@pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
+def test_the_learner_equals_one_on_contexts_mapped_beforehand(budget):
+    """Per example (float vectors on the compiled path, lists on the general one) and in
+    blocks (``play``), the learner with random features plays as a learner without them
+    on the contexts mapped by the same map (its seed is the learner's)."""
+    mapped = RandomFeatures(32, seed=7)(X)
+    want = per_example(RegCB(seed=7, **budget), mapped)
+    assert per_example(RegCB(seed=7, random_features=32, **budget), X) == want
+    assert per_example(RegCB(seed=7, random_features=32, **budget), X, as_lists=True) == want
+    u = np.random.default_rng(1).random(len(X))
+    got = RegCB(seed=7, random_features=32, **budget).play(X, ACTIONS, lambda t, i: R[t, i], u)
+    expected = RegCB(seed=7, **budget).play(mapped, ACTIONS, lambda t, i: R[t, i], u)
+    assert np.array_equal(got[0], expected[0])
+    np.testing.assert_array_equal(got[1].pmf, expected[1].pmf)
+
+
+def test_a_saved_learner_goes_on_as_the_uninterrupted_one():
+    whole = RegCB(seed=2, random_features=16)
+    want = per_example(whole, X)
+    first = RegCB(seed=2, random_features=16)
+    head = per_example(first, X[:700])
+    resumed, _ = loads(dumps(first, {}))
+    assert head + per_example(resumed, X[700:], rewards=R[700:]) == want
+
+
+def test_nonlinear_rewards_are_learned_with_them_and_not_without():
+    """Rewards of an XOR of two context signs: no linear score separates them."""
+    rng = np.random.default_rng(0)
+    contexts = rng.normal(size=(3000, 2))
+    best = (contexts[:, 0] > 0) ^ (contexts[:, 1] > 0)
+    rewards = np.stack([best, ~best], axis=1).astype(float)
+
+    def progressive(learner):
+        total = 0.0
+        for x, r in zip(contexts, rewards):
+            action, prob, info = learner.predict(x, [0, 1])
+            learner.learn(x, action, r[action], prob, **info)
+            total += r[action]
+        return total / len(contexts)
+
+    assert progressive(RegCB(seed=0, random_features=64)) > progressive(RegCB(seed=0)) + 0.2
+
+
+def test_named_features_and_bad_settings_are_refused():
+    learner = RegCB(random_features=8)
+    with pytest.raises(ValueError, match="random features need dense contexts"):
+        learner.predict({"f": 1.0}, ["a", "b"])
+    with pytest.raises(ValueError, match="not as feature dicts"):
+        RegCB(random_features=8).pmf([1.0, 2.0], [{"a": 1.0}, {"b": 1.0}])
+    for bad in ({"random_features": -1}, {"random_features": 2.5}, {"random_scale": 0.0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            RegCB(**bad)
