@@ -273,6 +273,8 @@ class FeatureEncoder:
     def _dense_width(self, width: int) -> None:
         """Check (or, first, set) the length of dense contexts."""
         self._set_kind(sparse=False)
+        if self._input_width is None and self._dense_dim is not None:
+            self._input_width = self._dense_dim  # (an encoder saved before random features)
         if self._input_width is None:
             self._input_width = width
             self._dense_dim = width + (0 if self.expand is None else self.expand.n_features)
