@@ -298,8 +298,12 @@ class Driver:
 
     def _shown(self, pmfs: np.ndarray, predictions: np.ndarray):
         """The distributions as written (``--first_only``, VW's ties) and the print order
-        of the actions (ascending predicted cost, as VW)."""
-        orders = np.argsort(-predictions, axis=1, kind="stable")
+        of the actions (ascending predicted cost, as VW; without predictions to write, only
+        its first action, which the progress table shows)."""
+        if self.predictions is None and not self.first_only:
+            orders = predictions.argmax(axis=1)[:, None]  # (the first of ties, as argsort)
+        else:
+            orders = np.argsort(-predictions, axis=1, kind="stable")
         if self.first_only:
             pmfs = np.array([_first_of_ties(p, o) for p, o in zip(pmfs, orders)])
         elif self.vw_compat and self.learner.variant == "optimistic":
