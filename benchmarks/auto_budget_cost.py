@@ -6,7 +6,9 @@ the default oracle and the ``online`` schedule, each of these loops runs with a 
 pair so that a competing process slows both alike; the table gives the median time ratio:
 
 * the per-example API: ``predict`` then ``learn`` every round;
-* ``RegCB.play``: the simulation loop of the benchmark harness.
+* ``RegCB.play``: the simulation loop of the benchmark harness;
+* ``RegCB.replay`` of a uniformly logged stream in blocks of 500 rows: the command's
+  compiled loop (``regcb-stream --auto_budget``).
 
 From the repository root::
 
@@ -52,6 +54,18 @@ def simulated(variant: str, budget: dict, X: np.ndarray, R: np.ndarray) -> float
     return time.perf_counter() - start
 
 
+def logged(variant: str, budget: dict, X: np.ndarray, R: np.ndarray) -> float:
+    rng, k = np.random.default_rng(0), R.shape[1]
+    played = rng.integers(0, k, len(X))
+    rewards, probs = R[np.arange(len(X)), played], np.full(len(X), 1.0 / k)
+    learner, actions = RegCB(variant, seed=0, **budget), list(range(k))
+    start = time.perf_counter()
+    for first in range(0, len(X), 500):
+        rows = slice(first, first + 500)
+        learner.replay(X[rows], actions, played[rows], rewards[rows], probs[rows])
+    return time.perf_counter() - start
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=8000)
@@ -61,7 +75,7 @@ def main(argv=None) -> None:
     X, R = bandit_stream("letter", False, 0)
     X, R = X[: args.rounds], R[: args.rounds]
     rows = []
-    for loop in (per_example, simulated):
+    for loop in (per_example, simulated, logged):
         for variant in ("optimistic", "elimination"):
             ratios, fixed_times = [], []
             for _ in range(args.pairs):

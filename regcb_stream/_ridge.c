@@ -837,6 +837,14 @@ static PyObject *py_predict_auto(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* The automatic budget's weights from the estimates in w (their largest: top), in place:
+ * (1 - floor) softmax(eta * estimates) + floor / J, the sum in order */
+static void weigh(double *w, Py_ssize_t J, double top, double eta, double floor_) {
+    double total = 0.0;
+    for (Py_ssize_t j = 0; j < J; j++) total += w[j] = exp(eta * (w[j] - top));
+    for (Py_ssize_t j = 0; j < J; j++) w[j] = (1.0 - floor_) * w[j] / total + floor_ / (double)J;
+}
+
 PyDoc_STRVAR(credit_doc,
 "credit(estimates, probs, scale, eta, floor, weights) -> leader\n"
 "A label's credit to the automatic budget's candidates (budget.BudgetSelector.update):\n"
@@ -859,7 +867,7 @@ static PyObject *py_credit(PyObject *self, PyObject *args) {
         ok = 0;
     }
     Py_ssize_t leader = 0;
-    double *w = weights.buf, top = 0.0, total = 0.0;
+    double *w = weights.buf, top = 0.0;
     for (Py_ssize_t j = 0; ok && j < J; j++) {  /* the new estimates, the list untouched */
         double e = PyFloat_AsDouble(PyList_GET_ITEM(estimates, j)),
                q = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, j));
@@ -872,9 +880,7 @@ static PyObject *py_credit(PyObject *self, PyObject *args) {
         if (!sum) ok = 0;
         else PyList_SetItem(estimates, j, sum);  /* steals the new float, drops the old */
     }
-    for (Py_ssize_t j = 0; ok && j < J; j++) total += w[j] = exp(eta * (w[j] - top));
-    for (Py_ssize_t j = 0; ok && j < J; j++)
-        w[j] = (1.0 - floor_) * w[j] / total + floor_ / (double)J;
+    if (ok) weigh(w, J, top, eta, floor_);
     Py_XDECREF(seq);
     RELEASE(&weights);
     if (!ok) return NULL;
@@ -938,6 +944,88 @@ PyDoc_STRVAR(run_online_doc,
 "blocks) before an example with a row outside them; returns (examples done, labels\n"
 "learned, that model, or -2 for a row outside the blocks, or -1).");
 
+/* The automatic budget in the online loop (budget.BudgetSelector, one rebuild per label):
+ * candidate j's radius is sqrt_grid[j] * scale[labels learned] (NaN: uniform play), the
+ * played distribution their mixture by the frozen weights, and each label credits every
+ * candidate with its probability of the logged action times the unit reward over the
+ * logged probability, then weighs them anew (as `credit`) and takes the leader's bounds. */
+typedef struct {
+    Py_buffer sqrt_grid, scale, prob, weights;
+    PyObject *estimates;  /* the selector's list, read before the loop, written after */
+    double rate, floor_, *est, *radii, *pmfs, *scratch;
+    Py_ssize_t J, scored, lead;
+} Auto;
+
+static int auto_open(PyObject *spec, Py_ssize_t n, Py_ssize_t K, Auto *au) {
+    memset(au, 0, sizeof(*au));
+    if (!PyArg_ParseTuple(spec, "y*y*y*w*O!ddnn", &au->sqrt_grid, &au->scale, &au->prob,
+                          &au->weights, &PyList_Type, &au->estimates, &au->rate, &au->floor_,
+                          &au->scored, &au->lead))
+        return 0;
+    au->J = au->sqrt_grid.len / 8;
+    if (!expect(&au->prob, n, 8, "probs") || !expect(&au->weights, au->J, 8, "weights"))
+        return 0;
+    if (PyList_GET_SIZE(au->estimates) != au->J || au->lead < 0 || au->lead >= au->J) {
+        PyErr_SetString(PyExc_ValueError, "the selector's estimates or leader do not fit");
+        return 0;
+    }
+    au->est = PyMem_Malloc((2 * au->J + au->J * K + 3 * K) * sizeof(double));
+    if (!au->est) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    au->radii = au->est + au->J;
+    au->pmfs = au->radii + au->J;
+    au->scratch = au->pmfs + au->J * K;
+    for (Py_ssize_t j = 0; j < au->J; j++) {
+        au->est[j] = PyFloat_AsDouble(PyList_GET_ITEM(au->estimates, j));
+        if (au->est[j] == -1.0 && PyErr_Occurred()) return 0;
+    }
+    return 1;
+}
+
+/* One decision of the automatic budget after `learned` labels of the call */
+static void auto_decide(Auto *au, const double *p, const double *var, Py_ssize_t K,
+                        Py_ssize_t learned, int optimistic, double lo, double hi, double tol,
+                        double *low, double *high, double *pmf) {
+    double scale = ((const double *)au->scale.buf)[learned];
+    if (isnan(scale)) {  /* no label yet: uniform play, every candidate alike */
+        for (Py_ssize_t k = 0; k < K; k++) pmf[k] = 1.0 / (double)K, low[k] = lo, high[k] = hi;
+        for (Py_ssize_t jk = 0; jk < au->J * K; jk++) au->pmfs[jk] = 1.0 / (double)K;
+        return;
+    }
+    const double *sq = au->sqrt_grid.buf;
+    for (Py_ssize_t j = 0; j < au->J; j++) au->radii[j] = sq[j] * scale;
+    candidate_mix(p, var, K, au->radii, au->weights.buf, au->J, optimistic, lo, hi, tol,
+                  au->scratch, au->pmfs, pmf, au->lead, low, high);
+}
+
+/* A label's credit to the candidates (action a, reward r, probability prob), then their
+ * new weights and leader: the operations of `credit` */
+static void auto_credit(Auto *au, Py_ssize_t a, Py_ssize_t K, double r, double prob,
+                        double lo, double hi) {
+    double unit = clip((r - lo) / (hi - lo), 0.0, 1.0), scale = unit / prob, top = 0.0;
+    double *w = au->weights.buf;
+    for (Py_ssize_t j = 0; j < au->J; j++) {
+        w[j] = au->est[j] = au->est[j] + au->pmfs[j * K + a] * scale;
+        if (j == 0 || w[j] > top) top = w[j], au->lead = j;
+    }
+    au->scored++;
+    weigh(w, au->J, top, au->rate / sqrt((double)au->scored), au->floor_);
+}
+
+/* Write the estimates back to the selector's list; release the buffers */
+static int auto_close(Auto *au, int ok) {
+    for (Py_ssize_t j = 0; ok && au->est && j < au->J; j++) {
+        PyObject *value = PyFloat_FromDouble(au->est[j]);
+        if (!value) ok = 0;
+        else PyList_SetItem(au->estimates, j, value);
+    }
+    PyMem_Free(au->est);
+    RELEASE(&au->sqrt_grid, &au->scale, &au->prob, &au->weights);
+    return ok;
+}
+
 static PyObject *py_run_online(PyObject *self, PyObject *args) {
     Py_buffer a = {0}, b = {0}, a_inv = {0}, theta = {0}, updates = {0}, models = {0},
               index = {0}, value = {0}, played = {0}, reward = {0}, weight = {0},
@@ -945,18 +1033,26 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     Py_ssize_t start, n, R, K, L, D, refresh;
     int optimistic;
     double prior, lo, hi, tol;
-    PyObject *blocks = Py_None;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnpndddd|O", &a, &b,
+    PyObject *blocks = Py_None, *selector = Py_None;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnpndddd|OO", &a, &b,
                           &a_inv, &theta, &updates, &models, &index, &value, &played,
                           &reward, &weight, &budget, &pmf, &pred, &low, &high, &start, &n,
                           &R, &K, &L, &D, &optimistic, &refresh, &prior, &lo, &hi, &tol,
-                          &blocks))
+                          &blocks, &selector))
         return NULL;
+    Auto au_, *au = selector == Py_None ? NULL : &au_;
+    if (au && !auto_open(selector, n, K, au)) {
+        auto_close(au, 0);
+        RELEASE(&a, &b, &a_inv, &theta, &updates, &models, &index, &value, &played, &reward,
+                &weight, &budget, &pmf, &pred, &low, &high);
+        return NULL;
+    }
     Blocks blk;
     Py_buffer block_bufs[N_BLOCK_ARRAYS];
     Scratch t = {0};
     int blocked = blocks != Py_None, fits = 1;
     if (blocked && !get_blocks(blocks, D, &blk, block_bufs)) {
+        if (au) auto_close(au, 0);
         RELEASE(&a, &b, &a_inv, &theta, &updates, &models, &index, &value, &played, &reward,
                 &weight, &budget, &pmf, &pred, &low, &high);
         return NULL;
@@ -970,7 +1066,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
              expect(&pmf, n * K, 8, "pmf") && expect(&pred, n * K, 8, "pred") &&
              expect(&low, n * K, 8, "low") && expect(&high, n * K, 8, "high");
     const int64_t *model = models.buf, *act = played.buf;
-    ok = ok && models_ok(model, K, M) && labels_ok(act, start, n, K, &budget);
+    ok = ok && models_ok(model, K, M) && labels_ok(act, start, n, K, au ? &au->scale : &budget);
     if (ok && blocked && (M != 1 || !scratch_alloc(&t, &blk, L))) {
         if (M != 1) PyErr_SetString(PyExc_ValueError, "blocks are for one model");
         ok = 0;
@@ -1006,9 +1102,13 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
                 stale = -2;
                 break;
             }
-            decision(p, var, K, beta, lo, hi, optimistic, tol, lw, hg, pm);
+            if (au)
+                auto_decide(au, p, var, K, learned, optimistic, lo, hi, tol, lw, hg, pm);
+            else
+                decision(p, var, K, beta, lo, hi, optimistic, tol, lw, hg, pm);
             if (act[i] < 0) continue;
             Py_ssize_t m = model[act[i]], row = (i * R + (R == 1 ? 0 : act[i])) * L;
+            if (au) auto_credit(au, act[i], K, rw[i], ((const double *)au->prob.buf)[i], lo, hi);
             learned++;
             int due = learn_row(A, B, AI, TH, up, m, D, idx ? idx + row : NULL, val + row, L,
                                 wt[i], rw[i] - prior, refresh, blocked ? &blk : NULL, &t,
@@ -1027,6 +1127,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
         release_blocks(block_bufs);
     }
     PyMem_Free(spread);
+    if (au) ok = auto_close(au, ok);
     RELEASE(&a, &b, &a_inv, &theta, &updates, &models, &index, &value, &played, &reward,
             &weight, &budget, &pmf, &pred, &low, &high);
     if (!ok) return NULL;

@@ -127,6 +127,14 @@ class BudgetSelector:
         """``radii`` as the square roots of the grid and one scale (``n_labels`` > 0)."""
         return self._sqrt_grid, math.sqrt(math.log(n_actions * n_labels)) * span
 
+    @staticmethod
+    def radius_scales(n_labels: np.ndarray, n_actions: int, span: float,
+                      sqrt=math.sqrt, log=math.log) -> np.ndarray:
+        """`radius_factors`' scale for each count of labels (NaN for none: uniform play),
+        with the same functions (numpy's logarithm differs from them in the last bit)."""
+        return np.array([sqrt(log(n_actions * n)) * span if n else math.nan
+                         for n in n_labels.tolist()])
+
     def mix(self, pmfs: np.ndarray) -> np.ndarray:
         """The played distributions ``(n, K)`` from the candidates' ``(n, J, K)``
         (capped at 1, so that rounding never lifts a probability above it)."""
@@ -147,6 +155,20 @@ class BudgetSelector:
                                           self.rate / math.sqrt(self.n_scored), self.floor,
                                           weights)
         self._live = weights
+
+    def loop_spec(self, scales: np.ndarray, probs: np.ndarray) -> tuple:
+        """The selector as the compiled online loop takes it (`_ridge.run_online`, one
+        rebuild per label: it credits the candidates and weighs them anew in place, label by
+        label); ``scales[m]``: the radius scale after ``m`` more labels (NaN: none yet, uniform
+        play), ``probs``: each example's logged probability. `loop_done` after each call."""
+        self._weights = self._live = np.array(self._weights)  # its own, weighed in place
+        return (self._sqrt_grid, scales, probs, self._weights, self.estimates, self.rate,
+                self.floor, self.n_scored, self._leader)
+
+    def loop_done(self, labels: int) -> None:
+        """Take in the ``labels`` a call of the compiled loop scored (and froze)."""
+        self.n_scored += labels
+        self._leader = self._live_leader = self.estimates.index(max(self.estimates))
 
     def state(self) -> dict:
         """Diagnostics: the candidates, their weights and estimates, the leading budget."""

@@ -364,7 +364,7 @@ class RegCB:
         n, labelled = len(played), np.flatnonzero(played >= 0)
         encoded = isinstance(actions, EncodedRows)  # the joint class's rows, per context
         if self._compiled_replay():
-            return self._replay_compiled(contexts, actions, played, rewards, weights)
+            return self._replay_compiled(contexts, actions, played, rewards, probs, weights)
         decisions, start = [], 0
         while start < n:
             rest = labelled[labelled >= start]
@@ -452,21 +452,29 @@ class RegCB:
     def _compiled_replay(self) -> bool:
         """Whether ``replay`` can run in the oracle's compiled online loop."""
         return (getattr(self._oracle, "compiled", False) and self.schedule == "online"
-                and self._budget_kind in FIXED_BUDGETS
+                and (self._budget_kind in FIXED_BUDGETS or self._selector is not None
+                     and hasattr(self._oracle, "replay_auto"))
                 and self._epoch > self.warm_start_epochs)
 
-    def _replay_compiled(self, contexts, actions, played, rewards, weights) -> Decision:
+    def _replay_compiled(self, contexts, actions, played, rewards, probs, weights
+                         ) -> Decision:
         rows, models = self._rows(contexts, actions)
         k = rows.shape[1]
         if (played >= k).any():
             raise ValueError(f"played action index {int(played.max())} is not among the "
                              f"{k} offered actions")
         counts = self._n_labels + np.arange(np.count_nonzero(played >= 0) + 1)
-        budgets = self._budget_after(counts, k)
         lo, hi = self._range
-        pmf, prediction, low, high = self._oracle.replay_online(
-            rows, models, played, rewards, weights, budgets, self.variant == "optimistic",
-            self._range, TIE_TOLERANCE * (hi - lo))
+        optimistic, tolerance = self.variant == "optimistic", TIE_TOLERANCE * (hi - lo)
+        if self._selector is None:
+            pmf, prediction, low, high = self._oracle.replay_online(
+                rows, models, played, rewards, weights, self._budget_after(counts, k),
+                optimistic, self._range, tolerance)
+        else:
+            scales = self._selector.radius_scales(counts, k, hi - lo)
+            pmf, prediction, low, high = self._oracle.replay_auto(
+                rows, models, played, rewards, weights, probs, scales, self._selector,
+                optimistic, self._range, tolerance)
         self._n_labels += len(counts) - 1
         self._rebuilt(epochs=len(counts) - 1)  # one per label
         return Decision(pmf, prediction, low, high)

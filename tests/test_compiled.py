@@ -215,6 +215,27 @@ def test_automatic_budget_candidates_match_the_numpy_reference(variant):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("variant", ["optimistic", "elimination"])
+def test_compiled_replay_with_the_automatic_budget_is_the_general_one(variant):
+    """``replay`` with ``budget="auto"`` in the compiled online loop (the command's): the
+    decisions, the candidates' scores and the oracle's state of the general path, across
+    blocks and unlabelled rows."""
+    X, played, rewards = logged(1500, 26, seed=3)
+    played[::7] = -1
+    probs = np.random.default_rng(0).uniform(0.02, 1.0, len(X))
+    fast, general = (RegCB(variant, seed=0, budget="auto") for _ in range(2))
+    general._compiled_replay = lambda: False
+    for start in range(0, len(X), 400):
+        block = slice(start, start + 400)
+        got, want = (learner.replay(X[block], list(range(26)), played[block], rewards[block],
+                                    probs[block]) for learner in (fast, general))
+        for a, b in zip((got.pmf, got.prediction, got.low, got.high),
+                        (want.pmf, want.prediction, want.low, want.high)):
+            np.testing.assert_array_equal(a, b)
+    assert fast.budget_selection == general.budget_selection
+    np.testing.assert_array_equal(fast._oracle._a_inv, general._oracle._a_inv)
+
+
 @pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
 @pytest.mark.parametrize("variant", ["optimistic", "elimination"])
 def test_one_row_path_makes_the_general_paths_draws(variant, budget):

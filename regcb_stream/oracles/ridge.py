@@ -432,6 +432,22 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
                                    self.dim, self.prior_mean, sqrt_grid, scale, weights,
                                    optimistic, *reward_range, tolerance, uniform, pmfs)
 
+    def replay_auto(self, phi, models, played, rewards, weights, probs, scales, selector,
+                    optimistic: bool, reward_range: tuple[float, float], tolerance: float):
+        """``replay_online`` with the automatic budget's ``selector`` (`budget.BudgetSelector`):
+        ``scales[j]`` the candidates' radius scale after ``j`` more labels (NaN: uniform play),
+        each label scoring the candidates with its logged probability ``probs[i]``."""
+        self.rebuild()
+        index, value = _rows(phi)
+        models = self._model_ids(models)
+        out = np.empty((4, len(value), len(models)))
+        return self._loop(index, value, models, np.ascontiguousarray(played, dtype=np.int64),
+                          np.ascontiguousarray(rewards, dtype=float),
+                          np.ascontiguousarray(weights, dtype=float),
+                          np.ascontiguousarray(scales, dtype=float), optimistic, reward_range,
+                          tolerance, out,
+                          scoring=(selector, np.ascontiguousarray(probs, dtype=float)))
+
     def learn_dense(self, context: np.ndarray, intercept: float, model: int, y: float,
                     weight: float) -> bool:
         """``learn`` then ``rebuild`` of a dense context's row in one compiled call (nothing
@@ -444,17 +460,20 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         return stale is not None
 
     def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
-              reward_range, tolerance, out):
+              reward_range, tolerance, out, scoring=None):
         (n, r, width), k = value.shape, len(models)
         self._block_arrays(index, value)
         start = 0
         while start < n:
             blocks = self._blocks and self._blocks.arrays  # new ones after each refresh
+            spec = None if scoring is None else scoring[0].loop_spec(budgets, scoring[1])
             start, learned, stale = _ridge.run_online(
                 self._a, self._b, self._a_inv, self._theta, self._updates, models, index,
                 value, played, rewards, weights, budgets, *out, start, n, r, k, width,
                 self.dim, optimistic, self.refresh_every, self.prior_mean, *reward_range,
-                tolerance, blocks)
+                tolerance, blocks, spec)
+            if scoring is not None:
+                scoring[0].loop_done(learned)
             budgets = budgets[learned:]
             if stale >= 0:
                 self._invert(stale)
