@@ -125,14 +125,13 @@ class BudgetSelector:
     def radius_factors(self, n_labels: int, n_actions: int, span: float
                        ) -> tuple[np.ndarray, float]:
         """``radii`` as the square roots of the grid and one scale (``n_labels`` > 0)."""
-        return self._sqrt_grid, math.sqrt(math.log(n_actions * n_labels)) * span
+        return self._sqrt_grid, _radius_scale(n_labels, n_actions, span)
 
     @staticmethod
-    def radius_scales(n_labels: np.ndarray, n_actions: int, span: float,
-                      sqrt=math.sqrt, log=math.log) -> np.ndarray:
+    def radius_scales(n_labels: np.ndarray, n_actions: int, span: float) -> np.ndarray:
         """`radius_factors`' scale for each count of labels (NaN for none: uniform play),
-        with the same functions (numpy's logarithm differs from them in the last bit)."""
-        return np.array([sqrt(log(n_actions * n)) * span if n else math.nan
+        in plain floats (numpy's logarithm differs from math's in the last bit)."""
+        return np.array([_radius_scale(n, n_actions, span) if n else math.nan
                          for n in n_labels.tolist()])
 
     def mix(self, pmfs: np.ndarray) -> np.ndarray:
@@ -175,6 +174,12 @@ class BudgetSelector:
         return {"mellowness": self.grid.tolist(), "weights": self._live_weights().tolist(),
                 "estimates": list(self.estimates), "n_scored": self.n_scored,
                 "leader": float(self.grid[self.estimates.index(max(self.estimates))])}
+
+
+def _radius_scale(n_labels: int, n_actions: int, span: float) -> float:
+    """The candidates' radii over the square roots of their mellowness: ``sqrt(ln(K n))``
+    times the reward span (VW's budget form, `schedules.loss_budget`)."""
+    return math.sqrt(math.log(n_actions * n_labels)) * span
 
 
 def candidate_decisions(selector: BudgetSelector, oracle, rule, phi, models, n_labels: int,
