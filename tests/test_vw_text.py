@@ -6,6 +6,7 @@ import io
 import math
 import os
 import random
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -553,3 +554,46 @@ def test_block_label_reader_equals_the_line_by_line_reader(lines):
         if learnable:
             assert (block.cost[i], block.prob[i]) == (line.label.cost, line.label.prob)
         assert (block.tags[i], block.bodies[i]) == (line.tag, line.body)
+
+
+# -- whole ADF examples taken by the compiled reader ------------------------------------
+
+ADF_LINES = ["shared |s a:1 b:2", "shared 't9 |s a:1", "|a x", "|a y:0.5", "0:1:0.5 |a x",
+             "0:0:0.25 |a y:0.5", "'tag |a x", "0:1:0.5 'tag |a x", "", "", "   ", "|a x\r",
+             "\ufeff|a x", "0:2 |a x", "shared |s é:1", "|a é", "oops", "1:2:0 |a x",
+             "shared |a x"]
+
+
+def _read_adf(text: str, fast: bool, chunk: int, max_lines: int, lenient: bool):
+    from regcb_stream.io.read_ahead import ReadAhead
+
+    with tempfile.TemporaryFile() as f:
+        f.write(text.encode("utf-8"))
+        f.seek(0)
+        lines = ReadAhead(f.fileno(), chunk=chunk)
+        if not fast:
+            lines.take_adf = None
+        errors = []
+        try:
+            examples = list(iter_adf(lines, errors.append if lenient else None,
+                                     shared_text=True, max_lines=max_lines))
+        except VWParseError as error:
+            return "raised", str(error)
+        return examples, [str(e) for e in errors]
+
+
+#: lines the compiled reader takes (after the first of each kind), with a few it does not
+ADF_COMMON = ["shared |s a:1 b:2", "|a x", "|a y:0.5", "0:1:0.5 |a x", "0:0:0.25 |a y:0.5",
+              "0:1:0.5 'tag |a x", "'tag |a x", "", "", "", "0:2 |a x", "oops"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([ADF_LINES, ADF_COMMON]).flatmap(
+           lambda kinds: st.lists(st.sampled_from(kinds), max_size=80)),
+       st.sampled_from([16, 64, 4096]), st.sampled_from([2, 10_000]), st.booleans())
+def test_compiled_adf_examples_read_as_line_by_line(lines, chunk, max_lines, lenient):
+    """The compiled reader of whole ADF examples (`ReadAhead.take_adf`) gives the examples,
+    line numbers and errors of the line-by-line reader, across chunk boundaries."""
+    text = "\n".join(lines) + "\n"
+    assert (_read_adf(text, True, chunk, max_lines, lenient)
+            == _read_adf(text, False, chunk, max_lines, lenient))

@@ -536,6 +536,155 @@ static PyObject *py_known_run(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(i);
 }
 
+PyDoc_STRVAR(adf_examples_doc,
+"adf_examples(lines, start, memo, heads, max_lines, line_no, example, label, tail)\n"
+"    -> (stop, examples)\n"
+"Whole ADF examples from lines[start:] in the common case of vw_text.iter_adf's reader\n"
+"(shared_text): an optional first line 'shared |<text>', then action lines that are keys\n"
+"of memo (plain lines read before), or whose text from the first '|' is one and whose text\n"
+"before it is a key of heads (a label and tag read before), then an empty line. Stops\n"
+"before the first example with anything else, or not complete in lines: the caller reads\n"
+"it line by line (and raises its errors). Returns the index after the examples taken and\n"
+"the examples: example(shared, actions, label, tag, line_no, text, *tail), label(index of\n"
+"the labelled line, cost, prob), both tuple types made as tuple.__new__ makes them (tail:\n"
+"the example's other fields); line_no numbers lines[start].");
+
+/* An instance of a tuple type (a NamedTuple) from its items, as tuple.__new__(type, items)
+ * makes it (the type's own __new__ is Python code) */
+static PyObject *make_tuple(PyObject *type, PyObject *items) {
+    if (!items) return NULL;
+    PyObject *args = PyTuple_Pack(1, items);
+    Py_DECREF(items);
+    if (!args) return NULL;
+    PyObject *out = PyTuple_Type.tp_new((PyTypeObject *)type, args, NULL);
+    Py_DECREF(args);
+    return out;
+}
+
+/* One example from lines[j] on (j at its first line); 1 and the example, or 0 if it is not
+ * one this path takes (nothing taken), or -1 on an error. *end: the index of its empty
+ * line. */
+static int adf_example(PyObject *lines, Py_ssize_t j, PyObject *memo, PyObject *heads,
+                       Py_ssize_t max_lines, Py_ssize_t number, PyObject *example_type,
+                       PyObject *label_type, PyObject *tail, PyObject *acts,
+                       Py_ssize_t *end, PyObject **example) {
+    Py_ssize_t n = PyList_GET_SIZE(lines), first = j;
+    PyObject *shared = NULL, *label = NULL, *tag = Py_None;
+    int status = 0;
+    if (PyList_SetSlice(acts, 0, PyList_GET_SIZE(acts), NULL) < 0) return -1;
+    PyObject *line = PyList_GET_ITEM(lines, j);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(line);
+    if (PyUnicode_READ_CHAR(line, len - 1) == '\r' || PyUnicode_READ_CHAR(line, 0) == 0xFEFF)
+        return 0;  /* the example's text is the line cleaned of these */
+    if (PyUnicode_IS_ASCII(line) && len >= 8 &&
+        memcmp(PyUnicode_DATA(line), "shared |", 8) == 0 &&
+        PyUnicode_FindChar(line, '\r', 0, len, 1) < 0) {  /* (ASCII: no other newline) */
+        PyObject *rest = PyUnicode_Substring(line, 7, len);
+        if (!rest) return -1;
+        PyObject *known = PyDict_GetItemWithError(memo, rest);  /* the reader's quirk */
+        Py_DECREF(rest);
+        if (known || PyErr_Occurred()) return known ? 0 : -1;
+        if (!(shared = PyUnicode_Substring(line, 8, len))) return -1;
+        j++;
+    }
+    for (; j < n; j++) {
+        line = PyList_GET_ITEM(lines, j);
+        len = PyUnicode_GET_LENGTH(line);
+        if (len == 0) break;
+        if (PyList_GET_SIZE(acts) >= max_lines) goto done;  /* the reader's error */
+        PyObject *feats = PyDict_GetItemWithError(memo, line), *head_line = NULL;
+        if (!feats && PyErr_Occurred()) goto fail;
+        if (!feats) {  /* a label (and tag) before features read before */
+            Py_ssize_t bar = PyUnicode_IS_ASCII(line) ? PyUnicode_FindChar(line, '|', 0, len, 1)
+                                                      : -1;
+            if (bar <= 0 || PyUnicode_READ_CHAR(line, len - 1) == '\r') goto done;
+            PyObject *rest = PyUnicode_Substring(line, bar, len),
+                     *head = PyUnicode_Substring(line, 0, bar);
+            if (rest && head) {
+                feats = PyDict_GetItemWithError(memo, rest);
+                if (feats) head_line = PyDict_GetItemWithError(heads, head);
+            }
+            Py_XDECREF(rest);
+            Py_XDECREF(head);
+            if (PyErr_Occurred()) goto fail;
+            if (!feats || !head_line || !PyTuple_Check(head_line) ||
+                PyTuple_GET_SIZE(head_line) < 4 ||
+                PyTuple_GET_ITEM(head_line, 3) != Py_False)
+                goto done;
+            PyObject *parsed = PyTuple_GET_ITEM(head_line, 1);
+            if (parsed != Py_None) {
+                if (label || !PyTuple_Check(parsed) || PyTuple_GET_SIZE(parsed) < 3) goto done;
+                label = make_tuple(label_type,
+                                   Py_BuildValue("(nOO)", PyList_GET_SIZE(acts),
+                                                 PyTuple_GET_ITEM(parsed, 1),
+                                                 PyTuple_GET_ITEM(parsed, 2)));
+                if (!label) goto fail;
+            }
+            if (j == first) tag = PyTuple_GET_ITEM(head_line, 2);
+        }
+        if (PyList_Append(acts, feats) < 0) goto fail;
+    }
+    if (j >= n) goto done;  /* no empty line yet */
+    PyObject *actions = PyList_AsTuple(acts);
+    if (!actions) goto fail;
+    PyObject *head = Py_BuildValue("(OOOOnO)", shared ? shared : Py_None, actions,
+                                   label ? label : Py_None, tag, number,
+                                   PyList_GET_ITEM(lines, first));
+    Py_DECREF(actions);
+    *example = make_tuple(example_type, head ? PySequence_Concat(head, tail) : NULL);
+    Py_XDECREF(head);
+    if (!*example) goto fail;
+    *end = j;
+    status = 1;
+    goto done;
+fail:
+    status = -1;
+done:
+    Py_XDECREF(shared);
+    Py_XDECREF(label);
+    return status;
+}
+
+static PyObject *py_adf_examples(PyObject *self, PyObject *args) {
+    PyObject *lines, *memo, *heads, *example_type, *label_type, *tail;
+    Py_ssize_t start, max_lines, line_no;
+    if (!PyArg_ParseTuple(args, "O!nO!O!nnO!O!O!", &PyList_Type, &lines, &start, &PyDict_Type,
+                          &memo, &PyDict_Type, &heads, &max_lines, &line_no, &PyType_Type,
+                          &example_type, &PyType_Type, &label_type, &PyTuple_Type, &tail))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)example_type, &PyTuple_Type) ||
+        !PyType_IsSubtype((PyTypeObject *)label_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "example and label must be tuple types");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0), *acts = PyList_New(0);
+    Py_ssize_t n = PyList_GET_SIZE(lines), i = start < 0 ? 0 : start, taken = i;
+    int status = out && acts ? 1 : -1;
+    while (status == 1 && i < n) {
+        Py_ssize_t j = i;
+        while (j < n && PyUnicode_GET_LENGTH(PyList_GET_ITEM(lines, j)) == 0) j++;
+        if (j >= n) {  /* empty lines between examples: taken */
+            taken = j;
+            break;
+        }
+        PyObject *example = NULL;
+        Py_ssize_t end = j;
+        status = adf_example(lines, j, memo, heads, max_lines, line_no + (j - start),
+                             example_type, label_type, tail, acts, &end, &example);
+        if (status == 1) {
+            if (PyList_Append(out, example) < 0) status = -1;
+            Py_DECREF(example);
+            i = taken = end + 1;
+        }
+    }
+    Py_XDECREF(acts);
+    if (status < 0) {
+        Py_XDECREF(out);
+        return NULL;
+    }
+    return Py_BuildValue("nN", taken, out);
+}
+
 PyDoc_STRVAR(slot_columns_doc,
 "slot_columns(keys, table, first, out) -> fresh\n"
 "The columns of hashed keys (uint64) into out (int64): table[key & (len(table) - 1)], a\n"
@@ -619,6 +768,7 @@ static PyMethodDef methods[] = {
     {"hashes", py_hashes, METH_VARARGS, hashes_doc},
     {"labels", py_labels, METH_VARARGS, labels_doc},
     {"known_run", py_known_run, METH_VARARGS, known_run_doc},
+    {"adf_examples", py_adf_examples, METH_VARARGS, adf_examples_doc},
     {"slot_columns", py_slot_columns, METH_VARARGS, slot_columns_doc},
     {"merge_repeats", py_merge_repeats, METH_VARARGS, merge_repeats_doc},
     {NULL, NULL, 0, NULL},

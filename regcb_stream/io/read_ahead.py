@@ -78,6 +78,19 @@ class ReadAhead:
         self._next = _scan.known_run(self._lines, start, known, out, limit)
         return self._next - start
 
+    def take_adf(self, memo: dict, heads: dict, max_lines: int, line_no: int, *types
+                 ) -> tuple[list, int]:
+        """The whole ADF examples of the buffered lines that follow, as far as
+        ``_scan.adf_examples`` takes them (``line_no``: the number of the next line;
+        ``types``: the example's and the label's, and the example's remaining fields), and
+        how many lines they took (consumed)."""
+        if _scan is None:
+            return [], 0
+        start = self._next
+        self._next, examples = _scan.adf_examples(self._lines, start, memo, heads, max_lines,
+                                                  line_no, *types)
+        return examples, self._next - start
+
     def _read(self) -> bytes:
         """The next bytes of the input, decompressed if it is gzip ("" at its end)."""
         data = os.read(self._fd, self._chunk)
@@ -155,6 +168,9 @@ class Concatenated:
 
     def take_known(self, known: dict, out: list, limit: int) -> int:
         return self._readers[0].take_known(known, out, limit) if self._readers else 0
+
+    def take_adf(self, *args) -> tuple[list, int]:
+        return self._readers[0].take_adf(*args) if self._readers else ([], 0)
 
     def ready(self) -> bool:
         return not self._readers or self._readers[0].ready()

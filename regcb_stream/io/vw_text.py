@@ -85,6 +85,8 @@ class VWParseError(ValueError):
 
 
 OnError = Callable[[VWParseError], None]
+#: an ADF example's fields after its text, as read from text (their defaults)
+_ADF_TAIL = tuple(ADFExample._field_defaults[f] for f in ADFExample._fields[6:])
 _NO_HEAD = Line((), None, None)
 
 
@@ -425,6 +427,8 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
     st = _Reader(cache_size, max_lines, shared_text)
     memo, acts, skipping, no = st.memo, st.acts, False, first_line - 1
     known = getattr(lines, "take_known", None)  # `ReadAhead`: runs of repeated lines at once
+    # and whole examples of repeated lines, compiled (the shared line's features as text)
+    examples = getattr(lines, "take_adf", None) if shared_text else None
     for raw in lines:
         no += 1
         feats = memo.get(raw)
@@ -439,6 +443,11 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
                 yield st.pop()
                 acts = st.acts
             skipping = False
+            if examples is not None:
+                taken, n_lines = examples(memo, st.heads, max_lines, no + 1, ADFExample, Label,
+                                          _ADF_TAIL)
+                no += n_lines
+                yield from taken
         elif not skipping:
             try:
                 st.add(st.parse(raw, text), no, text)
