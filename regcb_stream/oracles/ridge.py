@@ -32,27 +32,28 @@ class OnlineLoop:
                          reward_range, tolerance)  # (no labels: rewards, weights unread)
 
     def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
-                      reward_range: tuple[float, float], tolerance: float):
+                      reward_range: tuple[float, float], tolerance: float, **options):
         """Decide and learn a block of logged examples in order, rebuilding after every
         label (the ``online`` schedule), in the compiled loop.
 
         ``played[i]``: the column learned after example ``i``'s decision (-1: none),
-        ``budgets[j]``: the budget after ``j`` more labels (NaN: uniform play). Returns the
-        distributions, predictions and clipped bounds, ``(n, K)`` each."""
+        ``budgets[j]``: the budget after ``j`` more labels (NaN: uniform play); ``options``:
+        the oracle's own (``_loop``'s). Returns the distributions, predictions and clipped
+        bounds, ``(n, K)`` each."""
         self.rebuild()  # nothing may be pending when the loop starts
         return self._run(phi, models, np.ascontiguousarray(played, dtype=np.int64),
                          np.ascontiguousarray(rewards, dtype=float),
                          np.ascontiguousarray(weights, dtype=float),
                          np.ascontiguousarray(budgets, dtype=float), optimistic,
-                         reward_range, tolerance)
+                         reward_range, tolerance, **options)
 
     def _run(self, phi, models, played, rewards, weights, budgets, optimistic, reward_range,
-             tolerance):
+             tolerance, **options):
         index, value = _rows(phi)
         models = self._model_ids(models)
         out = np.empty((4, len(value), len(models)))
         return self._loop(index, value, models, played, rewards, weights, budgets, optimistic,
-                          reward_range, tolerance, out)
+                          reward_range, tolerance, out, **options)
 
     def _model_ids(self, models) -> np.ndarray:
         """Model ids as a contiguous int64 array (from an array or a slice)."""
@@ -437,16 +438,9 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         """``replay_online`` with the automatic budget's ``selector`` (`budget.BudgetSelector`):
         ``scales[j]`` the candidates' radius scale after ``j`` more labels (NaN: uniform play),
         each label scoring the candidates with its logged probability ``probs[i]``."""
-        self.rebuild()
-        index, value = _rows(phi)
-        models = self._model_ids(models)
-        out = np.empty((4, len(value), len(models)))
-        return self._loop(index, value, models, np.ascontiguousarray(played, dtype=np.int64),
-                          np.ascontiguousarray(rewards, dtype=float),
-                          np.ascontiguousarray(weights, dtype=float),
-                          np.ascontiguousarray(scales, dtype=float), optimistic, reward_range,
-                          tolerance, out,
-                          scoring=(selector, np.ascontiguousarray(probs, dtype=float)))
+        return self.replay_online(phi, models, played, rewards, weights, scales, optimistic,
+                                  reward_range, tolerance,
+                                  scoring=(selector, np.ascontiguousarray(probs, dtype=float)))
 
     def learn_dense(self, context: np.ndarray, intercept: float, model: int, y: float,
                     weight: float) -> bool:
