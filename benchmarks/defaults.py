@@ -2,7 +2,9 @@
 
 1. **Choice, leave one dataset out.** Every configuration of :data:`GRID` (variant, weight
    of the optimistic ridge prior, mellowness of VW's budget form ``c ln(K n)``, online
-   updates) runs on the 16 UCI streams x 5 repetitions of the harness's protocol
+   updates; a linear model: ``random_features=0``, whose map
+   ``benchmarks/random_features.py`` chooses next, on top of this choice) runs on the 16 UCI
+   streams x 5 repetitions of the harness's protocol
    (``regcb_stream.bench.harness``: same streams, holdout split and action draws as
    ``docs/results.md``). For each stream, the configuration with the best mean progressive
    reward on the *other* 15 is scored on it: those held-out scores are what a default chosen
@@ -11,8 +13,9 @@
    divided by the grid's range), so that every stream weighs alike whatever its spread; the
    report gives the plain mean's choice too. The default is the configuration chosen on all
    16.
-2. **What a new user gets.** ``RegCB()`` with no arguments (it must be the chosen
-   configuration: the script checks), next to each VW explorer at its default setting
+2. **What a new user gets.** ``RegCB()`` with no arguments (its linear part must be the
+   chosen configuration: the script checks; its random features are the setting of
+   ``docs/random_features.md``), next to each VW explorer at its default setting
    (``--cb_explore_adf -q sa`` plus ``--epsilon 0.05``, ``--squarecb``, ``--regcb``,
    ``--regcbopt``, and ``--regcbopt --mellowness 0.001``), River's
    ``bandit.LinUCBDisjoint()`` with its defaults, and VW's best explorer tuned per stream
@@ -83,7 +86,8 @@ def _algorithm(name: str, problem, rep: int):
     algo = RegCBAlgorithm("optimistic", "ridge", 1e-3, k, rep, "online")
     params = dict(GRID[name])
     l2 = params.pop("l2")
-    algo.learner = RegCB(oracle=RidgeOracle(l2=l2, prior="optimistic"), seed=rep, **params)
+    algo.learner = RegCB(oracle=RidgeOracle(l2=l2, prior="optimistic"), seed=rep,
+                         random_features=0, **params)  # the linear stage
     return algo
 
 
@@ -96,10 +100,11 @@ def run(task: tuple) -> dict:
             "progressive": record["progressive"], "seconds": record["seconds"]}
 
 
-def realizable_growth(variant: str, n: int = 20_000) -> float:
-    """R(T)/R(T/2) of ``RegCB(variant)`` with the defaults on the realizable linear problem."""
+def realizable_growth(variant: str, seed: int = 0, n: int = 20_000) -> float:
+    """R(T)/R(T/2) of ``RegCB(variant, seed=seed)`` (the defaults otherwise) on the
+    realizable linear problem."""
     X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(n, seed=1)
-    learner, actions = RegCB(variant, seed=0), list(range(5))
+    learner, actions = RegCB(variant, seed=seed), list(range(5))
     regret = np.empty(n)
     for t, x in enumerate(X):
         action, prob, info = learner.predict(x, actions)
@@ -152,10 +157,11 @@ def sweep_envelope(prefix: str = "VW ") -> dict:
     (best fixed setting of each family, their maximum), from the per-family table of
     ``docs/results.md``: VW's best explorer, or this package's own tuned best."""
     lines = (ROOT / "docs" / "results.md").read_text(encoding="utf-8").splitlines()
-    start = next(i for i, line in enumerate(lines)
-                 if line.startswith("| stream | RegCB-elim (ridge)"))
+    title = lines.index("## Best fixed progressive reward per family")
+    start = next(i for i in range(title, len(lines)) if lines[i].startswith("| stream |"))
     header = [cell.strip() for cell in lines[start].strip("|").split("|")]
-    vw = [i for i, name in enumerate(header) if name.startswith(prefix)]
+    vw = [i for i, name in enumerate(header)
+          if name.startswith(prefix) and name != "RegCB (defaults)"]
     best = {}
     for line in lines[start + 2:]:
         if not line.startswith("|"):
@@ -184,7 +190,8 @@ def report(results: list[dict], growth: dict, seconds: float, reps: int) -> str:
         "## Choice by leave-one-dataset-out",
         "",
         "The grid: " + "; ".join(GRID) + ". Every configuration uses the optimistic ridge "
-        "(`RidgeOracle(l2, prior=\"optimistic\")`) and VW's budget form `c ln(K n)`.",
+        "(`RidgeOracle(l2, prior=\"optimistic\")`), VW's budget form `c ln(K n)` and the "
+        "contexts as they are (`random_features=0`).",
         "",
         "| held-out stream | chosen on the other 15 | its held-out score | best in the grid "
         "(tuned on the stream) |",
@@ -196,7 +203,8 @@ def report(results: list[dict], growth: dict, seconds: float, reps: int) -> str:
         f"| **mean** | | **{np.mean([loo[s][1] for s in STREAMS]):.4f}** | "
         f"{np.mean(list(own_best.values())):.4f} |",
         "",
-        f"Chosen on all 16 streams (the shipped default, `RegCB()`): **{chosen_all}** "
+        f"Chosen on all 16 streams (the shipped default's linear part; `RegCB()` adds the "
+        f"random features of `docs/random_features.md`): **{chosen_all}** "
         f"(mean normalized relative loss {relative_loss(means, chosen_all, STREAMS):.3f}). "
         "Choosing by the plain mean instead: held-out mean "
         f"{np.mean([loo_mean[s][1] for s in STREAMS]):.4f}, and on all 16 streams "
@@ -249,8 +257,9 @@ def report(results: list[dict], growth: dict, seconds: float, reps: int) -> str:
         f"LinUCBDisjoint() {means[(LINUCB, 'letter')]:.4f}.",
         "- realizable linear problem (K = 5, d = 10, 20,000 rounds), regret growth "
         "R(T)/R(T/2) with the defaults: " + ", ".join(
-            f"`RegCB(\"{v}\")` {g:.2f}" for v, g in growth.items()) + " (1.0: regret stopped "
-        "growing; 2.0: linear).",
+            f"`RegCB(\"{v}\")` {g[0]:.2f} (seeds 0-{len(g) - 1}, each its own random "
+            f"features' map: {min(g):.2f}-{max(g):.2f})" for v, g in growth.items())
+        + " (1.0: regret stopped growing; 2.0: linear).",
         "",
     ]
     check = _defaults_match(chosen_all)
@@ -295,7 +304,8 @@ def main(argv=None) -> None:
             results.append(record)
     results = [r for r in results if (r["name"], r["stream"], r["rep"], r["max_train"])
                in set(tasks)]
-    growth = {v: realizable_growth(v) for v in ("elimination", "optimistic")}
+    growth = {v: [realizable_growth(v, seed) for seed in range(8)]
+              for v in ("elimination", "optimistic")}
     text = report(results, growth, sum(r["seconds"] for r in results), args.reps)
     pathlib.Path(args.output).write_text(text, encoding="utf-8")
     print(text)

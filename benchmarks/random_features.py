@@ -1,26 +1,31 @@
-"""``RegCB(random_features=D, random_scale=s)``: the defaults with random Fourier features,
-against ``RegCB()`` and the peers at their defaults.
+"""The random Fourier features of ``RegCB()``: how their setting was chosen, and what a new
+user gets with them next to the peers at their defaults.
 
 A linear oracle fits the UCI streams' rewards (a class indicator, or its noisy matrix) badly:
 a full-information ridge on satimage-noise plays worse than the bandit learners do. Random
 Fourier features (Rahimi and Recht, NIPS 2007; `regcb_stream.random_features`) make the same
-ridge a kernel ridge approximation: each context ``x`` (d standardized features) gets ``D``
-more, ``0.5 cos(w_j . x + b_j)`` with ``w_j ~ N(0, s^2 I / d)`` and ``b_j ~ U[0, 2 pi)``, drawn
-once from the learner's seed.
+ridge a kernel ridge approximation: each dense context ``x`` (d standardized features) gets
+``D`` more, ``a (cos(w_j . x + b_j) - cos b_j)`` with ``w_j ~ N(0, I / d)`` and ``b_j ~ U[0,
+2 pi)``, drawn once from the learner's seed, and a context wider than ``width`` features has
+its linear part scaled by ``sqrt(width / d)``.
 
-Every setting of :data:`GRID` (D, s) runs ``RegCB`` with the defaults otherwise
-(`docs/defaults.md`) on the 16 UCI streams x 5 repetitions of the harness's protocol (the
-same streams, holdout split and action draws as ``docs/defaults.md``). The setting is
-chosen by leave one dataset out (for each stream, the best mean progressive reward on the
-other 15); the held-out scores are what a user gets on a stream the setting was not chosen
-on. The peers' numbers (River's
-``LinUCBDisjoint()``, each VW explorer at its default, ``RegCB()`` without features) are read
-from ``results/defaults.jsonl``, the runs of ``benchmarks/defaults.py`` (same protocol and
-seeds): run it first.
+Every setting of :data:`GRID` (D, a, width) runs ``RegCB`` with the linear defaults chosen by
+``benchmarks/defaults.py`` on the 16 UCI streams x 5 repetitions of the harness's protocol
+(the same streams, holdout split and action draws as ``docs/defaults.md``), and on the
+realizable linear problem of the defaults' bar (K = 5, d = 10, 20,000 rounds) with both
+variants and :data:`MAP_SEEDS` seeds (each seed draws another map). A setting is eligible if
+its regret growth R(T)/R(T/2) there is at most 1.6 for every seed and both variants: random
+features must not cost the guarantee on a problem the linear class fits. Among the eligible
+settings, the setting is chosen by leave one dataset out (for each stream, the best mean
+progressive reward on the other 15); the held-out scores are what a user gets on a stream
+the setting was not chosen on. The setting chosen on all 16 is ``RegCB()``'s (the script
+checks). The peers' numbers (River's ``LinUCBDisjoint()``, each VW explorer at its default,
+the linear defaults, ``RegCB(random_features=0)``) are read from ``results/defaults.jsonl``,
+the runs of ``benchmarks/defaults.py`` (same protocol and seeds): run it first.
 
 From the repository root::
 
-    .venv/bin/python benchmarks/random_features.py [--jobs 2] [--reps 5]   # ~20 minutes
+    .venv/bin/python benchmarks/random_features.py [--jobs 2] [--reps 5]   # ~15 minutes
 
 Runs are kept in ``results/random_features.jsonl`` (resumable); writes
 ``docs/random_features.md``.
@@ -43,25 +48,51 @@ from regcb_stream import RegCB
 from regcb_stream.bench.harness import problems, protocol
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
+from regcb_stream.learner import DEFAULT_RANDOM_FEATURES
+from regcb_stream.random_features import AMPLITUDE, WIDTH, RandomFeatures
+from regcb_stream.synthetic import LinearProblem
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
-GRID = {f"D={d} s={s:g}": (d, s) for d in (32, 64, 128) for s in (0.5, 1.0, 2.0)}
-PLAIN = "RegCB()"
+GRID = {f"D={d} a={a:g} width={w}": (d, a, w) for d in (32, 64) for a in (0.25, 0.35, 0.5)
+        for w in (8, 16, None)}
+MAP_SEEDS = range(8)  # the maps drawn on the realizable problem
+VARIANTS = ("optimistic", "elimination")
+LINEAR = "RegCB(random_features=0)"
 PEERS = ("River LinUCBDisjoint()", "VW --epsilon 0.05", "VW --squarecb", "VW --regcb",
          "VW --regcbopt", "VW --regcbopt --mellowness 0.001")
 
 
+def features(name: str, seed: int) -> RandomFeatures:
+    n_features, amplitude, width = GRID[name]
+    return RandomFeatures(n_features, 1.0, seed, amplitude=amplitude, width=width)
+
+
 def run(task: tuple) -> dict:
-    """Progressive reward of one (setting, stream, repetition)."""
+    """Progressive reward of one (setting, stream, repetition), or the regret growth of one
+    (setting, variant, map seed) on the realizable problem (stream ``"realizable"``)."""
     name, stream, rep = task
+    if stream == "realizable":
+        variant, seed = rep
+        return {"name": name, "stream": stream, "rep": rep, "seconds": 0.0,
+                "growth": growth(RegCB(variant, seed=seed, random_features=features(name, seed)))}
     problem = problems.load_problem(stream, rep)
-    n_features, scale = GRID[name]
     algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
-    algo.learner = RegCB(seed=rep, random_features=n_features, random_scale=scale)
+    algo.learner = RegCB(seed=rep, random_features=features(name, rep))
     record = protocol.run_protocol(algo, problem, rep)
     return {"name": name, "stream": stream, "rep": rep, "progressive": record["progressive"],
             "seconds": record["seconds"]}
+
+
+def growth(learner: RegCB, n: int = 20_000) -> float:
+    """R(T)/R(T/2) of ``learner`` on the realizable linear problem of the defaults' bar."""
+    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(n, seed=1)
+    regret, actions = np.empty(n), list(range(5))
+    for t, x in enumerate(X):
+        action, prob, info = learner.predict(x, actions)
+        regret[t] = means[t].max() - means[t, action]
+        learner.learn(x, action, rewards[t, action], prob, **info)
+    return float(regret.sum() / regret[: n // 2].sum())
 
 
 def _means(rows: list[dict]) -> dict:
@@ -72,49 +103,89 @@ def _means(rows: list[dict]) -> dict:
 
 
 def report(ours: list[dict], peers: list[dict], command: str, seconds: float) -> str:
-    means = {**_means([r for r in peers if r["max_train"] is None]), **_means(ours)}
-    missing = [n for n in (PLAIN, *PEERS) if (n, STREAMS[0]) not in means]
-    if missing:
-        raise SystemExit(f"results/defaults.jsonl lacks {missing}: run benchmarks/defaults.py")
-    best_on = {held: max(GRID, key=lambda g: np.mean([means[(g, s)] for s in STREAMS
-                                                     if s != held])) for held in STREAMS}
-    chosen = max(GRID, key=lambda g: np.mean([means[(g, s)] for s in STREAMS]))
+    means = {**_means([r for r in peers if r["max_train"] is None]),
+             **_means([r for r in ours if r["stream"] != "realizable"])}
+    linear = linear_default(means)
+    means.update({(LINEAR, s): means[(linear, s)] for s in STREAMS})
+    worst = defaultdict(dict)  # setting -> variant -> largest growth over the maps
+    for r in ours:
+        if r["stream"] == "realizable":
+            variant = r["rep"][0]
+            worst[r["name"]][variant] = max(worst[r["name"]].get(variant, 0.0), r["growth"])
+    eligible = [g for g in GRID if max(worst[g].values()) <= 1.6]
+    if not eligible:
+        raise SystemExit("no setting keeps the realizable growth <= 1.6")
+    best_on = {held: max(eligible, key=lambda g: np.mean([means[(g, s)] for s in STREAMS
+                                                         if s != held])) for held in STREAMS}
+    chosen = max(eligible, key=lambda g: np.mean([means[(g, s)] for s in STREAMS]))
     held_out = {s: means[(best_on[s], s)] for s in STREAMS}
+    columns = (LINEAR, *PEERS)
     lines = [
-        "# RegCB with random Fourier features",
+        "# RegCB's random Fourier features: how their setting was chosen, and what they get",
         "",
         f"- command: `{command}`",
         f"- {stamp()}; {len(ours)} runs, {seconds:.0f} s of runs",
         "- protocol: the harness's (`docs/defaults.md`): 16 UCI streams x 5 repetitions, "
-        "progressive reward, `RegCB(random_features=D, random_scale=s)`: the defaults with D "
-        "random features `0.5 cos(w . x + b)` appended to the contexts (`w ~ N(0, s^2 I / d)`)",
+        "progressive reward; `RegCB()`'s linear defaults (chosen by `benchmarks/defaults.py`: "
+        f"{linear}) with D random features `a (cos(w . x + b) - cos b)` appended to the "
+        "contexts (`w ~ N(0, I / d)`), the linear part of a context wider than `width` "
+        "features scaled by `sqrt(width / d)`",
+        f"- eligible: regret growth R(T)/R(T/2) <= 1.6 on the realizable linear problem for "
+        f"both variants and each of {len(MAP_SEEDS)} maps (seeds {MAP_SEEDS.start}"
+        f"-{MAP_SEEDS.stop - 1})",
         "",
         "## The setting chosen by leave one dataset out, and what the others get",
         "",
-        "| stream | chosen on the other 15 | held out | `RegCB()` without | "
-        + " | ".join(PEERS) + " |",
-        "|---|---|---:|---:|" + "---:|" * len(PEERS),
+        "| stream | chosen on the other 15 | held out | " + " | ".join(columns) + " |",
+        "|---|---|---:|" + "---:|" * len(columns),
     ]
     for s in STREAMS:
-        lines.append(f"| {s} | {best_on[s]} | {held_out[s]:.4f} | {means[(PLAIN, s)]:.4f} | "
-                     + " | ".join(f"{means[(p, s)]:.4f}" for p in PEERS) + " |")
-    mean_of = {p: np.mean([means[(p, s)] for s in STREAMS]) for p in (PLAIN, *PEERS)}
+        lines.append(f"| {s} | {best_on[s]} | {held_out[s]:.4f} | "
+                     + " | ".join(f"{means[(p, s)]:.4f}" for p in columns) + " |")
+    mean_of = {p: np.mean([means[(p, s)] for s in STREAMS]) for p in columns}
     lines.append(f"| **mean** | | **{np.mean(list(held_out.values())):.4f}** | "
-                 f"{mean_of[PLAIN]:.4f} | " + " | ".join(f"{mean_of[p]:.4f}" for p in PEERS)
-                 + " |")
-    at_least = {p: sum(held_out[s] >= means[(p, s)] for s in STREAMS) for p in (PLAIN, *PEERS)}
+                 + " | ".join(f"{mean_of[p]:.4f}" for p in columns) + " |")
+    at_least = {p: sum(held_out[s] >= means[(p, s)] for s in STREAMS) for p in columns}
     lines.append("| held out at or above, streams | | | "
-                 + " | ".join(f"{at_least[p]}/16" for p in (PLAIN, *PEERS)) + " |")
+                 + " | ".join(f"{at_least[p]}/16" for p in columns) + " |")
     lines += [
         "",
-        f"Chosen on all 16 streams: **{chosen}**. Mean progressive reward of every setting: "
-        + "; ".join(f"{g} {np.mean([means[(g, s)] for s in STREAMS]):.4f}" for g in GRID)
-        + f"; without features {mean_of[PLAIN]:.4f}.",
+        f"Chosen on all 16 streams: **{chosen}**.",
         "",
-        "The peers' columns and `RegCB()` without features are `benchmarks/defaults.py`'s runs "
-        "(`docs/defaults.md`).",
+        "## Every setting",
+        "",
+        "| setting | mean progressive reward | largest growth, optimistic | largest growth, "
+        "elimination | eligible |",
+        "|---|---:|---:|---:|:---:|",
+    ]
+    for g in sorted(GRID, key=lambda g: -np.mean([means[(g, s)] for s in STREAMS])):
+        lines.append(f"| {g} | {np.mean([means[(g, s)] for s in STREAMS]):.4f} | "
+                     f"{worst[g]['optimistic']:.2f} | {worst[g]['elimination']:.2f} | "
+                     f"{'yes' if g in eligible else 'no'} |")
+    lines += [
+        "",
+        f"The peers' columns and {LINEAR} (the linear defaults' configuration, "
+        f"{linear}) are `benchmarks/defaults.py`'s runs (`docs/defaults.md`).",
+        _defaults_match(chosen),
     ]
     return "\n".join(lines) + "\n"
+
+
+def linear_default(means: dict) -> str:
+    """The linear configuration ``benchmarks/defaults.py`` chose on all 16 streams."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import defaults
+
+    return defaults.choose(means, list(STREAMS))
+
+
+def _defaults_match(chosen: str) -> str:
+    """A line saying whether ``RegCB()``'s map is the setting chosen on all streams."""
+    n_features, amplitude, width = GRID[chosen]
+    same = (n_features, amplitude, width) == (DEFAULT_RANDOM_FEATURES, AMPLITUDE, WIDTH)
+    return ("\n`RegCB()` has this setting: checked.\n" if same else
+            "\n**`RegCB()` does NOT have the setting chosen here: update "
+            "`regcb_stream/random_features.py` and `regcb_stream/learner.py` and rerun.**\n")
 
 
 def main(argv=None) -> None:
@@ -129,16 +200,19 @@ def main(argv=None) -> None:
     runs = pathlib.Path(args.runs)
     runs.parent.mkdir(parents=True, exist_ok=True)
     done = [json.loads(line) for line in runs.open()] if runs.exists() else []
-    have = {(r["name"], r["stream"], r["rep"]) for r in done}
-    tasks = [(g, s, r) for g in GRID for s in STREAMS for r in range(args.reps)
-             if (g, s, r) not in have]
+    have = {(r["name"], r["stream"], json.dumps(r["rep"])) for r in done}
+    tasks = [(g, "realizable", [v, m]) for g in GRID for v in VARIANTS for m in MAP_SEEDS]
+    tasks += [(g, s, r) for g in GRID for s in STREAMS for r in range(args.reps)]
+    todo = [t for t in tasks if (t[0], t[1], json.dumps(t[2])) not in have]
     start = time.perf_counter()
     with multiprocessing.Pool(args.jobs) as pool, runs.open("a") as out:
-        for row in pool.imap_unordered(run, tasks):
+        for row in pool.imap_unordered(run, todo):
             out.write(json.dumps(row) + "\n")
             out.flush()
             done.append(row)
-    print(f"{len(tasks)} runs in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    print(f"{len(todo)} runs in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    wanted = {(t[0], t[1], json.dumps(t[2])) for t in tasks}
+    done = [r for r in done if (r["name"], r["stream"], json.dumps(r["rep"])) in wanted]
     peers = [json.loads(line) for line in open(args.peers)]
     text = report(done, peers, "python " + " ".join(["benchmarks/random_features.py",
                                                       *(argv or sys.argv[1:])]),

@@ -6,7 +6,8 @@ Runs on the first 16,000 rounds of the clean ``letter`` stream (K=26, d=16, perm
 
 * ours, with RegCB's default budget and oracle: per-example API (``predict`` then ``learn``
   each round), both variants, schedules
-  ``"online"`` and ``"sqrt2"``;
+  ``"online"`` and ``"sqrt2"``; and with ``"online"``, the linear model
+  (``random_features=0``: without the default's 64 random features, not barred);
 * ours, vectorized (``predict_many`` then ``learn_many`` per epoch block), both variants,
   schedules ``"sqrt2"`` and ``"doubling"``; each run is checked to play exactly the actions
   of the per-example API with the same seed and schedule;
@@ -58,10 +59,10 @@ VECTORIZED = [(v, s) for v in VARIANTS for s in ("sqrt2", "doubling")]
 VW = {"regcb": "elimination", "regcbopt": "optimistic"}
 
 
-def run_per_example(X, R, variant: str, beta: float | None, schedule: str, seed: int = 0
-                    ) -> dict:
+def run_per_example(X, R, variant: str, beta: float | None, schedule: str, seed: int = 0,
+                    features: int | None = None) -> dict:
     """Stream ``(X, R)`` through ``predict`` and ``learn`` one round at a time (``beta``
-    None: RegCB's default budget).
+    None: RegCB's default budget; ``features``: ``random_features``, None the default's).
 
     Returns
     -------
@@ -71,7 +72,7 @@ def run_per_example(X, R, variant: str, beta: float | None, schedule: str, seed:
     actions = list(range(R.shape[1]))
     chosen = np.empty(len(X), dtype=np.int64)
     start = time.perf_counter()
-    learner = RegCB(variant, beta=beta, schedule=schedule, seed=seed)
+    learner = RegCB(variant, beta=beta, schedule=schedule, seed=seed, random_features=features)
     for t, x in enumerate(X):
         action, prob, info = learner.predict(x, actions)
         chosen[t] = action
@@ -154,6 +155,10 @@ def configurations() -> list[dict]:
         _ours("per-example", run_per_example, variant, schedule)
         for variant, schedule in PER_EXAMPLE
     ]
+    rows += [  # the linear model: without the default's random features (not barred)
+        _ours("per-example", run_per_example, variant, "online", features=0)
+        for variant in VARIANTS
+    ]
     rows += [
         _ours("vectorized", run_vectorized, variant, schedule)
         for variant, schedule in VECTORIZED
@@ -180,14 +185,15 @@ def configurations() -> list[dict]:
     return rows
 
 
-def _ours(kind: str, fn, variant: str, schedule: str) -> dict:
-    return {
-        "name": f"ours {kind}, {variant}, `{schedule}` (default budget)",
-        "kind": kind,
-        "variant": variant,
-        "schedule": schedule,
-        "run": lambda X, R: fn(X, R, variant, None, schedule),
-    }
+def _ours(kind: str, fn, variant: str, schedule: str, features: int | None = None) -> dict:
+    if features is None:
+        return {"name": f"ours {kind}, {variant}, `{schedule}` (default budget)", "kind": kind,
+                "variant": variant, "schedule": schedule,
+                "run": lambda X, R: fn(X, R, variant, None, schedule)}
+    return {"name": f"ours {kind}, {variant}, `{schedule}`, `random_features={features}`",
+            "kind": f"{kind} (random_features={features})", "variant": variant,
+            "schedule": schedule,
+            "run": lambda X, R: fn(X, R, variant, None, schedule, features=features)}
 
 
 def measure(X: np.ndarray, R: np.ndarray, reps: int, log=print) -> list[dict]:

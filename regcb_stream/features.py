@@ -178,6 +178,7 @@ class FeatureEncoder:
         if type(contexts) is list and len(contexts) == 1 and type(contexts[0]) is np.ndarray:
             return None, self.context(contexts[0])[None]  # one dense context: the fast case
         if isinstance(contexts, EncodedRows):
+            self._without_expansion("contexts given as encoded rows")
             return self.encoded_sparse(contexts)
         if not len(contexts):
             return None, np.zeros((0, self.dim))
@@ -202,9 +203,7 @@ class FeatureEncoder:
 
     def joint_items(self, context, actions: Sequence[Mapping]) -> list[tuple[list, list]]:
         """(columns, values) of each (context, action) pair, no intercept."""
-        if self.expand is not None:
-            raise ValueError("random features apply to actions given as labels, not as "
-                             "feature dicts (the joint class)")
+        self._without_expansion("actions given as feature dicts (the joint class)")
         if isinstance(context, Mapping):
             shared_keys, shared_values = _checked_items(context)
         else:
@@ -284,18 +283,24 @@ class FeatureEncoder:
                 "(the length of the first context)"
             )
 
+    def _without_expansion(self, what: str) -> None:
+        """Drop the default random features, or refuse ``what`` if they were asked for."""
+        if self.expand is not None:
+            if self.expand.required or self._dense_dim is not None:
+                raise ValueError(f"random features apply to dense contexts (sequences of "
+                                 f"numbers) and actions given as labels, not to {what}")
+            self.expand = None
+
     def _set_kind(self, sparse: bool) -> None:
-        if sparse and self.expand is not None:
-            raise ValueError("random features need dense contexts (sequences of numbers), "
-                             "not named features")
-        if self._sparse is None:
-            self._sparse = sparse
-        elif self._sparse != sparse:
+        if self._sparse is not None and self._sparse != sparse:
             kinds = ("dense sequences", "dicts")
             raise TypeError(
                 f"contexts were {kinds[self._sparse]}, got one of {kinds[sparse]}: "
                 "use one kind of context per learner"
             )
+        if sparse:
+            self._without_expansion("named features")
+        self._sparse = sparse
 
 
 def _name_hash(key) -> int:

@@ -27,6 +27,7 @@ DEFAULT_VARIANT = "optimistic"
 DEFAULT_L2 = 1.0  # the default oracle: RidgeOracle(l2=DEFAULT_L2, prior="optimistic")
 DEFAULT_MELLOWNESS = 1e-3  # the default budget: c ln(K n) span^2 with this c
 DEFAULT_BETA = 1e-3  # budget="beta" without a beta
+DEFAULT_RANDOM_FEATURES = 64  # appended to dense contexts (docs/random_features.md)
 FIXED_BUDGETS = ("beta", "summed", "mellowness")  # a function of the label count alone
 TIE_TOLERANCE = 1e-12  # bounds closer than this (times the reward span) are ties: rounding
 # noise must not decide; float32 oracles (VW's) differ by far more when they differ at all
@@ -68,8 +69,9 @@ class RegCB:
     schedule). The decision state is frozen within an epoch and rebuilt at its end.
 
     The defaults (``RegCB()``) were chosen by leave-one-dataset-out on 16 public streams
-    (``docs/defaults.md``): the optimistic variant, the optimistic ridge oracle with
-    ``l2 = 1``, VW's budget form with mellowness 1e-3, online updates.
+    (``docs/defaults.md``, ``docs/random_features.md``): the optimistic variant, the
+    optimistic ridge oracle with ``l2 = 1``, VW's budget form with mellowness 1e-3, online
+    updates, and 64 random Fourier features appended to dense contexts.
 
     Parameters
     ----------
@@ -121,7 +123,10 @@ class RegCB:
     random_features
         Append this many random Fourier features to every dense context
         (`regcb_stream.random_features`): the linear oracle then fits rewards that are not
-        linear in the context (0: none). For standardized contexts, actions given as labels.
+        linear in the context (0: none), for standardized contexts and actions given as
+        labels. None (the default): 64 with the exact ridge oracle where they apply, none
+        for dict contexts (River's, the command line's) or action feature dicts. A
+        `RandomFeatures` object: that map (copied).
     random_scale
         Their frequencies' scale (a Gaussian kernel of bandwidth ``sqrt(d) / random_scale``
         for ``d`` context features).
@@ -141,7 +146,9 @@ class RegCB:
 
     """
 
-    random_features = 0  # (a learner saved before random features had none)
+    random_features: int | RandomFeatures | None = 0  # (a learner saved before: none)
+    _mapped = None
+    _transient = ("_mapped",)  # not saved (`regcb_stream.persist`)
     random_scale = 1.0
 
     def __init__(
@@ -162,7 +169,7 @@ class RegCB:
         cross: bool = True,
         intercept: bool = True,
         hash_bits: int | None = None,
-        random_features: int = 0,
+        random_features: int | RandomFeatures | None = None,
         random_scale: float = 1.0,
     ):
         self.variant = variant
@@ -190,9 +197,9 @@ class RegCB:
         if schedule != "online" and hasattr(self._oracle, "take_piece"):
             self._oracle.piecewise = True  # additive per piece: `regcb_stream.parallel`
         self._sparse_input = getattr(self._oracle, "sparse_input", False)
-        self._encoder = FeatureEncoder(
-            cross=cross, intercept=intercept, hash_bits=hash_bits,
-            expand=RandomFeatures(random_features, random_scale, seed) if random_features else None)
+        self._encoder = FeatureEncoder(cross=cross, intercept=intercept, hash_bits=hash_bits,
+                                       expand=_make_features(random_features, random_scale, seed,
+                                                             self._oracle))
         self._sampler = None  # the generator of the draws, made at the first draw
         self._budget_kind = budget or ("beta" if beta is not None else "mellowness")
         self._selector = BudgetSelector(budget_grid) if self._budget_kind == "auto" else None
@@ -201,6 +208,7 @@ class RegCB:
                              f"trees), not {type(self._oracle).__name__}")
         self._one_row_ready = self._one_row_oracle()
         self._last: tuple | None = None  # (context, actions, candidates) of the last decide
+        self._mapped: tuple | None = None  # (bytes, features) of the last context mapped
         self._pending_events: PendingDecisions | None = None  # decide_event's, made lazily
         self._unlied = None  # the event id of the last decide_event, not yet learned (a lie)
         self._rewarded = (0.0, 0)  # sum and number of the rewards of reward_event
@@ -902,9 +910,16 @@ class RegCB:
                 and self._oracle._blocks is None and self._epoch > self.warm_start_epochs)
 
     def _row_values(self, context: np.ndarray) -> np.ndarray:
-        """A dense context's features after the intercept (the compiled one-row calls')."""
+        """A dense context's features after the intercept (the compiled one-row calls'):
+        with random features, mapped once for a decision and the label of the same
+        context."""
         expand = self._encoder.expand
-        return context if expand is None else expand(context)
+        if expand is None:
+            return context
+        key = context.tobytes()
+        if self._mapped is None or self._mapped[0] != key:
+            self._mapped = (key, expand(context))
+        return self._mapped[1]
 
     def _one_row_oracle(self) -> bool:
         """The compiled loops' case: a compiled ellipsoid oracle with one-row calls (exact
@@ -1118,6 +1133,16 @@ def _check_prob(prob) -> None:
         raise ValueError(f"probability must be in (0, 1], got {prob!r}")
 
 
+def _make_features(features, scale: float, seed, oracle: Oracle) -> RandomFeatures | None:
+    """The encoder's map of dense contexts: ``random_features`` as `RegCB` takes it."""
+    if features is None:  # the default: for the exact ridge oracle, where it applies
+        return RandomFeatures(DEFAULT_RANDOM_FEATURES, scale, seed, required=False) if (
+            type(oracle) is RidgeOracle) else None
+    if isinstance(features, RandomFeatures):
+        return copy.deepcopy(features)
+    return RandomFeatures(features, scale, seed) if features else None
+
+
 def _make_oracle(oracle, reward_range: tuple[float, float]) -> Oracle:
     """A private oracle for the learner: a new one by name, or a copy of the one given;
     oracles whose bounds depend on the reward range (``reward_range`` attribute) get the
@@ -1154,8 +1179,9 @@ def _check_params(learner: RegCB) -> None:
         and learner.warm_start_epochs >= 0,
         "hash_bits": learner.hash_bits is None or (
             isinstance(learner.hash_bits, int) and 1 <= learner.hash_bits <= 32),
-        "random_features": isinstance(learner.random_features, int)
-        and learner.random_features >= 0,
+        "random_features": learner.random_features is None
+        or isinstance(learner.random_features, RandomFeatures)
+        or (isinstance(learner.random_features, int) and learner.random_features >= 0),
         "random_scale": _is_number(learner.random_scale) and learner.random_scale > 0,
     }
     expected = {
@@ -1168,7 +1194,7 @@ def _check_params(learner: RegCB) -> None:
         "reward_range": "a pair (low, high) of finite numbers with low < high",
         "warm_start_epochs": "an int >= 0",
         "hash_bits": "None or an int from 1 to 32",
-        "random_features": "an int >= 0",
+        "random_features": "None, an int >= 0 or a RandomFeatures",
         "random_scale": "a finite number > 0",
     }
     for name, ok in checks.items():

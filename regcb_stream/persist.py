@@ -187,8 +187,11 @@ class _Reader:
 
 
 def _state_of(obj) -> dict:
-    """An object's attributes (``__dict__`` and ``__slots__``)."""
+    """An object's attributes (``__dict__`` and ``__slots__``), but its caches (the names in
+    its class's ``_transient``)."""
     state = dict(getattr(obj, "__dict__", {}))
+    for name in getattr(type(obj), "_transient", ()):
+        state.pop(name, None)
     for name in getattr(type(obj), "__slots__", ()):
         if hasattr(obj, name):
             state[name] = getattr(obj, name)

@@ -1,32 +1,43 @@
 """Random Fourier features for dense contexts (Rahimi and Recht, NIPS 2007).
 
-``RegCB(random_features=D)`` appends ``D`` features ``0.5 cos(w_j . x + b_j)`` to every dense
-context ``x`` of ``d`` values, with ``w_j ~ N(0, scale^2 I / d)`` and ``b_j ~ U[0, 2 pi)``
-drawn once from a seed: a linear oracle on them approximates ridge regression with a
-Gaussian kernel of bandwidth ``sqrt(d) / scale`` on top of the linear one, so rewards that
-are not linear in the context (a class indicator, as in the UCI streams) fit far better
-(``docs/random_features.md``). The bandwidth assumes standardized contexts (each feature of
-mean 0 and variance 1). Each context is mapped on its own, one matrix-vector product per
-row, so a block of contexts maps to the same numbers as its rows one at a time.
+``RegCB()`` appends ``D = 64`` features ``a (cos(w_j . x + b_j) - cos b_j)`` to every
+dense context ``x`` of ``d`` values, with ``w_j ~ N(0, scale^2 I / d)`` and ``b_j ~ U[0,
+2 pi)`` drawn once from the learner's seed: a linear oracle on them approximates ridge
+regression with a Gaussian kernel of bandwidth ``sqrt(d) / scale`` on top of the linear one,
+so rewards that are not linear in the context (a class indicator, as in the UCI streams)
+fit far better (``docs/random_features.md``). Each feature vanishes at ``x = 0``, so the
+features cannot stand in for the intercept: the optimistic prior on the intercept keeps
+its weight, and a few low rewards do not pull an action down everywhere. A context wider
+than ``width`` features is scaled by ``sqrt(width / d)`` in the linear part, so the ridge
+penalty weighs the linear part of a wide context as it weighs a ``width``-feature one's.
+The bandwidth assumes standardized contexts (each feature of mean 0 and variance 1). Each
+context is mapped on its own, one matrix-vector product per row, so a block of contexts
+maps to the same numbers as its rows one at a time.
 
 >>> features = RandomFeatures(3, seed=0)
 >>> out = features(np.array([0.5, -1.0]))
 >>> out.shape, out[:2].tolist()
 ((5,), [0.5, -1.0])
+>>> features(np.zeros(2)).tolist()
+[0.0, 0.0, 0.0, 0.0, 0.0]
 >>> bool(np.array_equal(features(np.array([[0.5, -1.0]]))[0], out))
 True
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-AMPLITUDE = 0.5  # of each random feature: 0.5 cos(.), variance 1/8
+AMPLITUDE = 0.35  # of each random feature (chosen by leave-one-dataset-out, docs/defaults.md)
+WIDTH = 16  # contexts wider than this are scaled down in the linear part
 
 
 class RandomFeatures:
-    """The map ``x -> [x, 0.5 cos(W^T x + b)]`` of dense contexts (1-D) or blocks (2-D), its
-    ``W`` and ``b`` drawn from ``seed`` at the first context (whose length fixes ``d``).
+    """The map ``x -> [k x, a (cos(W^T x + b) - cos b)]`` of dense contexts (1-D) or blocks
+    (2-D), ``k = min(1, sqrt(width / d))``, its ``W`` and ``b`` drawn from ``seed`` at the
+    first context (whose length fixes ``d``).
 
     Parameters
     ----------
@@ -37,12 +48,28 @@ class RandomFeatures:
         ``sqrt(d) / s``).
     seed
         Seed of ``W`` and ``b`` (None: fresh entropy).
+    amplitude
+        ``a``, each feature's amplitude (a larger one is a smaller ridge penalty on them).
+    width
+        Contexts of more features have their linear part scaled by ``sqrt(width / d)``
+        (None: never).
+    required
+        False for the learner's default: contexts that are dicts, or actions given as
+        feature dicts, are then learned without random features instead of refused.
     """
 
-    def __init__(self, n_features: int, scale: float = 1.0, seed: int | None = 0):
+    # (a map saved before these existed: amplitude 0.5, not anchored, not scaled)
+    amplitude, width, required, _offset, _shrink = 0.5, None, True, 0.0, 1.0
+
+    def __init__(self, n_features: int, scale: float = 1.0, seed: int | None = 0, *,
+                 amplitude: float = AMPLITUDE, width: int | None = WIDTH,
+                 required: bool = True):
         self.n_features = n_features
         self.scale = scale
         self.seed = seed
+        self.amplitude = amplitude
+        self.width = width
+        self.required = required
         self._w: np.ndarray | None = None  # (d, D), drawn at the first context
         self._b: np.ndarray | None = None
 
@@ -53,12 +80,18 @@ class RandomFeatures:
         if contexts.shape[-1] != len(self._w):
             raise ValueError(f"context has {contexts.shape[-1]} features, the random features "
                              f"were drawn for {len(self._w)}")
+        linear = contexts if self._shrink == 1.0 else contexts * self._shrink
         if contexts.ndim == 1:
-            return np.concatenate([contexts, AMPLITUDE * np.cos(contexts @ self._w + self._b)])
+            waves = contexts @ self._w
+            return np.concatenate([linear, self.amplitude * (np.cos(waves + self._b)
+                                                             - self._offset)])
         waves = np.array([row @ self._w for row in contexts]).reshape(len(contexts), -1)
-        return np.hstack([contexts, AMPLITUDE * np.cos(waves + self._b)])
+        return np.hstack([linear, self.amplitude * (np.cos(waves + self._b) - self._offset)])
 
     def _draw(self, d: int) -> None:
         rng = np.random.default_rng(self.seed)
         self._w = rng.normal(size=(d, self.n_features)) * (self.scale / np.sqrt(max(d, 1)))
         self._b = rng.uniform(0.0, 2.0 * np.pi, self.n_features)
+        self._offset = np.cos(self._b)
+        self._shrink = 1.0 if self.width is None or d <= self.width else math.sqrt(
+            self.width / d)

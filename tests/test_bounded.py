@@ -37,7 +37,7 @@ def logged(n: int, seed: int):
 def test_a_head_over_every_column_is_exact_ridge(variant):
     X, played, rewards = logged(1200, seed=0)
     actions = list(range(26))
-    exact = RegCB(variant, seed=0).replay(X, actions, played, rewards)
+    exact = RegCB(variant, seed=0, random_features=0).replay(X, actions, played, rewards)
     bounded = RegCB(variant, oracle=BoundedRidgeOracle(prior="optimistic", head=17), seed=0)
     assert_same(bounded.replay(X, actions, played, rewards), exact, atol=1e-7)
 
@@ -105,7 +105,7 @@ def test_exact_ridge_hands_over_when_it_outgrows_max_exact():
 def test_the_hand_over_keeps_the_exact_solution():
     X, played, rewards = logged(300, seed=2)
     ridge = RidgeOracle(prior="optimistic")
-    learner = RegCB(oracle=ridge, seed=0)
+    learner = RegCB(oracle=ridge, seed=0, random_features=0)  # 17 columns
     learner.replay(X, list(range(26)), played, rewards)
     exact = learner._oracle
     phi = learner._rows(X[:20], list(range(26)))[0]

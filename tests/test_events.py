@@ -111,7 +111,7 @@ def test_waiting_decisions_are_learned_with_a_lie_replaced_exactly_by_their_rewa
 
 
 def test_a_dropped_decision_takes_its_lie_away():
-    learner = RegCB(seed=0)
+    learner = RegCB(seed=0, random_features=0)  # the linear model's statistics
     learner.wait_for_rewards(window=2)
     for t in range(4):  # decision t lies about t - 1 and drops t - 2
         learner.decide_event(t, [1.0, float(t)], ["a", "b"])

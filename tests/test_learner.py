@@ -136,7 +136,8 @@ def test_bad_prior_is_refused(prior):
 def test_learner_bounds_are_the_clipped_per_action_ellipsoid():
     rng = np.random.default_rng(1)
     X, rewards = rng.normal(size=(40, 2)), rng.random(40)
-    learner = RegCB("elimination", oracle="ridge", beta=0.05, schedule="online")
+    learner = RegCB("elimination", oracle="ridge", beta=0.05, schedule="online",
+                    random_features=0)
     for t, (x, r) in enumerate(zip(X, rewards)):
         learner.pmf(x, [0, 1])
         learner.learn(x, t % 2, float(r))
@@ -176,7 +177,7 @@ def _play(learner, X, means, rewards):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_sublinear_regret_on_a_realizable_linear_problem(variant):
     X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(20_000, seed=1)
-    learner = RegCB(variant, budget="mellowness", mellowness=0.1, seed=0)
+    learner = RegCB(variant, budget="mellowness", mellowness=0.1, seed=0, random_features=0)
     regret, kept = _play(learner, X, means, rewards)
     at_t, at_2t = regret[:10_000].sum(), regret.sum()
     uniform = (means.max(axis=1) - means.mean(axis=1)).sum()

@@ -1,4 +1,5 @@
-"""Random Fourier features of dense contexts (``RegCB(random_features=D)``)."""
+"""Random Fourier features of dense contexts (``RegCB(random_features=D)``, and 64 by
+default)."""
 
 import numpy as np
 import pytest
@@ -38,12 +39,13 @@ def test_the_learner_equals_one_on_contexts_mapped_beforehand(budget):
     blocks (``play``), the learner with random features plays as a learner without them
     on the contexts mapped by the same map (its seed is the learner's)."""
     mapped = RandomFeatures(32, seed=7)(X)
-    want = per_example(RegCB(seed=7, **budget), mapped)
+    want = per_example(RegCB(seed=7, random_features=0, **budget), mapped)
     assert per_example(RegCB(seed=7, random_features=32, **budget), X) == want
     assert per_example(RegCB(seed=7, random_features=32, **budget), X, as_lists=True) == want
     u = np.random.default_rng(1).random(len(X))
     got = RegCB(seed=7, random_features=32, **budget).play(X, ACTIONS, lambda t, i: R[t, i], u)
-    expected = RegCB(seed=7, **budget).play(mapped, ACTIONS, lambda t, i: R[t, i], u)
+    linear = RegCB(seed=7, random_features=0, **budget)
+    expected = linear.play(mapped, ACTIONS, lambda t, i: R[t, i], u)
     assert np.array_equal(got[0], expected[0])
     np.testing.assert_array_equal(got[1].pmf, expected[1].pmf)
 
@@ -72,14 +74,51 @@ def test_nonlinear_rewards_are_learned_with_them_and_not_without():
             total += r[action]
         return total / len(contexts)
 
-    assert progressive(RegCB(seed=0, random_features=64)) > progressive(RegCB(seed=0)) + 0.2
+    linear = progressive(RegCB(seed=0, random_features=0))
+    assert progressive(RegCB(seed=0)) > linear + 0.2
+
+
+def test_the_map_vanishes_at_the_origin_and_scales_wide_contexts_down():
+    wide = np.random.default_rng(3).normal(size=(5, 64))
+    features = RandomFeatures(8, seed=1)
+    out = features(wide)
+    np.testing.assert_allclose(out[:, :64], wide * 0.5)  # sqrt(16 / 64)
+    assert np.array_equal(features(np.zeros(64)), np.zeros(72))
+    assert np.array_equal(RandomFeatures(8, seed=1, width=None)(wide)[:, 64:], out[:, 64:])
+
+
+def test_a_map_saved_before_anchoring_keeps_its_features():
+    """A map from before amplitude, width and the anchor: 0.5 cos(.), contexts as given."""
+    old = RandomFeatures(8, seed=1)
+    old(X[:1])
+    for name in ("amplitude", "width", "required", "_offset", "_shrink"):
+        del old.__dict__[name]
+    restored = loads(dumps(old, {}))[0]
+    waves = X[:3] @ restored._w + restored._b
+    np.testing.assert_allclose(restored(X[:3]), np.hstack([X[:3], 0.5 * np.cos(waves)]))
+
+
+def test_the_default_applies_to_dense_contexts_and_the_exact_ridge_oracle_only():
+    """Dict contexts, action feature dicts and other oracles: as with random_features=0."""
+    dicts = [{f"f{j}": float(v) for j, v in enumerate(x)} for x in X[:300]]
+    assert per_example(RegCB(seed=1), dicts) == per_example(RegCB(seed=1, random_features=0),
+                                                             dicts)
+    items = [{"item": float(a)} for a in ACTIONS]
+    pmfs = []
+    for learner in (RegCB(seed=1), RegCB(seed=1, random_features=0)):
+        for t, x in enumerate(X[:50]):
+            learner.learn(x, items[t % 3], float(R[t, t % 3]), 0.5)
+        pmfs.append(learner.pmf(X[50], items))
+    assert pmfs[0] == pmfs[1]
+    assert RegCB(seed=1, oracle="vw")._encoder.expand is None
+    assert RegCB(seed=1)._encoder.expand.n_features == 64
 
 
 def test_named_features_and_bad_settings_are_refused():
     learner = RegCB(random_features=8)
-    with pytest.raises(ValueError, match="random features need dense contexts"):
+    with pytest.raises(ValueError, match="not to named features"):
         learner.predict({"f": 1.0}, ["a", "b"])
-    with pytest.raises(ValueError, match="not as feature dicts"):
+    with pytest.raises(ValueError, match="not to actions given as feature dicts"):
         RegCB(random_features=8).pmf([1.0, 2.0], [{"a": 1.0}, {"b": 1.0}])
     for bad in ({"random_features": -1}, {"random_features": 2.5}, {"random_scale": 0.0}):
         with pytest.raises(ValueError, match=next(iter(bad))):

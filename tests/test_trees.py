@@ -167,7 +167,8 @@ def test_learner_beats_uniform_and_ridge_on_a_nonlinear_problem(variant):
     X, means, rewards = _nonlinear_stream(2000, seed=0)
     totals = {}
     for name, oracle in (("trees", TreesOracle()), ("ridge", "ridge")):
-        learner = RegCB(variant, oracle=oracle, beta=1e-4, schedule="sqrt2", seed=0)
+        learner = RegCB(variant, oracle=oracle, beta=1e-4, schedule="sqrt2", seed=0,
+                        random_features=0)  # ridge: a linear model
         chosen = np.empty(len(X))
         for t, x in enumerate(X):
             action, prob, _ = learner.predict(x, [0, 1, 2])
