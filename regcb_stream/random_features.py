@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-AMPLITUDE = 0.35  # of each random feature (chosen by leave-one-dataset-out, docs/defaults.md)
+AMPLITUDE = 0.35  # of each feature (chosen by leave-one-dataset-out: docs/random_features.md)
 WIDTH = 16  # contexts wider than this are scaled down in the linear part
 
 
