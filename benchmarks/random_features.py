@@ -4,18 +4,24 @@ user gets with them next to the peers at their defaults.
 A linear oracle fits the UCI streams' rewards (a class indicator, or its noisy matrix) badly:
 a full-information ridge on satimage-noise plays worse than the bandit learners do. Random
 Fourier features (Rahimi and Recht, NIPS 2007; `regcb_stream.random_features`) make the same
-ridge a kernel ridge approximation: each dense context ``x`` (d standardized features) gets
-``D`` more, ``a (cos(w_j . x + b_j) - cos b_j)`` with ``w_j ~ N(0, I / d)`` and ``b_j ~ U[0,
-2 pi)``, drawn once from the learner's seed, and a context wider than ``width`` features has
-its linear part scaled by ``sqrt(width / d)``.
+ridge a kernel ridge approximation: each dense context ``x`` (d features) gets ``D`` more,
+``a (cos(w_j . x + b_j) - cos b_j)`` with ``w_j ~ N(0, I / d)`` and ``b_j ~ U[0, 2 pi)``,
+drawn once from the learner's seed (with ``direction``, of ``sqrt(d) x / |x|`` instead of
+``x``: the same features whatever the contexts' scale), and a context wider than ``width``
+features has its linear part scaled by ``sqrt(width / d)``.
 
-Every setting of :data:`GRID` (D, a, width) runs ``RegCB`` with the linear defaults chosen by
+Every setting of :data:`GRID` (D, a, width, direction) runs ``RegCB`` with the linear
+defaults chosen by
 ``benchmarks/defaults.py`` on the 16 UCI streams x 5 repetitions of the harness's protocol
 (the same streams, holdout split and action draws as ``docs/defaults.md``), and on the
 realizable linear problem of the defaults' bar (K = 5, d = 10, 20,000 rounds) with both
-variants and :data:`MAP_SEEDS` seeds (each seed draws another map). A setting is eligible if
-its regret growth R(T)/R(T/2) there is at most 1.6 for every seed and both variants: random
-features must not cost the guarantee on a problem the linear class fits. Among the eligible
+variants and :data:`MAP_SEEDS` seeds (each seed draws another map), and on the 16 streams
+with every context multiplied by each of :data:`SCALES` (repetition 0), as contexts that are
+not standardized. A setting is eligible if its regret growth R(T)/R(T/2) on the realizable
+problem is at most 1.6 for every seed and both variants (random features must not cost the
+guarantee on a problem the linear class fits), and if on the scaled streams its mean
+progressive reward is at least the linear model's on the same contexts (they must not cost
+a user whose contexts are not standardized). Among the eligible
 settings, the setting is chosen by leave one dataset out (for each stream, the best mean
 progressive reward on the other 15); the held-out scores are what a user gets on a stream
 the setting was not chosen on. The setting chosen on all 16 is ``RegCB()``'s (the script
@@ -25,7 +31,7 @@ the runs of ``benchmarks/defaults.py`` (same protocol and seeds): run it first.
 
 From the repository root::
 
-    .venv/bin/python benchmarks/random_features.py [--jobs 2] [--reps 5]   # ~15 minutes
+    .venv/bin/python benchmarks/random_features.py [--jobs 2] [--reps 5]   # ~30 minutes
 
 Runs are kept in ``results/random_features.jsonl`` (resumable); writes
 ``docs/random_features.md``.
@@ -34,6 +40,7 @@ Runs are kept in ``results/random_features.jsonl`` (resumable); writes
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -49,39 +56,49 @@ from regcb_stream.bench.harness import problems, protocol
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
 from regcb_stream.learner import DEFAULT_RANDOM_FEATURES
-from regcb_stream.random_features import AMPLITUDE, WIDTH, RandomFeatures
+from regcb_stream.random_features import RandomFeatures
 from regcb_stream.synthetic import LinearProblem
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
-GRID = {f"D={d} a={a:g} width={w}": (d, a, w) for d in (32, 64) for a in (0.25, 0.35, 0.5)
+GRID = {f"D={d} a={a:g} width={w}{' direction' if n else ''}": (d, a, w, n)
+        for n in (False, True) for d in (32, 64) for a in (0.25, 0.35, 0.5)
         for w in (8, 16, None)}
 MAP_SEEDS = range(8)  # the maps drawn on the realizable problem
+SCALES = (10.0, 0.1)  # contexts not standardized: the streams' contexts times these
 VARIANTS = ("optimistic", "elimination")
 LINEAR = "RegCB(random_features=0)"
 PEERS = ("River LinUCBDisjoint()", "VW --epsilon 0.05", "VW --squarecb", "VW --regcb",
          "VW --regcbopt", "VW --regcbopt --mellowness 0.001")
 
 
-def features(name: str, seed: int) -> RandomFeatures:
-    n_features, amplitude, width = GRID[name]
-    return RandomFeatures(n_features, 1.0, seed, amplitude=amplitude, width=width)
+def features(name: str, seed: int) -> RandomFeatures | int:
+    if name == LINEAR:
+        return 0
+    n_features, amplitude, width, normalize = GRID[name]
+    return RandomFeatures(n_features, 1.0, seed, amplitude=amplitude, width=width,
+                          normalize=normalize)
 
 
 def run(task: tuple) -> dict:
-    """Progressive reward of one (setting, stream, repetition), or the regret growth of one
-    (setting, variant, map seed) on the realizable problem (stream ``"realizable"``)."""
-    name, stream, rep = task
+    """Progressive reward of one (setting, stream, repetition, factor of the contexts), or
+    the regret growth of one (setting, variant, map seed) on the realizable problem (stream
+    ``"realizable"``)."""
+    name, stream, rep, factor = task
     if stream == "realizable":
         variant, seed = rep
         return {"name": name, "stream": stream, "rep": rep, "seconds": 0.0,
                 "growth": growth(RegCB(variant, seed=seed, random_features=features(name, seed)))}
     problem = problems.load_problem(stream, rep)
+    if factor != 1.0:
+        problem = dataclasses.replace(problem, **{
+            part: dataclasses.replace(rounds, X=rounds.X * factor)
+            for part, rounds in (("train", problem.train), ("hold", problem.hold))})
     algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
     algo.learner = RegCB(seed=rep, random_features=features(name, rep))
     record = protocol.run_protocol(algo, problem, rep)
-    return {"name": name, "stream": stream, "rep": rep, "progressive": record["progressive"],
-            "seconds": record["seconds"]}
+    return {"name": name, "stream": stream, "rep": rep, "factor": factor,
+            "progressive": record["progressive"], "seconds": record["seconds"]}
 
 
 def growth(learner: RegCB, n: int = 20_000) -> float:
@@ -95,16 +112,16 @@ def growth(learner: RegCB, n: int = 20_000) -> float:
     return float(regret.sum() / regret[: n // 2].sum())
 
 
-def _means(rows: list[dict]) -> dict:
+def _means(rows: list[dict], factor: float = 1.0) -> dict:
     values = defaultdict(list)
     for r in rows:
-        values[(r["name"], r["stream"])].append(r["progressive"])
+        if r["stream"] != "realizable" and r.get("factor", 1.0) == factor:
+            values[(r["name"], r["stream"])].append(r["progressive"])
     return {key: float(np.mean(v)) for key, v in values.items()}
 
 
 def report(ours: list[dict], peers: list[dict], command: str, seconds: float) -> str:
-    means = {**_means([r for r in peers if r["max_train"] is None]),
-             **_means([r for r in ours if r["stream"] != "realizable"])}
+    means = {**_means([r for r in peers if r["max_train"] is None]), **_means(ours)}
     linear = linear_default(means)
     means.update({(LINEAR, s): means[(linear, s)] for s in STREAMS})
     worst = defaultdict(dict)  # setting -> variant -> largest growth over the maps
@@ -112,9 +129,13 @@ def report(ours: list[dict], peers: list[dict], command: str, seconds: float) ->
         if r["stream"] == "realizable":
             variant = r["rep"][0]
             worst[r["name"]][variant] = max(worst[r["name"]].get(variant, 0.0), r["growth"])
-    eligible = [g for g in GRID if max(worst[g].values()) <= 1.6]
+    scaled = {f: _means(ours, f) for f in SCALES}  # repetition 0 only
+    gain = {(g, f): np.mean([scaled[f][(g, s)] - scaled[f][(LINEAR, s)] for s in STREAMS])
+            for g in GRID for f in SCALES}
+    eligible = [g for g in GRID if max(worst[g].values()) <= 1.6
+                and min(gain[(g, f)] for f in SCALES) >= 0]
     if not eligible:
-        raise SystemExit("no setting keeps the realizable growth <= 1.6")
+        raise SystemExit("no setting is eligible")
     best_on = {held: max(eligible, key=lambda g: np.mean([means[(g, s)] for s in STREAMS
                                                          if s != held])) for held in STREAMS}
     chosen = max(eligible, key=lambda g: np.mean([means[(g, s)] for s in STREAMS]))
@@ -130,9 +151,14 @@ def report(ours: list[dict], peers: list[dict], command: str, seconds: float) ->
         f"{linear}) with D random features `a (cos(w . x + b) - cos b)` appended to the "
         "contexts (`w ~ N(0, I / d)`), the linear part of a context wider than `width` "
         "features scaled by `sqrt(width / d)`",
+        "- `direction`: the features of each context's direction `sqrt(d) x / |x|` instead of "
+        "`x` (the same whatever the contexts' scale)",
         f"- eligible: regret growth R(T)/R(T/2) <= 1.6 on the realizable linear problem for "
         f"both variants and each of {len(MAP_SEEDS)} maps (seeds {MAP_SEEDS.start}"
-        f"-{MAP_SEEDS.stop - 1})",
+        f"-{MAP_SEEDS.stop - 1}), and no loss against the linear model when the contexts are "
+        "not standardized: on the 16 streams with every context multiplied by "
+        + " and by ".join(f"{f:g}" for f in SCALES) + " (repetition 0), a mean progressive "
+        "reward at least the linear model's on the same contexts",
         "",
         "## The setting chosen by leave one dataset out, and what the others get",
         "",
@@ -155,13 +181,18 @@ def report(ours: list[dict], peers: list[dict], command: str, seconds: float) ->
         "## Every setting",
         "",
         "| setting | mean progressive reward | largest growth, optimistic | largest growth, "
-        "elimination | eligible |",
-        "|---|---:|---:|---:|:---:|",
+        "elimination | " + " | ".join(f"contexts x {f:g}: against the linear model"
+                                      for f in SCALES) + " | eligible |",
+        "|---|---:|---:|---:|" + "---:|" * len(SCALES) + ":---:|",
     ]
     for g in sorted(GRID, key=lambda g: -np.mean([means[(g, s)] for s in STREAMS])):
         lines.append(f"| {g} | {np.mean([means[(g, s)] for s in STREAMS]):.4f} | "
                      f"{worst[g]['optimistic']:.2f} | {worst[g]['elimination']:.2f} | "
-                     f"{'yes' if g in eligible else 'no'} |")
+                     + " | ".join(f"{gain[(g, f)]:+.4f}" for f in SCALES)
+                     + f" | {'yes' if g in eligible else 'no'} |")
+    lines += ["", "The linear model on the scaled contexts: " + "; ".join(
+        f"x {f:g} {np.mean([scaled[f][(LINEAR, s)] for s in STREAMS]):.4f}" for f in SCALES)
+        + " (1: " + f"{np.mean([means[(LINEAR, s)] for s in STREAMS]):.4f})."]
     lines += [
         "",
         f"The peers' columns and {LINEAR} (the linear defaults' configuration, "
@@ -181,11 +212,16 @@ def linear_default(means: dict) -> str:
 
 def _defaults_match(chosen: str) -> str:
     """A line saying whether ``RegCB()``'s map is the setting chosen on all streams."""
-    n_features, amplitude, width = GRID[chosen]
-    same = (n_features, amplitude, width) == (DEFAULT_RANDOM_FEATURES, AMPLITUDE, WIDTH)
+    default = RandomFeatures(DEFAULT_RANDOM_FEATURES)
+    same = GRID[chosen] == (DEFAULT_RANDOM_FEATURES, default.amplitude, default.width,
+                            default.normalize)
     return ("\n`RegCB()` has this setting: checked.\n" if same else
             "\n**`RegCB()` does NOT have the setting chosen here: update "
             "`regcb_stream/random_features.py` and `regcb_stream/learner.py` and rerun.**\n")
+
+
+def _key(name: str, stream: str, rep, factor: float) -> tuple:
+    return name, stream, json.dumps(rep), factor
 
 
 def main(argv=None) -> None:
@@ -200,10 +236,11 @@ def main(argv=None) -> None:
     runs = pathlib.Path(args.runs)
     runs.parent.mkdir(parents=True, exist_ok=True)
     done = [json.loads(line) for line in runs.open()] if runs.exists() else []
-    have = {(r["name"], r["stream"], json.dumps(r["rep"])) for r in done}
-    tasks = [(g, "realizable", [v, m]) for g in GRID for v in VARIANTS for m in MAP_SEEDS]
-    tasks += [(g, s, r) for g in GRID for s in STREAMS for r in range(args.reps)]
-    todo = [t for t in tasks if (t[0], t[1], json.dumps(t[2])) not in have]
+    have = {_key(r["name"], r["stream"], r["rep"], r.get("factor", 1.0)) for r in done}
+    tasks = [(g, "realizable", [v, m], 1.0) for g in GRID for v in VARIANTS for m in MAP_SEEDS]
+    tasks += [(g, s, r, 1.0) for g in GRID for s in STREAMS for r in range(args.reps)]
+    tasks += [(g, s, 0, f) for g in (*GRID, LINEAR) for s in STREAMS for f in SCALES]
+    todo = [t for t in tasks if _key(*t) not in have]
     start = time.perf_counter()
     with multiprocessing.Pool(args.jobs) as pool, runs.open("a") as out:
         for row in pool.imap_unordered(run, todo):
@@ -211,8 +248,9 @@ def main(argv=None) -> None:
             out.flush()
             done.append(row)
     print(f"{len(todo)} runs in {time.perf_counter() - start:.0f} s", file=sys.stderr)
-    wanted = {(t[0], t[1], json.dumps(t[2])) for t in tasks}
-    done = [r for r in done if (r["name"], r["stream"], json.dumps(r["rep"])) in wanted]
+    wanted = {_key(*t) for t in tasks}
+    done = [r for r in done if _key(r["name"], r["stream"], r["rep"], r.get("factor", 1.0))
+            in wanted]
     peers = [json.loads(line) for line in open(args.peers)]
     text = report(done, peers, "python " + " ".join(["benchmarks/random_features.py",
                                                       *(argv or sys.argv[1:])]),

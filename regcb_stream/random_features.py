@@ -1,18 +1,19 @@
 """Random Fourier features for dense contexts (Rahimi and Recht, NIPS 2007).
 
-``RegCB()`` appends ``D = 64`` features ``a (cos(w_j . x + b_j) - cos b_j)`` to every
-dense context ``x`` of ``d`` values, with ``w_j ~ N(0, scale^2 I / d)`` and ``b_j ~ U[0,
-2 pi)`` drawn once from the learner's seed: a linear oracle on them approximates ridge
-regression with a Gaussian kernel of bandwidth ``sqrt(d) / scale`` on top of the linear one,
-so rewards that are not linear in the context (a class indicator, as in the UCI streams)
-fit far better (``docs/random_features.md``). Each feature vanishes at ``x = 0``, so the
-features cannot stand in for the intercept: the optimistic prior on the intercept keeps
-its weight, and a few low rewards do not pull an action down everywhere. A context wider
-than ``width`` features is scaled by ``sqrt(width / d)`` in the linear part, so the ridge
-penalty weighs the linear part of a wide context as it weighs a ``width``-feature one's.
-The bandwidth assumes standardized contexts (each feature of mean 0 and variance 1). Each
-context is mapped on its own, one matrix-vector product per row, so a block of contexts
-maps to the same numbers as its rows one at a time.
+``RegCB()`` appends ``D = 64`` features ``a (cos(w_j . u + b_j) - cos b_j)`` to every
+dense context ``x`` of ``d`` values, where ``u = sqrt(d) x / |x|`` is the context's
+direction at the length of a standardized context's (so the features are the same whatever
+the contexts' scale), with ``w_j ~ N(0, scale^2 I / d)`` and ``b_j ~ U[0, 2 pi)`` drawn once
+from the learner's seed: a linear oracle on them approximates ridge regression with a
+Gaussian kernel on the contexts' directions on top of the linear one, so rewards that are
+not linear in the context (a class indicator, as in the UCI streams) fit far better
+(``docs/random_features.md``). Subtracting ``cos b_j`` takes away most of each feature's
+constant part, so the features do not stand in for the intercept: the optimistic prior on
+the intercept keeps its weight, and a few low rewards do not pull an action down
+everywhere. A context wider than ``width`` features is scaled by ``sqrt(width / d)`` in the
+linear part, so the ridge penalty weighs the linear part of a wide context as it weighs a
+``width``-feature one's. Each context is mapped on its own, one matrix-vector product per
+row, so a block of contexts maps to the same numbers as its rows one at a time.
 
 >>> features = RandomFeatures(3, seed=0)
 >>> out = features(np.array([0.5, -1.0]))
@@ -30,14 +31,14 @@ import math
 
 import numpy as np
 
-AMPLITUDE = 0.35  # of each feature (chosen by leave-one-dataset-out: docs/random_features.md)
-WIDTH = 16  # contexts wider than this are scaled down in the linear part
+AMPLITUDE = 0.25  # of each feature (chosen by leave-one-dataset-out: docs/random_features.md)
+WIDTH = 8  # contexts wider than this are scaled down in the linear part (chosen likewise)
 
 
 class RandomFeatures:
-    """The map ``x -> [k x, a (cos(W^T x + b) - cos b)]`` of dense contexts (1-D) or blocks
-    (2-D), ``k = min(1, sqrt(width / d))``, its ``W`` and ``b`` drawn from ``seed`` at the
-    first context (whose length fixes ``d``).
+    """The map ``x -> [k x, a (cos(sqrt(d) W^T x / |x| + b) - cos b)]`` of dense contexts
+    (1-D) or blocks (2-D), ``k = min(1, sqrt(width / d))``, its ``W`` and ``b`` drawn from
+    ``seed`` at the first context (whose length fixes ``d``).
 
     Parameters
     ----------
@@ -53,22 +54,26 @@ class RandomFeatures:
     width
         Contexts of more features have their linear part scaled by ``sqrt(width / d)``
         (None: never).
+    normalize
+        Map each context's direction ``sqrt(d) x / |x|`` (a Gaussian kernel on directions,
+        whatever the contexts' scale; the features of ``x = 0`` are 0) instead of ``x``.
     required
         False for the learner's default: contexts that are dicts, or actions given as
         feature dicts, are then learned without random features instead of refused.
     """
 
-    # (a map saved before these existed: amplitude 0.5, not anchored, not scaled)
-    amplitude, width, required, _offset, _shrink = 0.5, None, True, 0.0, 1.0
+    # (a map saved before these existed: amplitude 0.5, not anchored, normalized or scaled)
+    amplitude, width, normalize, required, _offset, _shrink = 0.5, None, False, True, 0.0, 1.0
 
     def __init__(self, n_features: int, scale: float = 1.0, seed: int | None = 0, *,
                  amplitude: float = AMPLITUDE, width: int | None = WIDTH,
-                 required: bool = True):
+                 normalize: bool = True, required: bool = True):
         self.n_features = n_features
         self.scale = scale
         self.seed = seed
         self.amplitude = amplitude
         self.width = width
+        self.normalize = normalize
         self.required = required
         self._w: np.ndarray | None = None  # (d, D), drawn at the first context
         self._b: np.ndarray | None = None
@@ -81,11 +86,19 @@ class RandomFeatures:
             raise ValueError(f"context has {contexts.shape[-1]} features, the random features "
                              f"were drawn for {len(self._w)}")
         linear = contexts if self._shrink == 1.0 else contexts * self._shrink
+        d = contexts.shape[-1]
         if contexts.ndim == 1:
             waves = contexts @ self._w
+            if self.normalize:  # the context's direction, at the length of a standard one's
+                square = float(contexts @ contexts)
+                waves = waves * (math.sqrt(d) / math.sqrt(square) if square > 0 else 0.0)
             return np.concatenate([linear, self.amplitude * (np.cos(waves + self._b)
                                                              - self._offset)])
         waves = np.array([row @ self._w for row in contexts]).reshape(len(contexts), -1)
+        if self.normalize:  # the same arithmetic row by row
+            squares = np.array([float(row @ row) for row in contexts])
+            lengths = np.sqrt(np.where(squares > 0, squares, 1.0))
+            waves = waves * np.where(squares > 0, np.sqrt(d) / lengths, 0.0)[:, None]
         return np.hstack([linear, self.amplitude * (np.cos(waves + self._b) - self._offset)])
 
     def _draw(self, d: int) -> None:

@@ -80,18 +80,31 @@ def test_nonlinear_rewards_are_learned_with_them_and_not_without():
 
 def test_the_map_vanishes_at_the_origin_and_scales_wide_contexts_down():
     wide = np.random.default_rng(3).normal(size=(5, 64))
-    features = RandomFeatures(8, seed=1)
+    features = RandomFeatures(8, seed=1, width=16)
     out = features(wide)
     np.testing.assert_allclose(out[:, :64], wide * 0.5)  # sqrt(16 / 64)
     assert np.array_equal(features(np.zeros(64)), np.zeros(72))
     assert np.array_equal(RandomFeatures(8, seed=1, width=None)(wide)[:, 64:], out[:, 64:])
+    np.testing.assert_allclose(RandomFeatures(8, seed=1)(wide)[:, :64], wide * 0.5 ** 1.5)
+
+
+def test_the_features_are_those_of_the_contexts_direction():
+    features = RandomFeatures(8, seed=2, width=None)
+    out, scaled = features(X[:20]), features(X[:20] * 30.0)
+    np.testing.assert_allclose(scaled[:, 16:], out[:, 16:], atol=1e-12)
+    np.testing.assert_array_equal(scaled[:, :16], X[:20] * 30.0)
+    plain = RandomFeatures(8, seed=2, width=None, normalize=False, amplitude=0.35)
+    plain(X[:1])  # draws the map
+    waves = X[:20] @ plain._w
+    np.testing.assert_allclose(plain(X[:20])[:, 16:],
+                               0.35 * (np.cos(waves + plain._b) - np.cos(plain._b)))
 
 
 def test_a_map_saved_before_anchoring_keeps_its_features():
     """A map from before amplitude, width and the anchor: 0.5 cos(.), contexts as given."""
     old = RandomFeatures(8, seed=1)
     old(X[:1])
-    for name in ("amplitude", "width", "required", "_offset", "_shrink"):
+    for name in ("amplitude", "width", "normalize", "required", "_offset", "_shrink"):
         del old.__dict__[name]
     restored = loads(dumps(old, {}))[0]
     waves = X[:3] @ restored._w + restored._b
