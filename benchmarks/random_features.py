@@ -11,9 +11,9 @@ drawn once from the learner's seed (with ``direction``, of ``sqrt(d) x / |x|`` i
 features has its linear part scaled by ``sqrt(width / d)``.
 
 Every setting of :data:`GRID` (D, a, width, direction) runs ``RegCB`` with the linear
-defaults chosen by
-``benchmarks/defaults.py`` on the 16 UCI streams x 5 repetitions of the harness's protocol
-(the same streams, holdout split and action draws as ``docs/defaults.md``), and on the
+defaults chosen by ``benchmarks/defaults.py`` on the 16 UCI streams x 5 repetitions of the
+harness's protocol (the same streams, holdout split and action draws as
+``docs/defaults.md``), and on the
 realizable linear problem of the defaults' bar (K = 5, d = 10, 20,000 rounds) with both
 variants and :data:`MAP_SEEDS` seeds (each seed draws another map), and on the 16 streams
 with every context multiplied by each of :data:`SCALES` (repetition 0), as contexts that are

@@ -123,13 +123,13 @@ class RegCB:
     random_features
         Append this many random Fourier features to every dense context
         (`regcb_stream.random_features`): the linear oracle then fits rewards that are not
-        linear in the context (0: none), for standardized contexts and actions given as
-        labels. None (the default): 64 with the exact ridge oracle where they apply, none
+        linear in the context (0: none), for actions given as labels. None (the
+        default): 64 with the exact ridge oracle where they apply, none
         for dict contexts (River's, the command line's) or action feature dicts. A
         `RandomFeatures` object: that map (copied).
     random_scale
-        Their frequencies' scale (a Gaussian kernel of bandwidth ``sqrt(d) / random_scale``
-        for ``d`` context features).
+        Their frequencies' scale (a Gaussian kernel of bandwidth ``1 / random_scale`` on
+        the contexts' directions at length ``sqrt(d)``, for ``d`` context features).
 
     Examples
     --------

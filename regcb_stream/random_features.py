@@ -46,7 +46,7 @@ class RandomFeatures:
         How many random features (``D``).
     scale
         The frequencies' scale ``s``: ``W ~ N(0, s^2 / d)`` (a kernel bandwidth
-        ``sqrt(d) / s``).
+        ``sqrt(d) / s`` on the mapped contexts).
     seed
         Seed of ``W`` and ``b`` (None: fresh entropy).
     amplitude
