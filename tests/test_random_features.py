@@ -136,3 +136,16 @@ def test_named_features_and_bad_settings_are_refused():
     for bad in ({"random_features": -1}, {"random_features": 2.5}, {"random_scale": 0.0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             RegCB(**bad)
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_value_that_is_not_finite_is_named_without_a_warning():
+    learner = RegCB(seed=0)
+    learner.predict(X[0], ACTIONS)
+    for bad in (np.nan, np.inf):
+        context = X[1].copy()
+        context[3] = bad
+        with pytest.raises(ValueError, match=f"context feature 3 is {bad}"):
+            learner.predict(context, ACTIONS)
+        with pytest.raises(ValueError, match=f"context feature 3 is {bad}"):
+            learner.learn(context, 0, 1.0, 0.5)
