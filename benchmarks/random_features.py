@@ -10,7 +10,8 @@ drawn once from the learner's seed (with ``direction``, of ``sqrt(d) x / |x|`` i
 ``x``: the same features whatever the contexts' scale), and a context wider than ``width``
 features has its linear part scaled by ``sqrt(width / d)``.
 
-Every setting of :data:`GRID` (D, a, width, direction) runs ``RegCB`` with the linear
+Every setting of :data:`GRID` (D, a, width, direction, and for 64 features of the
+direction the frequencies' scale s: ``w ~ N(0, s^2 I / d)``) runs ``RegCB`` with the linear
 defaults chosen by ``benchmarks/defaults.py`` on the 16 UCI streams x 5 repetitions of the
 harness's protocol (the same streams, holdout split and action draws as
 ``docs/defaults.md``), and on the
@@ -61,9 +62,9 @@ from regcb_stream.synthetic import LinearProblem
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
-GRID = {f"D={d} a={a:g} width={w}{' direction' if n else ''}": (d, a, w, n)
-        for n in (False, True) for d in (32, 64) for a in (0.25, 0.35, 0.5)
-        for w in (8, 16, None)}
+GRID = {f"D={d} a={a:g} width={w}{' direction' if n else ''}{f' s={s:g}' if s != 1 else ''}":
+        (d, a, w, n, s) for n in (False, True) for d in (32, 64) for a in (0.25, 0.35, 0.5)
+        for w in (8, 16, None) for s in ((0.5, 0.75, 1.0) if n and d == 64 else (1.0,))}
 MAP_SEEDS = range(8)  # the maps drawn on the realizable problem
 SCALES = (10.0, 0.1)  # contexts not standardized: the streams' contexts times these
 VARIANTS = ("optimistic", "elimination")
@@ -75,8 +76,8 @@ PEERS = ("River LinUCBDisjoint()", "VW --epsilon 0.05", "VW --squarecb", "VW --r
 def features(name: str, seed: int) -> RandomFeatures | int:
     if name == LINEAR:
         return 0
-    n_features, amplitude, width, normalize = GRID[name]
-    return RandomFeatures(n_features, 1.0, seed, amplitude=amplitude, width=width,
+    n_features, amplitude, width, normalize, scale = GRID[name]
+    return RandomFeatures(n_features, scale, seed, amplitude=amplitude, width=width,
                           normalize=normalize)
 
 
@@ -214,7 +215,7 @@ def _defaults_match(chosen: str) -> str:
     """A line saying whether ``RegCB()``'s map is the setting chosen on all streams."""
     default = RandomFeatures(DEFAULT_RANDOM_FEATURES)
     same = GRID[chosen] == (DEFAULT_RANDOM_FEATURES, default.amplitude, default.width,
-                            default.normalize)
+                            default.normalize, default.scale)
     return ("\n`RegCB()` has this setting: checked.\n" if same else
             "\n**`RegCB()` does NOT have the setting chosen here: update "
             "`regcb_stream/random_features.py` and `regcb_stream/learner.py` and rerun.**\n")
