@@ -124,8 +124,8 @@ class RegCB:
         Append this many random Fourier features to every dense context
         (`regcb_stream.random_features`): the linear oracle then fits rewards that are not
         linear in the context (0: none), for actions given as labels. None (the
-        default): 64 with the exact ridge oracle where they apply, none
-        for dict contexts (River's, the command line's) or action feature dicts. A
+        default): 64 with the default oracle where they apply; none for dict contexts
+        (River's, the command line's), action feature dicts, or an oracle given. A
         `RandomFeatures` object: that map (copied).
     random_scale
         Their frequencies' scale (a Gaussian kernel of bandwidth ``1 / random_scale`` on
@@ -199,7 +199,7 @@ class RegCB:
         self._sparse_input = getattr(self._oracle, "sparse_input", False)
         self._encoder = FeatureEncoder(cross=cross, intercept=intercept, hash_bits=hash_bits,
                                        expand=_make_features(random_features, random_scale, seed,
-                                                             self._oracle))
+                                                             oracle))
         self._sampler = None  # the generator of the draws, made at the first draw
         self._budget_kind = budget or ("beta" if beta is not None else "mellowness")
         self._selector = BudgetSelector(budget_grid) if self._budget_kind == "auto" else None
@@ -1135,11 +1135,11 @@ def _check_prob(prob) -> None:
         raise ValueError(f"probability must be in (0, 1], got {prob!r}")
 
 
-def _make_features(features, scale: float, seed, oracle: Oracle) -> RandomFeatures | None:
+def _make_features(features, scale: float, seed, oracle) -> RandomFeatures | None:
     """The encoder's map of dense contexts: ``random_features`` as `RegCB` takes it."""
-    if features is None:  # the default: for the exact ridge oracle, where it applies
-        return RandomFeatures(DEFAULT_RANDOM_FEATURES, scale, seed, required=False) if (
-            type(oracle) is RidgeOracle) else None
+    if features is None:  # the default model's: with the default oracle, where it applies
+        return None if oracle is not None else RandomFeatures(
+            DEFAULT_RANDOM_FEATURES, scale, seed, required=False)
     if isinstance(features, RandomFeatures):
         return copy.deepcopy(features)
     return RandomFeatures(features, scale, seed) if features else None

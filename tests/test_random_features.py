@@ -4,7 +4,7 @@ default)."""
 import numpy as np
 import pytest
 
-from regcb_stream import RegCB
+from regcb_stream import RegCB, RidgeOracle
 from regcb_stream.bench.datasets import bandit_stream
 from regcb_stream.persist import dumps, loads
 from regcb_stream.random_features import RandomFeatures
@@ -111,8 +111,8 @@ def test_a_map_saved_before_anchoring_keeps_its_features():
     np.testing.assert_allclose(restored(X[:3]), np.hstack([X[:3], 0.5 * np.cos(waves)]))
 
 
-def test_the_default_applies_to_dense_contexts_and_the_exact_ridge_oracle_only():
-    """Dict contexts, action feature dicts and other oracles: as with random_features=0."""
+def test_the_default_applies_to_dense_contexts_and_the_default_oracle_only():
+    """Dict contexts, action feature dicts and an oracle given: as with random_features=0."""
     dicts = [{f"f{j}": float(v) for j, v in enumerate(x)} for x in X[:300]]
     assert per_example(RegCB(seed=1), dicts) == per_example(RegCB(seed=1, random_features=0),
                                                              dicts)
@@ -123,7 +123,8 @@ def test_the_default_applies_to_dense_contexts_and_the_exact_ridge_oracle_only()
             learner.learn(x, items[t % 3], float(R[t, t % 3]), 0.5)
         pmfs.append(learner.pmf(X[50], items))
     assert pmfs[0] == pmfs[1]
-    assert RegCB(seed=1, oracle="vw")._encoder.expand is None
+    for oracle in ("vw", "ridge", RidgeOracle(prior="optimistic")):
+        assert RegCB(seed=1, oracle=oracle)._encoder.expand is None
     assert RegCB(seed=1)._encoder.expand.n_features == 64
 
 
