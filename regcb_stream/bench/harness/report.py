@@ -53,10 +53,10 @@ PROTOCOL = """## Protocol
   ``--epsilon``, ``--bag``, ``--cover`` on the same rounds (cost 1 − r, online updates).
   Supervised: ridge on every action's reward (the validation curve at t uses the first t
   rounds; its final value is the paper's line).
-- What a new user gets: ``RegCB()`` with no arguments (``docs/defaults.md`` says how the
-  defaults were chosen), next to each VW explorer at its default setting and River's
-  ``bandit.LinUCBDisjoint`` (its default ``alpha = 1`` and its ``alpha`` grid as a tuned
-  family; UCI streams only).
+- What a new user gets: ``RegCB()`` with no arguments (``docs/defaults.md`` and
+  ``docs/random_features.md`` say how the defaults were chosen), next to each VW explorer
+  at its default setting and River's ``bandit.LinUCBDisjoint`` (its default ``alpha = 1``
+  and its ``alpha`` grid as a tuned family; UCI streams only).
 - 8 log-spaced parameter values per family (grids in
   ``regcb_stream/bench/harness/algorithms.py``), 5 repetitions. RegCB curves use the best
   fixed parameter (highest mean validation over the checkpoints); baselines are shown as
