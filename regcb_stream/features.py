@@ -107,11 +107,9 @@ class FeatureEncoder:
         """Encode one context as a vector of the current dimension."""
         if type(context) is np.ndarray and context.size == self._input_width and (
                 context.ndim == 1 and context.dtype == np.float64 and not self._n_named):
-            if not math.isfinite(context.sum()):  # rare: find the culprit
-                _check_finite(context)
             out = np.empty(self.dim)  # the fast case: a float vector of the known length
             out[0] = self.intercept
-            out[1:] = context if self.expand is None else self.expand(context)
+            out[1:] = self.dense_values(context)
             return out
         if isinstance(context, Mapping):
             return self._rows([self.context_items(context)])[0]
@@ -121,6 +119,13 @@ class FeatureEncoder:
         out[1 : 1 + values.size] = values
         out[1 + values.size :] = 0.0
         return out
+
+    def dense_values(self, context: np.ndarray) -> np.ndarray:
+        """A float vector of the dense contexts' length as the columns after the intercept
+        (its random features appended); a value that is not finite is named."""
+        if not math.isfinite(context.sum()):  # rare: find the culprit
+            _check_finite(context)
+        return context if self.expand is None else self.expand(context)
 
     def context_items(self, context) -> tuple[list[int], list[float]]:
         """One context as (columns, values) of its nonzero-able features, no intercept."""

@@ -13,7 +13,7 @@ from regcb_stream import policies, schedules
 from regcb_stream.bounds import clip_bounds
 from regcb_stream.budget import DEFAULT_GRID, BudgetSelector, candidate_decisions
 from regcb_stream.events import PendingDecisions
-from regcb_stream.features import EncodedRows, FeatureEncoder, _check_finite
+from regcb_stream.features import EncodedRows, FeatureEncoder
 from regcb_stream.oracles.base import Oracle, SparseRows
 from regcb_stream.oracles.bounded import BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
@@ -913,14 +913,11 @@ class RegCB:
         """A dense context's features after the intercept (the compiled one-row calls'):
         with random features, mapped once for a decision and the label of the same
         context."""
-        expand = self._encoder.expand
-        if expand is None:
+        if self._encoder.expand is None:
             return context
         key = context.tobytes()
         if self._mapped is None or self._mapped[0] != key:
-            if not math.isfinite(context @ context):  # the map would only warn
-                _check_finite(context)
-            self._mapped = (key, expand(context))
+            self._mapped = (key, self._encoder.dense_values(context))
         return self._mapped[1]
 
     def _one_row_oracle(self) -> bool:
