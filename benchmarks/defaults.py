@@ -271,7 +271,7 @@ def _defaults_match(chosen: str) -> str:
     learner, params = RegCB(), GRID[chosen]
     oracle = learner._oracle
     same = (learner.variant == params["variant"] and oracle.l2 == params["l2"]
-            and oracle.prior == "optimistic"
+            and oracle.prior_mean == oracle.reward_range[1]  # optimistic for action labels
             and (learner.budget_selection is not None) == (params.get("budget") == "auto")
             and (params.get("budget") == "auto" or learner._mellowness == params["mellowness"]))
     return ("\n`RegCB()` is this configuration: checked.\n" if same else

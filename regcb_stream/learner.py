@@ -24,7 +24,8 @@ ORACLES = {"ridge": RidgeOracle, "bounded": BoundedRidgeOracle, "vw": VWOracle}
 BUDGETS = (*schedules.BUDGETS, "auto")
 # the defaults, chosen by leave-one-dataset-out on the 16 UCI streams (docs/defaults.md)
 DEFAULT_VARIANT = "optimistic"
-DEFAULT_L2 = 1.0  # the default oracle: RidgeOracle(l2=DEFAULT_L2, prior="optimistic")
+DEFAULT_L2 = 1.0  # the default oracle: RidgeOracle(l2=DEFAULT_L2, prior="auto")
+DEFAULT_JOINT_L2 = 3.0  # its l2 for action feature rows (docs/joint_defaults.md)
 DEFAULT_MELLOWNESS = 1e-3  # the default budget: c ln(K n) span^2 with this c
 DEFAULT_BETA = 1e-3  # budget="beta" without a beta
 DEFAULT_RANDOM_FEATURES = 64  # appended to dense contexts (docs/random_features.md)
@@ -71,15 +72,19 @@ class RegCB:
     The defaults (``RegCB()``) were chosen by leave-one-dataset-out on 16 public streams
     (``docs/defaults.md``, ``docs/random_features.md``): the optimistic variant, the
     optimistic ridge oracle with ``l2 = 1``, VW's budget form with mellowness 1e-3, online
-    updates, and 64 random Fourier features appended to dense contexts.
+    updates, and 64 random Fourier features appended to dense contexts. For actions given
+    as dicts of their features, the ridge takes ``l2 = 3`` and a prior settled by the
+    actions' features (``docs/joint_defaults.md``: 26 joint streams made of the UCI sets).
 
     Parameters
     ----------
     variant
         ``"optimistic"`` (the default) or ``"elimination"``.
     oracle
-        None: ``RidgeOracle(l2=1, prior="optimistic")``, exact ridge regression shrinking
-        toward the best reward; ``"ridge"``: the paper's ridge (``l2 = 1``, toward 0);
+        None: ``RidgeOracle(l2=1, prior="auto")``, exact ridge regression shrinking
+        toward the best reward; for action feature dicts ``l2 = 3``, and if the actions
+        share every feature, shrinking toward the middle of the reward range instead;
+        ``"ridge"``: the paper's ridge (``l2 = 1``, toward 0);
         ``"vw"``: VW's default linear regressor with its sensitivity bounds; or an oracle
         object (copied).
     beta
@@ -962,6 +967,7 @@ class RegCB:
             k = actions.index.shape[-2] if isinstance(actions, EncodedRows) else len(actions)
             index, value = (a.reshape(n, k, -1) for a in encoder.joint_rows(contexts, actions))
             models = np.zeros(k, dtype=np.intp)
+            self._settle_prior(index[0] if index is not None else None, value[0])
         else:
             index, value = encoder.context_rows(contexts)
             index = None if index is None else _per_action(index, len(actions))
@@ -976,12 +982,28 @@ class RegCB:
         if self._is_joint(actions):
             index, value = encoder.joint_rows(contexts, actions, played=True)
             models = np.zeros(len(value), dtype=np.intp)
+            self._settle_prior(None, value[:0])  # a label before any decision
         else:
             index, value = encoder.context_rows(contexts)
             models = self._played_ids(actions)
         self._grow(max(len(self._labels), 1), encoder.dim)
         return SparseRows(None if index is None else index[:, None], value[:, None],
                           encoder.dim), models
+
+    def _settle_prior(self, index: np.ndarray | None, value: np.ndarray) -> None:
+        """Fix an oracle's ``prior="auto"`` at the first example with action feature rows
+        (``index``, ``value``: each offered action's row; dense columns if ``index`` is
+        None): optimistic if some action's row has a feature no other action's has, so
+        that an action not yet tried looks best, as in the product class; the middle of
+        the reward range if the actions share every feature (a ranking: optimism would
+        favour rare feature values, not untried actions). The default oracle takes
+        ``l2 = DEFAULT_JOINT_L2`` here. Both chosen by leave-one-dataset-out on ranking
+        and ADF streams made of the UCI sets (``docs/joint_defaults.md``)."""
+        if getattr(self._oracle, "prior", None) != "auto":
+            return
+        self._oracle.prior = "optimistic" if own_features(index, value) else "midpoint"
+        if self.oracle is None:
+            self._oracle.l2 = DEFAULT_JOINT_L2
 
     def _oracle_rows(self, rows: SparseRows):
         """Rows as the oracle takes them: as they are for the ridge oracle
@@ -1127,6 +1149,23 @@ def _sample(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.minimum(index, pmf.shape[1] - 1)
 
 
+def own_features(index: np.ndarray | None, value: np.ndarray) -> bool:
+    """Whether one of the rows ``(K, L)`` has a nonzero feature that no other row has
+    (``index`` None: the columns are the positions); True for fewer than two rows.
+
+    >>> rows = np.array([[0, 1], [0, 2]])
+    >>> own_features(rows, np.array([[1.0, 1.0], [1.0, 0.0]]))
+    True
+    >>> own_features(rows, np.array([[1.0, 0.0], [1.0, 0.0]]))
+    False
+    """
+    if len(value) < 2:
+        return True
+    columns = [np.unique(np.flatnonzero(v) if index is None else i[v != 0])
+               for i, v in zip(value if index is None else index, value)]
+    return bool((np.unique(np.concatenate(columns), return_counts=True)[1] == 1).any())
+
+
 def _check_prob(prob) -> None:
     if not isinstance(prob, (int, float, np.number)) or not 0.0 < prob <= 1.0:
         raise ValueError(f"probability must be in (0, 1], got {prob!r}")
@@ -1147,7 +1186,7 @@ def _make_oracle(oracle, reward_range: tuple[float, float]) -> Oracle:
     oracles whose bounds depend on the reward range (``reward_range`` attribute) get the
     learner's."""
     if oracle is None:
-        oracle = RidgeOracle(l2=DEFAULT_L2, prior="optimistic")
+        oracle = RidgeOracle(l2=DEFAULT_L2, prior="auto")
     elif isinstance(oracle, str):
         if oracle not in ORACLES:
             raise ValueError(f"unknown oracle {oracle!r}; expected one of {sorted(ORACLES)} "

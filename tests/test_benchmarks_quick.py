@@ -105,3 +105,23 @@ def test_progressive_reward_records(vehicle) -> None:
     meta = {"command": "x", "code": "x", "date": "x", "runtime": 0.0, "tasks": len(tasks),
             "jobs": 1, "datasets": ["vehicle"], "rounds": ROUNDS, "seeds": [0]}
     assert "Bar: best fixed ridge-RegCB" in pr.render(records, meta)
+
+
+def test_joint_streams_have_the_structure_they_stand_for() -> None:
+    """Ranking rows share every feature; ADF rows give each action features of its own;
+    both are decided by ``RegCB()``'s rule for action feature rows accordingly."""
+    from regcb_stream.learner import own_features
+
+    jd = load_script("joint_defaults")
+    try:
+        ranking, adf = jd.load("vehicle-rank251", 0), jd.load("vehicle-noise-adf", 0)
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    assert ranking.train.X.shape == (201, jd.DOCUMENTS, 18) and len(ranking.hold) == 50
+    assert set(np.unique(ranking.train.R)) <= {0.0, 0.25, 0.5, 0.75, 1.0}
+    assert adf.train.X.shape[1:] == (4, 18 + 4 + 4 * 18)
+    assert not own_features(None, ranking.train.X[0])
+    assert own_features(None, adf.train.X[0])
+    assert jd.load("vehicle-rank251", 0).train.R.tolist() == ranking.train.R.tolist()
+    record = jd.run(("prior=auto l2=3", "vehicle-rank251", 0, None))
+    assert 0.0 <= record["progressive"] <= 1.0

@@ -340,6 +340,21 @@ def test_optimistic_prior_flags(tmp_path):
     assert run_cli([*base, "--ridge_l2", "0"]).returncode == 2
 
 
+def test_adf_defaults_and_prior_flags(tmp_path):
+    """ADF examples take RegCB()'s oracle for action feature rows (l2 3, the prior settled
+    by the actions' features); --ridge_prior and --ridge_l2 name another."""
+    data = tmp_path / "adf.dat"
+    data.write_text(adf_stream(120))
+    base = ["--cb_explore_adf", "-d", str(data), "-p", "-", "--quiet"]
+    outputs = {flags: run_cli([*base, *flags.split()]) for flags in (
+        "", "--ridge_prior auto --ridge_l2 3", "--ridge_prior optimistic --ridge_l2 3",
+        "--ridge_prior midpoint", "--ridge_l2 1")}
+    assert all(out.returncode == 0 for out in outputs.values())
+    same = {out.stdout for flags, out in outputs.items() if "3" in flags}
+    assert same == {outputs[""].stdout}  # each action has its own features (act0, ...)
+    assert len({out.stdout for out in outputs.values()}) == 3
+
+
 def test_a_bad_adf_example_mid_block_keeps_the_predictions_before_it(tmp_path):
     examples = adf_stream(100).split("\n\n")[:100]
     lines = examples[70].split("\n")

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from regcb_stream import RegCB, RidgeOracle
 from regcb_stream.bench.datasets import bandit_stream
 from regcb_stream.features import EncodedRows
+from regcb_stream.learner import DEFAULT_JOINT_L2
 
 pytestmark = pytest.mark.skipif(not RidgeOracle.compiled, reason="the kernels are not built")
 
@@ -19,6 +20,11 @@ def reference_oracle(**kwargs) -> RidgeOracle:
     oracle = RidgeOracle(**kwargs)
     oracle.compiled = False
     return oracle
+
+
+def joint_reference() -> RidgeOracle:
+    """The numpy reference of ``RegCB()``'s oracle for action feature rows."""
+    return reference_oracle(prior="auto", l2=DEFAULT_JOINT_L2)
 
 
 def logged(n: int, k: int, seed: int):
@@ -72,7 +78,7 @@ def test_joint_rows_match_the_reference_with_refreshes():
     rows = EncodedRows(index, value)
     played = np.where(rng.random(n) < 0.9, rng.integers(0, k, n), -1)
     rewards = rng.random(n)
-    fast, slow = RegCB(seed=0), RegCB(oracle=reference_oracle(prior="optimistic"), seed=0)
+    fast, slow = RegCB(seed=0), RegCB(oracle=joint_reference(), seed=0)
     for learner in (fast, slow):
         learner.encoder.columns("a", list(range(dim)))  # columns 1..dim
     decisions = [learner.replay([{}] * n, rows, played, rewards) for learner in (fast, slow)]
@@ -136,7 +142,7 @@ def test_joint_blocks_match_the_dense_reference(variant):
     decisions, through refreshes, new columns, merged groups and shared columns."""
     rows, played, rewards, dim = arrowhead_stream(900, 8, 6, seed=5)
     fast = RegCB(variant, seed=0)
-    slow = RegCB(variant, oracle=reference_oracle(prior="optimistic"), seed=0)
+    slow = RegCB(variant, oracle=joint_reference(), seed=0)
     for learner in (fast, slow):
         learner.encoder.columns("a", list(range(dim - 1)))
     decisions = [learner.replay([{}] * len(played), rows, played, rewards)
@@ -151,7 +157,7 @@ def test_joint_blocks_per_example_and_epochs_match_the_reference():
     rows, played, rewards, dim = arrowhead_stream(300, 8, 5, seed=6)
     for schedule in ("online", "sqrt2"):
         fast = RegCB(schedule=schedule, seed=0)
-        slow = RegCB(schedule=schedule, oracle=reference_oracle(prior="optimistic"), seed=0)
+        slow = RegCB(schedule=schedule, oracle=joint_reference(), seed=0)
         for learner in (fast, slow):
             learner.encoder.columns("a", list(range(dim - 1)))
         for t in range(len(played)):
@@ -181,7 +187,7 @@ def test_joint_blocks_take_features_met_after_they_are_built():
                   + f"|a x{a} y:{a / 10}" for a in range(6)]
         lines.append("")
     fast = RegCB(seed=0, hash_bits=18, allow_out_of_range=True)
-    slow = RegCB(oracle=reference_oracle(prior="optimistic"), seed=0, hash_bits=18,
+    slow = RegCB(oracle=joint_reference(), seed=0, hash_bits=18,
                  allow_out_of_range=True)
     for t, (context, actions, label) in enumerate(iter_vw(
             io.StringIO("\n".join(lines)), adf=True, interactions=["sa"], hash_bits=18)):

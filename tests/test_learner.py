@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from regcb_stream import RegCB, RidgeOracle, checks
+from regcb_stream.learner import DEFAULT_JOINT_L2, DEFAULT_L2
 from regcb_stream.oracles.base import SparseRows
 from regcb_stream.synthetic import LinearProblem
 
@@ -125,6 +126,51 @@ def test_optimistic_prior_starts_unplayed_actions_at_the_top_of_the_reward_range
     assert decision.prediction[1] == 0.0
     assert -1.0 < decision.prediction[0] < -0.5
     assert decision.pmf.tolist() == [0.0, 1.0]  # greedy on the prior tries "b"
+
+
+def test_midpoint_prior_starts_unplayed_actions_in_the_middle_of_the_reward_range():
+    learner = RegCB(oracle=RidgeOracle(prior="midpoint"), reward_range=(-1.0, 0.0), seed=0)
+    assert learner.decide([1.0], ["a", "b"]).prediction.tolist() == [-0.5, -0.5]
+
+
+SHARED = [{"price": 1.0, "size": 0.5}, {"price": 0.2, "size": 2.0}]  # every feature shared
+OWN = [{"id=a": 1.0, "price": 1.0}, {"id=b": 1.0, "price": 0.2}]  # each action has its own
+
+
+@pytest.mark.parametrize("actions, prior", [(SHARED, "midpoint"), (OWN, "optimistic")])
+def test_the_default_oracle_settles_its_prior_at_the_first_action_feature_rows(actions,
+                                                                               prior):
+    """Actions sharing every feature (a ranking) shrink toward the middle of the reward
+    range; actions with features of their own, toward its top; both with the joint l2."""
+    learner = RegCB(seed=0)
+    assert learner._oracle.prior == "auto"
+    learner.decide({"user": 1.0}, actions)
+    assert (learner._oracle.prior, learner._oracle.l2) == (prior, DEFAULT_JOINT_L2)
+    learner.decide({"user": 1.0}, OWN if actions is SHARED else SHARED)  # settled for good
+    assert learner._oracle.prior == prior
+
+
+def test_a_label_before_any_decision_settles_the_optimistic_prior():
+    learner = RegCB(seed=0)
+    learner.learn({"user": 1.0}, SHARED[0], 0.5, 0.5)
+    assert learner._oracle.prior == "optimistic"
+
+
+def test_an_oracle_given_keeps_its_l2_and_prior_unless_auto():
+    fixed = RegCB(oracle=RidgeOracle(l2=5.0, prior=0.0), seed=0)
+    auto = RegCB(oracle=RidgeOracle(l2=5.0, prior="auto"), seed=0)
+    for learner in (fixed, auto):
+        learner.decide({}, SHARED)
+    assert (fixed._oracle.prior, fixed._oracle.l2) == (0.0, 5.0)
+    assert (auto._oracle.prior, auto._oracle.l2) == ("midpoint", 5.0)
+
+
+def test_the_default_oracle_is_optimistic_for_actions_given_as_labels():
+    learner = RegCB(seed=0, random_features=0)
+    learner.decide([1.0], ["a", "b"])
+    learner.learn([1.0], "a", 0.0)
+    assert learner.decide([1.0], ["a", "b"]).prediction[1] == 1.0
+    assert (learner._oracle.prior, learner._oracle.l2) == ("auto", DEFAULT_L2)
 
 
 @pytest.mark.parametrize("prior", [float("nan"), "pessimistic", None])

@@ -12,7 +12,14 @@ from regcb_stream.oracles.base import (
     SparseRows,
     learn_row_by_row,
 )
-from regcb_stream.oracles.ridge import _DENSE, OnlineLoop, _rows, _sparse_row, check_penalty
+from regcb_stream.oracles.ridge import (
+    _DENSE,
+    OnlineLoop,
+    _rows,
+    _sparse_row,
+    check_penalty,
+    resolve_prior,
+)
 
 HEAD = 64  # columns kept exact by default (docs/oracle_threshold.md)
 
@@ -63,8 +70,9 @@ class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
     Parameters
     ----------
     l2, prior
-        As ``RidgeOracle``'s: the penalty, and the prediction it shrinks toward (a number
-        or ``"optimistic"``, the top of the learner's reward range).
+        As ``RidgeOracle``'s: the penalty, and the prediction it shrinks toward (a number,
+        ``"optimistic"`` or ``"midpoint"``: the top or the middle of the learner's reward
+        range; ``"auto"``: as the learner settles it).
     head
         Columns kept exact (0: a diagonal ellipsoid).
     memory
@@ -127,7 +135,7 @@ class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
 
     @property
     def prior_mean(self) -> float:
-        return self.reward_range[1] if self.prior == "optimistic" else float(self.prior)
+        return resolve_prior(self.prior, self.reward_range)
 
     @property
     def tail_prior(self) -> float:

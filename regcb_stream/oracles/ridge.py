@@ -86,9 +86,12 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         how many observations the prior is worth.
     prior
         The prediction the penalty shrinks toward, which is also the prediction for an
-        action never played: a number, or ``"optimistic"`` for the top of the learner's
+        action never played: a number, ``"optimistic"`` for the top of the learner's
         reward range (optimistic initialization, what VW does with costs in [0, 1]: it
-        starts every prediction at cost 0). 0 by default, the paper's oracle.
+        starts every prediction at cost 0), ``"midpoint"`` for its middle, or ``"auto"``:
+        optimistic, unless the learner finds at its first decision that the actions' own
+        feature rows share every feature (`RegCB`'s default oracle). 0 by default, the
+        paper's oracle.
     max_exact
         The largest ``n_models * D^2`` kept exact: memory and the work of a label grow
         with it. Past it (``fits``), the learner hands the statistics over to a
@@ -198,7 +201,7 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
     @property
     def prior_mean(self) -> float:
         """The prediction the penalty shrinks toward (``prior`` resolved)."""
-        return self.reward_range[1] if self.prior == "optimistic" else float(self.prior)
+        return resolve_prior(self.prior, self.reward_range)
 
     @property
     def refresh_every(self) -> int:
@@ -584,15 +587,32 @@ class _Blocks:
                        c_off, c_inv, f.ravel(), h, s_inv, s_inv @ rhs)
 
 
+PRIORS = ("optimistic", "midpoint", "auto")  # the priors named after the reward range
+
+
 def check_penalty(l2, prior) -> None:
-    """A ridge penalty ``l2`` > 0 and a ``prior`` (a number or ``"optimistic"``), or a
-    ``ValueError`` naming the one at fault."""
+    """A ridge penalty ``l2`` > 0 and a ``prior`` (a number or one of :data:`PRIORS`), or
+    a ``ValueError`` naming the one at fault."""
     if not (isinstance(l2, (int, float, np.number)) and 0 < l2 < np.inf):
         raise ValueError(f"l2 must be a finite number > 0, got {l2!r}")
-    if prior != "optimistic" and not (
+    if prior not in PRIORS and not (
         isinstance(prior, (int, float, np.number)) and np.isfinite(prior)
     ):
-        raise ValueError(f"prior must be a finite number or 'optimistic', got {prior!r}")
+        raise ValueError(f"prior must be a finite number or one of {PRIORS}, got {prior!r}")
+
+
+def resolve_prior(prior, reward_range: tuple[float, float]) -> float:
+    """The number a ``prior`` stands for in ``reward_range`` (``"auto"``, until the
+    learner settles it: the optimistic one).
+
+    >>> resolve_prior("optimistic", (0.0, 1.0)), resolve_prior("midpoint", (-1.0, 0.0))
+    (1.0, -0.5)
+    """
+    if prior in ("optimistic", "auto"):
+        return float(reward_range[1])
+    if prior == "midpoint":
+        return 0.5 * (reward_range[0] + reward_range[1])
+    return float(prior)
 
 
 def _rows(phi) -> tuple[np.ndarray, np.ndarray]:
