@@ -233,6 +233,7 @@ def report(results: list[dict], growth: dict, seconds: float, reps: int) -> str:
     lines.append("| `RegCB()` at or above, streams | – | " + " | ".join(
         f"{wins[p]}/16" for p in peers[1:]) + f" | {wins['envelope']}/16 |")
     default_mean = np.mean([means[(DEFAULT, s)] for s in STREAMS])
+    lines += ["", _below_peers(results, peers)]
     lines += [
         "",
         f"- `RegCB()` against this package's own best, tuned per stream: the sweep's "
@@ -264,6 +265,27 @@ def report(results: list[dict], growth: dict, seconds: float, reps: int) -> str:
     ]
     check = _defaults_match(chosen_all)
     return "\n".join(lines + [check]) + "\n"
+
+
+def _below_peers(results: list[dict], peers: list[str]) -> str:
+    """Each (stream, peer at its default) where ``RegCB()`` is below: the paired difference
+    over the repetitions and its standard error."""
+    per_rep = defaultdict(dict)
+    for r in results:
+        if r["max_train"] is None:
+            per_rep[(r["name"], r["stream"])][r["rep"]] = r["progressive"]
+    cases = []
+    for s in STREAMS:
+        ours = per_rep[(DEFAULT, s)]
+        for p in peers[1:]:
+            theirs = per_rep.get((p, s), {})
+            diff = np.array([ours[k] - theirs[k] for k in sorted(ours) if k in theirs])
+            if diff.size > 1 and diff.mean() < 0:
+                cases.append(f"{s} against {p}: {diff.mean():+.4f} (standard error "
+                             f"{diff.std(ddof=1) / np.sqrt(diff.size):.4f}, {diff.size} "
+                             "paired repetitions)")
+    return ("- Below a peer at its default, the paired difference: " + "; ".join(cases) + "."
+            if cases else "- Below no peer at its default.")
 
 
 def _defaults_match(chosen: str) -> str:
