@@ -36,8 +36,6 @@ Runs are kept in ``results/defaults.jsonl`` (resumable); writes ``docs/defaults.
 from __future__ import annotations
 
 import argparse
-import json
-import multiprocessing
 import os
 import pathlib
 import sys
@@ -50,6 +48,7 @@ from regcb_stream.bench.harness import algorithms, problems, protocol
 from regcb_stream.bench.harness.peers import LinUCBAlgorithm
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
+from regcb_stream.bench.runs import run_missing
 from regcb_stream.synthetic import LinearProblem
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -313,19 +312,10 @@ def main(argv=None) -> None:
     tasks += [(n, "yahoo", r, None) for n in (DEFAULT, *VW_DEFAULTS) for r in range(args.reps)]
     tasks += [(n, "letter", r, m) for n in (DEFAULT, LINUCB) for r in range(args.reps)
               for m in PREFIXES]
-    path = pathlib.Path(args.results)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    results = [json.loads(line) for line in path.open()] if path.exists() else []
-    done = {(r["name"], r["stream"], r["rep"], r["max_train"]) for r in results}
-    todo = sorted((t for t in tasks if t not in done), key=lambda t: names.index(t[0]))
-    with path.open("a") as out, multiprocessing.get_context("spawn").Pool(
-            args.jobs, initializer=_single_thread) as pool:
-        for record in pool.imap_unordered(run, todo):
-            out.write(json.dumps(record) + "\n")
-            out.flush()
-            results.append(record)
-    results = [r for r in results if (r["name"], r["stream"], r["rep"], r["max_train"])
-               in set(tasks)]
+    results, _ = run_missing(
+        args.results, tasks, run, lambda r: (r["name"], r["stream"], r["rep"], r["max_train"]),
+        args.jobs, order=lambda t: names.index(t[0]), context="spawn",
+        initializer=_single_thread)
     growth = {v: [realizable_growth(v, seed) for seed in range(8)]
               for v in ("elimination", "optimistic")}
     text = report(results, growth, sum(r["seconds"] for r in results), args.reps)

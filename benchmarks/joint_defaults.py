@@ -39,8 +39,6 @@ Runs are kept in ``results/joint_defaults.jsonl`` (resumable); writes
 from __future__ import annotations
 
 import argparse
-import json
-import multiprocessing
 import os
 import pathlib
 import sys
@@ -54,6 +52,7 @@ from regcb_stream.bench import datasets
 from regcb_stream.bench.harness import algorithms, problems, protocol
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
+from regcb_stream.bench.runs import run_missing
 from regcb_stream.learner import DEFAULT_JOINT_L2
 from regcb_stream.oracles.ridge import RidgeOracle
 
@@ -233,8 +232,8 @@ def tasks(reps: int) -> list[tuple]:
     return out
 
 
-def _key(name, stream, rep, param) -> str:
-    return json.dumps([name, stream, rep, param])
+def _task_of(record: dict) -> tuple:
+    return record["name"], record["stream"], record["rep"], record["param"]
 
 
 def main(argv=None) -> None:
@@ -245,23 +244,10 @@ def main(argv=None) -> None:
     parser.add_argument("--output", default=str(ROOT / "docs" / "joint_defaults.md"))
     args = parser.parse_args(argv)
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    runs = pathlib.Path(args.runs)
-    runs.parent.mkdir(parents=True, exist_ok=True)
-    done = [json.loads(line) for line in runs.open()] if runs.exists() else []
-    have = {_key(r["name"], r["stream"], r["rep"], r["param"]) for r in done}
-    wanted = tasks(args.reps)
-    todo = [t for t in wanted if _key(*t) not in have]
-    todo.sort(key=lambda t: t[1].startswith("pendigits") or t[1].startswith("satimage"),
-              reverse=True)  # the longest runs first
     start = time.perf_counter()
-    with multiprocessing.Pool(args.jobs) as pool, runs.open("a") as out:
-        for row in pool.imap_unordered(run, todo):
-            out.write(json.dumps(row) + "\n")
-            out.flush()
-            done.append(row)
-    print(f"{len(todo)} runs in {time.perf_counter() - start:.0f} s", file=sys.stderr)
-    keys = {_key(*t) for t in wanted}
-    done = [r for r in done if _key(r["name"], r["stream"], r["rep"], r["param"]) in keys]
+    done, ran = run_missing(args.runs, tasks(args.reps), run, _task_of, args.jobs,
+                            order=lambda t: not t[1].startswith(("pendigits", "satimage")))
+    print(f"{ran} runs in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     text = report(done, "python " + " ".join(["benchmarks/joint_defaults.py",
                                               *(argv or sys.argv[1:])]),
                   sum(r["seconds"] for r in done))

@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import multiprocessing
 import os
 import pathlib
 import sys
@@ -56,6 +55,7 @@ from regcb_stream import RegCB
 from regcb_stream.bench.harness import problems, protocol
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
+from regcb_stream.bench.runs import run_missing
 from regcb_stream.learner import DEFAULT_RANDOM_FEATURES
 from regcb_stream.random_features import RandomFeatures
 from regcb_stream.synthetic import LinearProblem
@@ -221,8 +221,8 @@ def _defaults_match(chosen: str) -> str:
             "`regcb_stream/random_features.py` and `regcb_stream/learner.py` and rerun.**\n")
 
 
-def _key(name: str, stream: str, rep, factor: float) -> tuple:
-    return name, stream, json.dumps(rep), factor
+def _task_of(record: dict) -> tuple:
+    return record["name"], record["stream"], record["rep"], record.get("factor", 1.0)
 
 
 def main(argv=None) -> None:
@@ -234,24 +234,12 @@ def main(argv=None) -> None:
     parser.add_argument("--output", default=str(ROOT / "docs" / "random_features.md"))
     args = parser.parse_args(argv)
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    runs = pathlib.Path(args.runs)
-    runs.parent.mkdir(parents=True, exist_ok=True)
-    done = [json.loads(line) for line in runs.open()] if runs.exists() else []
-    have = {_key(r["name"], r["stream"], r["rep"], r.get("factor", 1.0)) for r in done}
     tasks = [(g, "realizable", [v, m], 1.0) for g in GRID for v in VARIANTS for m in MAP_SEEDS]
     tasks += [(g, s, r, 1.0) for g in GRID for s in STREAMS for r in range(args.reps)]
     tasks += [(g, s, 0, f) for g in (*GRID, LINEAR) for s in STREAMS for f in SCALES]
-    todo = [t for t in tasks if _key(*t) not in have]
     start = time.perf_counter()
-    with multiprocessing.Pool(args.jobs) as pool, runs.open("a") as out:
-        for row in pool.imap_unordered(run, todo):
-            out.write(json.dumps(row) + "\n")
-            out.flush()
-            done.append(row)
-    print(f"{len(todo)} runs in {time.perf_counter() - start:.0f} s", file=sys.stderr)
-    wanted = {_key(*t) for t in tasks}
-    done = [r for r in done if _key(r["name"], r["stream"], r["rep"], r.get("factor", 1.0))
-            in wanted]
+    done, ran = run_missing(args.runs, tasks, run, _task_of, args.jobs)
+    print(f"{ran} runs in {time.perf_counter() - start:.0f} s", file=sys.stderr)
     peers = [json.loads(line) for line in open(args.peers)]
     text = report(done, peers, "python " + " ".join(["benchmarks/random_features.py",
                                                       *(argv or sys.argv[1:])]),
