@@ -28,7 +28,7 @@ from regcb_stream.budget import DEFAULT_GRID
 from regcb_stream.driver import Driver, StreamSettings
 from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.vw_text import VWParseError
-from regcb_stream.learner import DEFAULT_JOINT_L2, DEFAULT_L2, DEFAULT_VARIANT, RegCB
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_VARIANT, RegCB
 from regcb_stream.oracles.bounded import HEAD
 from regcb_stream.oracles.ridge import MAX_EXACT
 from regcb_stream.progress import ProgressTable
@@ -156,13 +156,14 @@ def build_parser() -> argparse.ArgumentParser:
                           f"candidates {','.join(f'{c:g}' for c in DEFAULT_GRID)})")
     own.add_argument("--ridge_l2", type=float, metavar="L2",
                      help=f"--oracle ridge: the ridge penalty, the weight of the prior "
-                          f"(default {DEFAULT_L2:g}; {DEFAULT_JOINT_L2:g} with ADF)")
+                          f"(default {DEFAULT_L2:g})")
     own.add_argument("--ridge_prior", choices=["auto", "optimistic", "midpoint", "zero"],
                      help="--oracle ridge: shrink predictions toward --cb_min_cost, so that an "
                           "action not yet tried looks best (optimistic), toward the middle "
                           "of the cost range (midpoint), or toward cost 0 (zero: the "
-                          "paper's ridge); auto, the default: optimistic, but midpoint for "
-                          "ADF examples whose actions share every feature")
+                          "paper's ridge); auto, the default: optimistic, but midpoint with an "
+                          "L2 of at least 3 for ADF examples whose actions share every "
+                          "feature")
     own.add_argument("--optimistic_prior", action="store_const", const="optimistic",
                      dest="ridge_prior", help=argparse.SUPPRESS)  # the default since 0.2
     return parser

@@ -25,7 +25,7 @@ BUDGETS = (*schedules.BUDGETS, "auto")
 # the defaults, chosen by leave-one-dataset-out on the 16 UCI streams (docs/defaults.md)
 DEFAULT_VARIANT = "optimistic"
 DEFAULT_L2 = 1.0  # the default oracle: RidgeOracle(l2=DEFAULT_L2, prior="auto")
-DEFAULT_JOINT_L2 = 3.0  # its l2 for action feature rows (docs/joint_defaults.md)
+DEFAULT_SHARED_L2 = 3.0  # its least l2 for actions sharing every feature (docs/joint_defaults.md)
 DEFAULT_MELLOWNESS = 1e-3  # the default budget: c ln(K n) span^2 with this c
 DEFAULT_BETA = 1e-3  # budget="beta" without a beta
 DEFAULT_RANDOM_FEATURES = 64  # appended to dense contexts (docs/random_features.md)
@@ -73,8 +73,8 @@ class RegCB:
     (``docs/defaults.md``, ``docs/random_features.md``): the optimistic variant, the
     optimistic ridge oracle with ``l2 = 1``, VW's budget form with mellowness 1e-3, online
     updates, and 64 random Fourier features appended to dense contexts. For actions given
-    as dicts of their features, the ridge takes ``l2 = 3`` and a prior settled by the
-    actions' features (``docs/joint_defaults.md``: 26 joint streams made of the UCI sets).
+    as dicts of features that every action shares (a ranking), the ridge shrinks toward the
+    middle of the reward range with ``l2 = 3`` (``docs/joint_defaults.md``).
 
     Parameters
     ----------
@@ -82,8 +82,8 @@ class RegCB:
         ``"optimistic"`` (the default) or ``"elimination"``.
     oracle
         None: ``RidgeOracle(l2=1, prior="auto")``, exact ridge regression shrinking
-        toward the best reward; for action feature dicts ``l2 = 3``, and if the actions
-        share every feature, shrinking toward the middle of the reward range instead;
+        toward the best reward; for action feature dicts that share every feature,
+        ``RidgeOracle(l2=3, prior="midpoint")``, toward the middle of the reward range;
         ``"ridge"``: the paper's ridge (``l2 = 1``, toward 0);
         ``"vw"``: VW's default linear regressor with its sensitivity bounds; or an oracle
         object (copied).
@@ -993,17 +993,19 @@ class RegCB:
     def _settle_prior(self, index: np.ndarray | None, value: np.ndarray) -> None:
         """Fix an oracle's ``prior="auto"`` at the first example with action feature rows
         (``index``, ``value``: each offered action's row; dense columns if ``index`` is
-        None): optimistic if some action's row has a feature no other action's has, so
-        that an action not yet tried looks best, as in the product class; the middle of
-        the reward range if the actions share every feature (a ranking: optimism would
-        favour rare feature values, not untried actions). The default oracle takes
-        ``l2 = DEFAULT_JOINT_L2`` here. Both chosen by leave-one-dataset-out on ranking
-        and ADF streams made of the UCI sets (``docs/joint_defaults.md``)."""
+        None). Optimistic if some action's row has a feature no other action's has: an
+        action not yet tried looks best, as in the product class (VW's ``-q sa`` crosses
+        of an action's indicator). If the actions share every feature (a ranking: optimism
+        would favour rare feature values, not untried actions), the middle of the reward
+        range with ``l2`` at least ``DEFAULT_SHARED_L2``, chosen by leave-one-dataset-out
+        on rankings made of the UCI sets (``docs/joint_defaults.md``)."""
         if getattr(self._oracle, "prior", None) != "auto":
             return
-        self._oracle.prior = "optimistic" if own_features(index, value) else "midpoint"
-        if self.oracle is None:
-            self._oracle.l2 = DEFAULT_JOINT_L2
+        if own_features(index, value):
+            self._oracle.prior = "optimistic"
+        else:
+            self._oracle.prior = "midpoint"
+            self._oracle.l2 = max(self._oracle.l2, DEFAULT_SHARED_L2)
 
     def _oracle_rows(self, rows: SparseRows):
         """Rows as the oracle takes them: as they are for the ridge oracle

@@ -123,5 +123,5 @@ def test_joint_streams_have_the_structure_they_stand_for() -> None:
     assert not own_features(None, ranking.train.X[0])
     assert own_features(None, adf.train.X[0])
     assert jd.load("vehicle-rank251", 0).train.R.tolist() == ranking.train.R.tolist()
-    record = jd.run(("prior=auto l2=3", "vehicle-rank251", 0, None))
+    record = jd.run((jd.DEFAULT, "vehicle-rank251", 0, None))
     assert 0.0 <= record["progressive"] <= 1.0

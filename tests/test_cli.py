@@ -341,16 +341,16 @@ def test_optimistic_prior_flags(tmp_path):
 
 
 def test_adf_defaults_and_prior_flags(tmp_path):
-    """ADF examples take RegCB()'s oracle for action feature rows (l2 3, the prior settled
-    by the actions' features); --ridge_prior and --ridge_l2 name another."""
+    """ADF examples take RegCB()'s oracle (the prior settled by the actions' features);
+    --ridge_prior and --ridge_l2 name another."""
     data = tmp_path / "adf.dat"
     data.write_text(adf_stream(120))
     base = ["--cb_explore_adf", "-d", str(data), "-p", "-", "--quiet"]
     outputs = {flags: run_cli([*base, *flags.split()]) for flags in (
-        "", "--ridge_prior auto --ridge_l2 3", "--ridge_prior optimistic --ridge_l2 3",
-        "--ridge_prior midpoint", "--ridge_l2 1")}
+        "", "--ridge_prior auto --ridge_l2 1", "--ridge_prior optimistic",
+        "--ridge_prior midpoint", "--ridge_l2 3")}
     assert all(out.returncode == 0 for out in outputs.values())
-    same = {out.stdout for flags, out in outputs.items() if "3" in flags}
+    same = {out.stdout for flags, out in outputs.items() if "3" not in flags and "mid" not in flags}
     assert same == {outputs[""].stdout}  # each action has its own features (act0, ...)
     assert len({out.stdout for out in outputs.values()}) == 3
 

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from regcb_stream import RegCB, RidgeOracle
 from regcb_stream.bench.datasets import bandit_stream
 from regcb_stream.features import EncodedRows
-from regcb_stream.learner import DEFAULT_JOINT_L2
 
 pytestmark = pytest.mark.skipif(not RidgeOracle.compiled, reason="the kernels are not built")
 
@@ -24,7 +23,7 @@ def reference_oracle(**kwargs) -> RidgeOracle:
 
 def joint_reference() -> RidgeOracle:
     """The numpy reference of ``RegCB()``'s oracle for action feature rows."""
-    return reference_oracle(prior="auto", l2=DEFAULT_JOINT_L2)
+    return reference_oracle(prior="auto")
 
 
 def logged(n: int, k: int, seed: int):

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from regcb_stream import RegCB, RidgeOracle, checks
-from regcb_stream.learner import DEFAULT_JOINT_L2, DEFAULT_L2
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_SHARED_L2
 from regcb_stream.oracles.base import SparseRows
 from regcb_stream.synthetic import LinearProblem
 
@@ -137,15 +137,17 @@ SHARED = [{"price": 1.0, "size": 0.5}, {"price": 0.2, "size": 2.0}]  # every fea
 OWN = [{"id=a": 1.0, "price": 1.0}, {"id=b": 1.0, "price": 0.2}]  # each action has its own
 
 
-@pytest.mark.parametrize("actions, prior", [(SHARED, "midpoint"), (OWN, "optimistic")])
+@pytest.mark.parametrize("actions, prior, l2", [(SHARED, "midpoint", DEFAULT_SHARED_L2),
+                                               (OWN, "optimistic", DEFAULT_L2)])
 def test_the_default_oracle_settles_its_prior_at_the_first_action_feature_rows(actions,
-                                                                               prior):
+                                                                               prior, l2):
     """Actions sharing every feature (a ranking) shrink toward the middle of the reward
-    range; actions with features of their own, toward its top; both with the joint l2."""
+    range, with a larger l2; actions with features of their own, toward its top, as the
+    product class's."""
     learner = RegCB(seed=0)
     assert learner._oracle.prior == "auto"
     learner.decide({"user": 1.0}, actions)
-    assert (learner._oracle.prior, learner._oracle.l2) == (prior, DEFAULT_JOINT_L2)
+    assert (learner._oracle.prior, learner._oracle.l2) == (prior, l2)
     learner.decide({"user": 1.0}, OWN if actions is SHARED else SHARED)  # settled for good
     assert learner._oracle.prior == prior
 

@@ -88,10 +88,10 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         The prediction the penalty shrinks toward, which is also the prediction for an
         action never played: a number, ``"optimistic"`` for the top of the learner's
         reward range (optimistic initialization, what VW does with costs in [0, 1]: it
-        starts every prediction at cost 0), ``"midpoint"`` for its middle, or ``"auto"``:
-        optimistic, unless the learner finds at its first decision that the actions' own
-        feature rows share every feature (`RegCB`'s default oracle). 0 by default, the
-        paper's oracle.
+        starts every prediction at cost 0), ``"midpoint"`` for its middle, or ``"auto"``
+        (`RegCB`'s default oracle): optimistic, unless the learner finds at its first
+        decision that the actions' feature rows share every feature, then midpoint with
+        ``l2`` at least 3. 0 by default, the paper's oracle.
     max_exact
         The largest ``n_models * D^2`` kept exact: memory and the work of a label grow
         with it. Past it (``fits``), the learner hands the statistics over to a
