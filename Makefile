@@ -11,12 +11,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/_trees.c regcb_stream/io/_scan.c | $(BIN)/python
+$(VENV)/.installed: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/_features.c regcb_stream/_trees.c regcb_stream/io/_scan.c | $(BIN)/python
 	$(BIN)/python -m pip install -q -e . $(EDITABLE)
 	$(BIN)/python -m compileall -q regcb_stream  # as a regular install does: faster start-up
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/_trees.c regcb_stream/io/_scan.c | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/_features.c regcb_stream/_trees.c regcb_stream/io/_scan.c | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test]' $(EDITABLE)
 	$(BIN)/python -m compileall -q regcb_stream
 	touch $@ $(VENV)/.installed

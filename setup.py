@@ -1,11 +1,13 @@
-"""The compiled kernels: ridge oracle, GB5 trees oracle, VW text tokenizer, DSJSON reader
-(everything else is in pyproject.toml)."""
+"""The compiled kernels: ridge oracle, random features, GB5 trees oracle, VW text tokenizer,
+DSJSON reader (everything else is in pyproject.toml)."""
 
 from setuptools import Extension, setup
 
 ARGS = ["-O3", "-std=c99", "-ffp-contract=off"]  # no FMA: the same numbers everywhere
 setup(ext_modules=[
     Extension("regcb_stream._ridge", ["regcb_stream/_ridge.c"], extra_compile_args=ARGS),
+    Extension("regcb_stream._features", ["regcb_stream/_features.c"],
+              extra_compile_args=ARGS),
     Extension("regcb_stream._trees", ["regcb_stream/_trees.c"], extra_compile_args=ARGS),
     Extension("regcb_stream.io._scan", ["regcb_stream/io/_scan.c"], extra_compile_args=ARGS),
     Extension("regcb_stream.io._dsjson", ["regcb_stream/io/_dsjson.c"],

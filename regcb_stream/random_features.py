@@ -13,7 +13,9 @@ the intercept keeps its weight, and a few low rewards do not pull an action down
 everywhere. A context wider than ``width`` features is scaled by ``sqrt(width / d)`` in the
 linear part, so the ridge penalty weighs the linear part of a wide context as it weighs a
 ``width``-feature one's. Each context is mapped on its own, one matrix-vector product per
-row, so a block of contexts maps to the same numbers as its rows one at a time.
+row (numpy's), the rest in one compiled call (``_features.c``, the numpy expressions'
+arithmetic in their order), so a block of contexts maps to the same numbers as its rows
+one at a time.
 
 >>> features = RandomFeatures(3, seed=0)
 >>> out = features(np.array([0.5, -1.0]))
@@ -30,6 +32,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from regcb_stream import _features
 
 AMPLITUDE = 0.25  # of each feature (chosen by leave-one-dataset-out: docs/random_features.md)
 WIDTH = 8  # contexts wider than this are scaled down in the linear part (chosen likewise)
@@ -85,21 +89,32 @@ class RandomFeatures:
         if contexts.shape[-1] != len(self._w):
             raise ValueError(f"context has {contexts.shape[-1]} features, the random features "
                              f"were drawn for {len(self._w)}")
-        linear = contexts if self._shrink == 1.0 else contexts * self._shrink
-        d = contexts.shape[-1]
+        contexts = np.ascontiguousarray(contexts, dtype=float)
+        d, offset = contexts.shape[-1], self._offset
+        if not isinstance(offset, np.ndarray):  # (a map saved before: a number)
+            offset = np.full(self.n_features, offset)
         if contexts.ndim == 1:
             waves = contexts @ self._w
-            if self.normalize:  # the context's direction, at the length of a standard one's
-                square = float(contexts @ contexts)
-                waves = waves * (math.sqrt(d) / math.sqrt(square) if square > 0 else 0.0)
-            return np.concatenate([linear, self.amplitude * (np.cos(waves + self._b)
-                                                             - self._offset)])
-        waves = np.array([row @ self._w for row in contexts]).reshape(len(contexts), -1)
-        if self.normalize:  # the same arithmetic row by row
-            squares = np.array([float(row @ row) for row in contexts])
-            lengths = np.sqrt(np.where(squares > 0, squares, 1.0))
-            waves = waves * np.where(squares > 0, np.sqrt(d) / lengths, 0.0)[:, None]
-        return np.hstack([linear, self.amplitude * (np.cos(waves + self._b) - self._offset)])
+            factor = self._factor(contexts, math.sqrt(d)) if self.normalize else 1.0
+        else:
+            waves = np.array([row @ self._w for row in contexts]).reshape(len(contexts), -1)
+            factors = np.ones(len(contexts))
+            if self.normalize:  # the same arithmetic row by row
+                root = math.sqrt(d)
+                for i, row in enumerate(contexts):
+                    factors[i] = self._factor(row, root)
+            factor = factors
+        out = np.empty(contexts.shape[:-1] + (d + self.n_features,))
+        _features.cosine_rows(contexts, waves, factor, self._b, offset, self.amplitude,
+                              self._shrink, out)
+        return out
+
+    @staticmethod
+    def _factor(context: np.ndarray, root: float) -> float:
+        """The factor of a context's waves that maps its direction at length ``root``
+        (0 for the zero context)."""
+        square = float(context @ context)
+        return root / math.sqrt(square) if square > 0 else 0.0
 
     def _draw(self, d: int) -> None:
         rng = np.random.default_rng(self.seed)

@@ -1,6 +1,8 @@
 """Random Fourier features of dense contexts (``RegCB(random_features=D)``, and 64 by
 default)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -31,6 +33,34 @@ def test_a_block_maps_as_its_rows_one_at_a_time():
         assert np.array_equal(features(row), mapped)
     with pytest.raises(ValueError, match="drawn for 16"):
         features(np.zeros(3))
+
+
+def numpy_map(features: RandomFeatures, context: np.ndarray) -> np.ndarray:
+    """The map's arithmetic in numpy expressions, one context (the compiled map's
+    reference: the same operations in the same order)."""
+    waves = context @ features._w
+    if features.normalize:
+        square = float(context @ context)
+        waves = waves * (np.sqrt(context.size) / np.sqrt(square) if square > 0 else 0.0)
+    return np.concatenate([context * features._shrink,
+                           features.amplitude * (np.cos(waves + features._b)
+                                                 - features._offset)])
+
+
+@pytest.mark.skipif(not np.array_equal(np.cos(np.linspace(-50, 50, 10_001)), [
+    math.cos(v) for v in np.linspace(-50, 50, 10_001)]), reason="numpy's cosine is its own")
+@pytest.mark.parametrize("settings", [{}, {"normalize": False}, {"width": None},
+                                      {"amplitude": 1, "width": 4, "scale": 3.0}])
+def test_the_compiled_map_computes_the_numpy_expressions_bit_for_bit(settings):
+    rng = np.random.default_rng(7)
+    contexts = rng.normal(size=(300, 16)) * rng.choice([1e-3, 1.0, 40.0], size=(300, 1))
+    contexts[0] = 0.0
+    features = RandomFeatures(64, seed=3, **settings)
+    block = features(contexts)
+    for context, mapped in zip(contexts, block):
+        expected = numpy_map(features, context)
+        assert np.array_equal(features(context).view(np.int64), expected.view(np.int64))
+        assert np.array_equal(mapped.view(np.int64), expected.view(np.int64))
 
 
 @pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
