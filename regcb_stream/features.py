@@ -122,7 +122,8 @@ class FeatureEncoder:
 
     def dense_values(self, context: np.ndarray) -> np.ndarray:
         """A float vector of the dense contexts' length as the columns after the intercept
-        (its random features appended); a value that is not finite is named."""
+        (its random features appended); a value that is not finite is named (before the
+        map, whose features of it would not be finite either)."""
         if not math.isfinite(context.sum()):  # rare: find the culprit
             _check_finite(context)
         return context if self.expand is None else self.expand(context)

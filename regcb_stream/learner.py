@@ -917,12 +917,14 @@ class RegCB:
     def _row_values(self, context: np.ndarray) -> np.ndarray:
         """A dense context's features after the intercept (the compiled one-row calls'):
         with random features, mapped once for a decision and the label of the same
-        context."""
-        if self._encoder.expand is None:
+        context. A value that is not finite maps to values that are not either: the
+        compiled calls refuse them, and the general path they hand over to names it."""
+        expand = self._encoder.expand
+        if expand is None:
             return context
         key = context.tobytes()
         if self._mapped is None or self._mapped[0] != key:
-            self._mapped = (key, self._encoder.dense_values(context))
+            self._mapped = (key, expand(context))
         return self._mapped[1]
 
     def _one_row_oracle(self) -> bool:
