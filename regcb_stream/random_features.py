@@ -95,26 +95,22 @@ class RandomFeatures:
             offset = np.full(self.n_features, offset)
         if contexts.ndim == 1:
             waves = contexts @ self._w
-            factor = self._factor(contexts, math.sqrt(d)) if self.normalize else 1.0
-        else:
+            factor = self._factor(contexts, d)
+        else:  # the same arithmetic row by row
             waves = np.array([row @ self._w for row in contexts]).reshape(len(contexts), -1)
-            factors = np.ones(len(contexts))
-            if self.normalize:  # the same arithmetic row by row
-                root = math.sqrt(d)
-                for i, row in enumerate(contexts):
-                    factors[i] = self._factor(row, root)
-            factor = factors
+            factor = np.array([self._factor(row, d) for row in contexts], dtype=float)
         out = np.empty(contexts.shape[:-1] + (d + self.n_features,))
         _features.cosine_rows(contexts, waves, factor, self._b, offset, self.amplitude,
                               self._shrink, out)
         return out
 
-    @staticmethod
-    def _factor(context: np.ndarray, root: float) -> float:
-        """The factor of a context's waves that maps its direction at length ``root``
-        (0 for the zero context)."""
+    def _factor(self, context: np.ndarray, d: int) -> float:
+        """The factor of a context's waves: 1, or with ``normalize`` the one that maps its
+        direction at length ``sqrt(d)`` (0 for the zero context)."""
+        if not self.normalize:
+            return 1.0
         square = float(context @ context)
-        return root / math.sqrt(square) if square > 0 else 0.0
+        return math.sqrt(d) / math.sqrt(square) if square > 0 else 0.0
 
     def _draw(self, d: int) -> None:
         rng = np.random.default_rng(self.seed)
