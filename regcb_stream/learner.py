@@ -153,7 +153,8 @@ class RegCB:
 
     random_features: int | RandomFeatures | None = 0  # (a learner saved before: none)
     _mapped = None
-    _transient = ("_mapped",)  # not saved (`regcb_stream.persist`)
+    _room = None  # (oracle, models, features) it was last grown to hold (`_grow`)
+    _transient = ("_mapped", "_room")  # not saved (`regcb_stream.persist`)
     random_scale = 1.0
 
     def __init__(
@@ -252,8 +253,7 @@ class RegCB:
 
     def predict(self, context, actions: Sequence) -> tuple[object, float, dict]:
         """Sample an action; return it, its probability and kwargs for ``learn``."""
-        if self._one_row(context) and not self._is_joint(actions):
-            models = self._model_ids(actions)
+        if self._one_row(context) and (models := self._known_labels(actions)) is not None:
             self._grow(len(self._labels), self._encoder.dim)
             lo, hi = self._range
             values = self._row_values(context)
@@ -937,6 +937,10 @@ class RegCB:
         """Make room in the oracle for ``n_models`` models of ``dim`` features; an oracle
         that would outgrow itself (exact ridge past ``max_exact``) hands over to its
         bounded form first."""
+        room = self._room
+        if room is not None and room[0] is self._oracle and n_models <= room[1] \
+                and dim <= room[2]:
+            return
         if not getattr(self._oracle, "fits", lambda *_: True)(n_models, dim):
             if getattr(self._oracle, "piecewise", False):
                 self._oracle.close_piece()
@@ -945,6 +949,7 @@ class RegCB:
         if hasattr(self._oracle, "dim_limit"):  # room for every hashed slot at most
             self._oracle.dim_limit = self._encoder.max_dim
         self._oracle.grow(n_models, dim)
+        self._room = (self._oracle, n_models, dim)
 
     def _rebuild(self) -> None:
         if getattr(self._oracle, "piecewise", False):
@@ -1044,6 +1049,17 @@ class RegCB:
         if not joint and not isinstance(actions, EncodedRows):
             self._label_types = self._label_types | types
         return joint
+
+    def _known_labels(self, actions: Sequence) -> np.ndarray | None:
+        """`_model_ids` of actions that are labels (None for the joint class's): a list
+        offered before skips the checks of `_is_joint`."""
+        try:
+            ids = self._ids_of.get(tuple(actions))
+        except TypeError:  # (unhashable: dicts of action features)
+            ids = None
+        if ids is not None or self._is_joint(actions):
+            return ids
+        return self._model_ids(actions)
 
     def _model_ids(self, actions: Sequence) -> np.ndarray:
         """Model ids of offered actions (read-only, cached), registering new ones."""
@@ -1171,6 +1187,8 @@ def own_features(index: np.ndarray | None, value: np.ndarray) -> bool:
 
 
 def _check_prob(prob) -> None:
+    if type(prob) is float and 0.0 < prob <= 1.0:  # the usual case, at once
+        return
     if not isinstance(prob, (int, float, np.number)) or not 0.0 < prob <= 1.0:
         raise ValueError(f"probability must be in (0, 1], got {prob!r}")
 

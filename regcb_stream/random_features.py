@@ -94,10 +94,10 @@ class RandomFeatures:
         if not isinstance(offset, np.ndarray):  # (a map saved before: a number)
             offset = np.full(self.n_features, offset)
         if contexts.ndim == 1:
-            waves = contexts @ self._w
+            waves = contexts.dot(self._w)
             factor = self._factor(contexts, d)
         else:  # the same arithmetic row by row
-            waves = np.array([row @ self._w for row in contexts]).reshape(len(contexts), -1)
+            waves = np.array([row.dot(self._w) for row in contexts]).reshape(len(contexts), -1)
             factor = np.array([self._factor(row, d) for row in contexts], dtype=float)
         out = np.empty(contexts.shape[:-1] + (d + self.n_features,))
         _features.cosine_rows(contexts, waves, factor, self._b, offset, self.amplitude,
@@ -109,7 +109,7 @@ class RandomFeatures:
         direction at length ``sqrt(d)`` (0 for the zero context)."""
         if not self.normalize:
             return 1.0
-        square = float(context @ context)
+        square = float(context.dot(context))
         return math.sqrt(d) / math.sqrt(square) if square > 0 else 0.0
 
     def _draw(self, d: int) -> None:

@@ -277,3 +277,24 @@ def test_one_row_path_reports_bad_values_as_the_general_path(budget):
         learner.predict(bad, ["a", "b"])
     with pytest.raises(ValueError, match="context feature 1 is nan"):
         learner.learn(bad, "a", 1.0, 0.5)
+
+
+@pytest.mark.parametrize("k", [1, 3, 4, 9, 26])
+def test_a_row_shared_by_the_actions_gives_the_numbers_of_a_row_each(k):
+    """The product class's row is read by the K actions' models four at a time (their sums
+    side by side): bit for bit what the same row copied once per action gives, each model
+    alone; the decisions of every path rest on these numbers."""
+    X, played, rewards = logged(600, k, seed=k)
+    oracle = RidgeOracle(l2=1.0, prior="optimistic")
+    oracle.grow(k, X.shape[1] + 1)
+    rows = np.c_[np.ones(len(X)), X]
+    rows[::5, 3] = 0.0  # zeros are skipped in the sums
+    for row, action, reward in zip(rows, played, rewards):
+        oracle.learn(row, int(action), float(reward))
+    oracle.rebuild()
+    models = np.arange(k)
+    shared = np.broadcast_to(rows[:, None, :], (len(rows), k, rows.shape[1]))
+    one = oracle.moments(shared, models)
+    each = oracle.moments(np.ascontiguousarray(shared), models)
+    for a, b in zip(one, each):
+        assert a.tobytes() == b.tobytes()
