@@ -801,21 +801,24 @@ static void dense_moments(const double *a_inv, const double *theta, const int64_
 
 PyDoc_STRVAR(predict_dense_doc,
 "predict_dense(a_inv, theta, models, context, intercept, D, prior, budget, optimistic,\n"
-"              lo, hi, tol, u) -> (index, prob) or None\n"
+"              lo, hi, tol, u[, out]) -> (index, prob) or None\n"
 "One decision for a dense context of D - 1 values (the product class): each action's\n"
 "bounds, the rule's distribution (uniform for a NaN budget) and the inverse-CDF draw of\n"
-"u, as run_online and the learner's draw make them; None if a value is not finite.");
+"u, as run_online and the learner's draw make them, and with out (4, K) the distribution,\n"
+"predictions, low and high bounds in it; None if a value is not finite.");
 
 static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
-    Py_buffer a_inv = {0}, theta = {0}, models = {0}, context = {0};
+    Py_buffer a_inv = {0}, theta = {0}, models = {0}, context = {0}, out = {0};
     Py_ssize_t D;
     int optimistic;
     double intercept, prior, beta, lo, hi, tol, u;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*dnddpdddd", &a_inv, &theta, &models, &context,
-                          &intercept, &D, &prior, &beta, &optimistic, &lo, &hi, &tol, &u))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*dnddpdddd|w*", &a_inv, &theta, &models, &context,
+                          &intercept, &D, &prior, &beta, &optimistic, &lo, &hi, &tol, &u,
+                          &out))
         return NULL;
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double)), K = models.len / 8;
-    int ok = expect(&a_inv, M * D * D, 8, "a_inv") && expect(&context, D - 1, 8, "context");
+    int ok = expect(&a_inv, M * D * D, 8, "a_inv") && expect(&context, D - 1, 8, "context") &&
+             (!out.buf || expect(&out, 4 * K, 8, "out"));
     const int64_t *model = models.buf;
     ok = ok && models_ok(model, K, M);
     double *work = ok ? PyMem_Malloc((D + 6 * K) * sizeof(double)) : NULL;
@@ -833,12 +836,19 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
         } else {
             dense_moments(a_inv.buf, theta.buf, model, K, D, row, prior, p, v);
             decision(p, v, K, beta, lo, hi, optimistic, tol, lw, hg, pm);
+            if (out.buf) {
+                double *o = out.buf;
+                memcpy(o, pm, K * sizeof(double));
+                memcpy(o + K, p, K * sizeof(double));
+                memcpy(o + 2 * K, lw, K * sizeof(double));
+                memcpy(o + 3 * K, hg, K * sizeof(double));
+            }
             Py_ssize_t index = draw(pm, K, u, cdf);
             result = Py_BuildValue("nd", index, pm[index]);
         }
     }
     PyMem_Free(work);
-    RELEASE(&a_inv, &theta, &models, &context);
+    RELEASE(&a_inv, &theta, &models, &context, &out);
     return result;
 }
 

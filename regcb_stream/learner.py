@@ -232,6 +232,11 @@ class RegCB:
 
     def decide(self, context, actions: Sequence) -> Decision:
         """Bounds, plausible set and distribution for one context."""
+        if self._selector is None and self._n_frozen and self._one_row(context) \
+                and (models := self._known_labels(actions)) is not None:
+            out = np.empty((4, len(models)))
+            if self._predict_dense(context, models, 0.0, out) is not None:
+                return Decision(*out)
         d = self._decide(*self._rows([context], actions))
         if d.candidates is None:
             return Decision(d.pmf[0], d.prediction[0], d.low[0], d.high[0])
@@ -254,17 +259,14 @@ class RegCB:
     def predict(self, context, actions: Sequence) -> tuple[object, float, dict]:
         """Sample an action; return it, its probability and kwargs for ``learn``."""
         if self._one_row(context) and (models := self._known_labels(actions)) is not None:
-            self._grow(len(self._labels), self._encoder.dim)
-            lo, hi = self._range
-            values = self._row_values(context)
             if self._selector is None:
-                drawn = self._oracle.predict_dense(
-                    values, models, self.intercept, self._budget(len(actions)),
-                    self.variant == "optimistic", self._range, TIE_TOLERANCE * (hi - lo),
-                    self._rng().random())
+                drawn = self._predict_dense(context, models, self._rng().random())
                 if drawn is not None:  # (None: a value is not finite; decide says which)
                     return actions[drawn[0]], drawn[1], {}
             elif self._n_frozen:
+                self._grow(len(self._labels), self._encoder.dim)
+                lo, hi = self._range
+                values = self._row_values(context)
                 selector = self._selector
                 roots, scale = selector.radius_factors(self._n_frozen, len(actions), hi - lo)
                 pmfs = np.empty((len(roots), len(models)))
@@ -281,6 +283,15 @@ class RegCB:
         info = {} if decision.candidates is None else {
             "candidates": tuple(decision.candidates[:, index].tolist())}
         return actions[index], float(decision.pmf[index]), info
+
+    def _predict_dense(self, context: np.ndarray, models: np.ndarray, uniform: float,
+                       out: np.ndarray | None = None) -> tuple[int, float] | None:
+        """The one-row path's decision under a fixed budget (`RidgeOracle.predict_dense`)."""
+        self._grow(len(self._labels), self._encoder.dim)
+        lo, hi = self._range
+        return self._oracle.predict_dense(
+            self._row_values(context), models, self.intercept, self._budget(len(models)),
+            self.variant == "optimistic", self._range, TIE_TOLERANCE * (hi - lo), uniform, out)
 
     def predict_many(self, contexts, actions: Sequence) -> tuple[np.ndarray, np.ndarray]:
         """Sampled action indices and their probabilities for a block of contexts; the

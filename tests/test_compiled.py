@@ -246,15 +246,19 @@ def test_compiled_replay_with_the_automatic_budget_is_the_general_one(variant):
 @pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
 @pytest.mark.parametrize("variant", ["optimistic", "elimination"])
 def test_one_row_path_makes_the_general_paths_draws(variant, budget):
-    """``predict`` and ``learn`` of a float vector take the compiled one-row path; the
-    same contexts as lists take the general one: the same draws, probabilities and state
-    (with the automatic budget, the same candidates' scores, whether ``learn`` is handed
-    them or finds them from the last decision)."""
+    """``predict``, ``decide`` and ``learn`` of a float vector take the compiled one-row
+    path; the same contexts as lists take the general one: the same draws, probabilities,
+    bounds (bit for bit) and state (with the automatic budget, the same candidates' scores,
+    whether ``learn`` is handed them or finds them from the last decision)."""
     X, _, _ = logged(1500, 26, seed=4)
     R = bandit_stream("letter", noisy=False, seed=4)[1][:1500]
     actions = list(range(26))
     fast, general = RegCB(variant, seed=5, **budget), RegCB(variant, seed=5, **budget)
     for t, (x, r) in enumerate(zip(X, R)):
+        if t % 3 == 0:
+            one, two = fast.decide(x, actions), general.decide(x.tolist(), actions)
+            for name in ("pmf", "prediction", "low", "high"):
+                assert getattr(one, name).tobytes() == getattr(two, name).tobytes()
         got = fast.predict(x, actions)
         want = general.predict(x.tolist(), actions)
         assert got == want
@@ -275,6 +279,8 @@ def test_one_row_path_reports_bad_values_as_the_general_path(budget):
     bad = np.array([0.0, np.nan, 1.0])
     with pytest.raises(ValueError, match="context feature 1 is nan"):
         learner.predict(bad, ["a", "b"])
+    with pytest.raises(ValueError, match="context feature 1 is nan"):
+        learner.decide(bad, ["a", "b"])
     with pytest.raises(ValueError, match="context feature 1 is nan"):
         learner.learn(bad, "a", 1.0, 0.5)
 

@@ -416,13 +416,16 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
 
     def predict_dense(self, context: np.ndarray, models: np.ndarray, intercept: float,
                       budget: float, optimistic: bool, reward_range: tuple[float, float],
-                      tolerance: float, uniform: float) -> tuple[int, float] | None:
+                      tolerance: float, uniform: float, out: np.ndarray | None = None
+                      ) -> tuple[int, float] | None:
         """One decision for a dense context (the product class's rows: the intercept, then
         the context) under the frozen fit, and its draw by ``uniform``, in one compiled
-        call: ``(index, probability)``, or None if a value is not finite."""
+        call: ``(index, probability)``, or None if a value is not finite; with ``out``
+        ``(4, K)``, the distribution, predictions and clipped bounds written into it."""
+        extra = () if out is None else (out,)
         return _ridge.predict_dense(self._a_inv, self._theta, models, context, intercept,
                                     self.dim, self.prior_mean, budget, optimistic,
-                                    *reward_range, tolerance, uniform)
+                                    *reward_range, tolerance, uniform, *extra)
 
     def predict_auto(self, context: np.ndarray, models: np.ndarray, intercept: float,
                      sqrt_grid: np.ndarray, scale: float, weights: np.ndarray,
