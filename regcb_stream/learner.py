@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -1192,9 +1193,10 @@ def own_features(index: np.ndarray | None, value: np.ndarray) -> bool:
     """
     if len(value) < 2:
         return True
-    columns = [np.unique(np.flatnonzero(v) if index is None else i[v != 0])
-               for i, v in zip(value if index is None else index, value)]
-    return bool((np.unique(np.concatenate(columns), return_counts=True)[1] == 1).any())
+    rows = zip(value if index is None else index, value)
+    counts = Counter(column for i, v in rows for column in set(
+        (np.flatnonzero(v) if index is None else i[v != 0]).tolist()))
+    return 1 in counts.values()
 
 
 def _check_prob(prob) -> None:

@@ -15,7 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from regcb_stream.io.vw_features import flatten, flatten_adf, merge_shared, parse_namespaces
-from regcb_stream.io.vw_predictions import format_legacy, format_pmf, format_prob
+from regcb_stream.io.vw_predictions import (format_block, format_legacy, format_legacy_block,
+                                            format_pmf, format_prob)
 from regcb_stream.io.vw_text import (
     ADFExample,
     CBExample,
@@ -337,6 +338,22 @@ def test_format_prob_edge_values():
         == ["1", "0.5", "0.014286", "0.00001", "0", "0.000001", "0", "1", "0.333333"]
     assert format_pmf([]) == "\n\n"
     assert format_legacy([1.0, 0.0]) == "1.000000 0.000000 \n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 40), k=st.integers(1, 30))
+def test_a_block_of_predictions_is_its_lines_one_by_one(seed, n, k):
+    """The command writes a block's ``-p`` text at once (each distinct probability formatted
+    once): the text of `format_pmf` and `format_legacy` line by line."""
+    rng = np.random.default_rng(seed)
+    pmfs = rng.choice([0.0, 1.0, 1 / k, 0.5, 1 / 3, 4e-7, 6e-7], size=(n, k))
+    pmfs[rng.random((n, k)) < 0.3] = rng.random()
+    orders = np.argsort(rng.random((n, k)), axis=1)
+    tags = [None if t % 3 else f"t{t}" for t in range(n)]
+    assert format_block(pmfs, orders, tags) == "".join(
+        format_pmf([(a, pmfs[i, a]) for a in orders[i].tolist()], tags[i]) for i in range(n))
+    assert format_legacy_block(pmfs, tags) == "".join(
+        format_legacy(pmfs[i].tolist(), tags[i]) for i in range(n))
 
 
 # ------------------------------------------------------------------------ errors
