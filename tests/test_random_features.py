@@ -35,6 +35,31 @@ def test_a_block_maps_as_its_rows_one_at_a_time():
         features(np.zeros(3))
 
 
+class CountingFeatures(RandomFeatures):
+    """The map, counting the blocks and rows it maps."""
+
+    calls = 0
+
+    def __call__(self, contexts):
+        CountingFeatures.calls += 1
+        return super().__call__(contexts)
+
+
+def test_a_block_is_mapped_once_for_its_decisions_and_labels():
+    """``predict_many`` then ``learn_many`` of the same contexts map them once; contexts
+    changed in place, or another block, are mapped anew."""
+    learner, actions = RegCB(seed=0, random_features=CountingFeatures(64, seed=0)), [0, 1, 2]
+    block, rewards = X[:40].copy(), np.linspace(0.0, 1.0, 40)
+    CountingFeatures.calls = 0
+    index, _ = learner.predict_many(block, actions)
+    learner.learn_many(block, index.tolist(), rewards)
+    assert CountingFeatures.calls == 1
+    block[3, 2] += 1.0  # the same array, other contexts
+    learner.predict_many(block, actions)
+    learner.predict_many(X[40:80], actions)
+    assert CountingFeatures.calls == 3
+
+
 def numpy_map(features: RandomFeatures, context: np.ndarray) -> np.ndarray:
     """The map's arithmetic in numpy expressions, one context (the compiled map's
     reference: the same operations in the same order)."""
