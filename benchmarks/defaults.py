@@ -73,7 +73,7 @@ VW_DEFAULTS = {"VW --epsilon 0.05": ("epsilon", algorithms.VW_DEFAULTS["vw-epsil
 DEFAULT = "RegCB()"
 LINUCB = "River LinUCBDisjoint()"
 PREFIXES = (1000, 4000)  # letter's early rounds
-MORE_REPS = 30  # repetitions in all where RegCB() trails a peer at its default
+MORE_REPS = 60  # repetitions in all where RegCB() trails a peer at its default
 
 
 # -- one run ------------------------------------------------------------------------------
