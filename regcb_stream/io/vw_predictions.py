@@ -112,5 +112,7 @@ def _distinct(pmfs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
            [1, 2]]))
     """
     ordered = np.sort(pmfs, axis=None)
-    values = ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
+    first = np.ones(ordered.size, bool)  # (none for an empty block)
+    first[1:] = ordered[1:] != ordered[:-1]
+    values = ordered[first]
     return values, np.searchsorted(values, pmfs)
