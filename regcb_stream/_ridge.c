@@ -792,13 +792,6 @@ static int dense_row(double *row, double intercept, const double *x, Py_ssize_t 
     return 1;
 }
 
-/* Each action's prediction (prior included) and x^T A^-1 x for a dense row */
-static void dense_moments(const double *a_inv, const double *theta, const int64_t *model,
-                          Py_ssize_t K, Py_ssize_t D, const double *row, double prior,
-                          double *p, double *v) {
-    shared_moments(a_inv, theta, model, K, D, NULL, row, D, prior, p, v);
-}
-
 PyDoc_STRVAR(predict_dense_doc,
 "predict_dense(a_inv, theta, models, context, intercept, D, prior, budget, optimistic,\n"
 "              lo, hi, tol, u[, out]) -> (index, prob) or None\n"
@@ -834,7 +827,7 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
             result = Py_None;
             Py_INCREF(result);
         } else {
-            dense_moments(a_inv.buf, theta.buf, model, K, D, row, prior, p, v);
+            shared_moments(a_inv.buf, theta.buf, model, K, D, NULL, row, D, prior, p, v);
             decision(p, v, K, beta, lo, hi, optimistic, tol, lw, hg, pm);
             if (out.buf) {
                 double *o = out.buf;
@@ -891,7 +884,7 @@ static PyObject *py_predict_auto(PyObject *self, PyObject *args) {
         } else {
             const double *sq = sqrt_grid.buf;
             for (Py_ssize_t j = 0; j < J; j++) radii[j] = sq[j] * scale;
-            dense_moments(a_inv.buf, theta.buf, model, K, D, row, prior, p, v);
+            shared_moments(a_inv.buf, theta.buf, model, K, D, NULL, row, D, prior, p, v);
             candidate_mix(p, v, K, radii, weights.buf, J, optimistic, lo, hi, tol, scratch, pm,
                           mix, -1, NULL, NULL);
             Py_ssize_t index = draw(mix, K, u, scratch);
