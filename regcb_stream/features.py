@@ -70,7 +70,7 @@ class FeatureEncoder:
 
     expand = None  # (the defaults of an encoder saved before random features)
     _input_width: int | None = None
-    _expanded = None  # (map, shape, bytes, features) of the last block `expand` mapped
+    _expanded = None  # (map, shape, bytes, features) of the last contexts `expand` mapped
     _transient = ("_expanded",)  # not saved (`regcb_stream.persist`)
 
     def __init__(self, cross: bool = True, intercept: bool = True, hash_bits: int | None = None,
@@ -173,20 +173,22 @@ class FeatureEncoder:
             self._dense_width(contexts.shape[1])
             _check_finite(contexts)
             if self.expand is not None:
-                contexts = self._expand_block(contexts.astype(float))
+                contexts = self.expanded(contexts.astype(float))
             out = np.zeros((len(contexts), self.dim))
             out[:, 0] = self.intercept
             out[:, 1 : 1 + contexts.shape[1]] = contexts
             return out
         return np.stack([self.context(c) for c in contexts])
 
-    def _expand_block(self, contexts: np.ndarray) -> np.ndarray:
-        """``expand`` of a block, mapped once for the decisions and the labels of the same
-        contexts (``predict_many`` then ``learn_many``)."""
-        key = (self.expand, contexts.shape, contexts.tobytes())
-        last = self._expanded
-        if last is None or last[0] is not key[0] or last[1:3] != key[1:]:
-            self._expanded = last = (*key, self.expand(contexts))
+    def expanded(self, contexts: np.ndarray) -> np.ndarray:
+        """``expand`` of a float context or block, mapped once for the decision and the
+        label of the same contexts (``predict`` then ``learn``, ``predict_many`` then
+        ``learn_many``): the last one mapped is kept."""
+        data, last = contexts.tobytes(), self._expanded
+        if (last is None or last[0] is not self.expand or last[1] != contexts.shape
+                or last[2] != data):
+            self._expanded = last = (self.expand, contexts.shape, data,
+                                     self.expand(contexts))
         return last[3]
 
     def context_rows(self, contexts) -> tuple[np.ndarray | None, np.ndarray]:

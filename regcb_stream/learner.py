@@ -153,9 +153,8 @@ class RegCB:
     """
 
     random_features: int | RandomFeatures | None = 0  # (a learner saved before: none)
-    _mapped = None
     _room = None  # (oracle, models, features) it was last grown to hold (`_grow`)
-    _transient = ("_mapped", "_room")  # not saved (`regcb_stream.persist`)
+    _transient = ("_room",)  # not saved (`regcb_stream.persist`)
     random_scale = 1.0
 
     def __init__(
@@ -215,7 +214,6 @@ class RegCB:
                              f"trees), not {type(self._oracle).__name__}")
         self._one_row_ready = self._one_row_oracle()
         self._last: tuple | None = None  # (context, actions, candidates) of the last decide
-        self._mapped: tuple | None = None  # (bytes, features) of the last context mapped
         self._pending_events: PendingDecisions | None = None  # decide_event's, made lazily
         self._unlied = None  # the event id of the last decide_event, not yet learned (a lie)
         self._rewarded = (0.0, 0)  # sum and number of the rewards of reward_event
@@ -931,13 +929,7 @@ class RegCB:
         with random features, mapped once for a decision and the label of the same
         context. A value that is not finite maps to values that are not either: the
         compiled calls refuse them, and the general path they hand over to names it."""
-        expand = self._encoder.expand
-        if expand is None:
-            return context
-        key = context.tobytes()
-        if self._mapped is None or self._mapped[0] != key:
-            self._mapped = (key, expand(context))
-        return self._mapped[1]
+        return context if self._encoder.expand is None else self._encoder.expanded(context)
 
     def _one_row_oracle(self) -> bool:
         """The compiled loops' case: a compiled ellipsoid oracle with one-row calls (exact
