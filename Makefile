@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 # a path entry instead of an import hook: the command starts ~10 ms sooner
 EDITABLE := --config-settings editable_mode=compat
+# the compiled kernels' sources: an edit rebuilds them
+KERNELS := $(wildcard regcb_stream/*.c regcb_stream/*.h regcb_stream/io/*.c)
 
 .PHONY: demo test bench clean
 
@@ -11,11 +13,11 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/_features.c regcb_stream/_trees.c regcb_stream/io/_scan.c | $(BIN)/python
+$(VENV)/.installed: pyproject.toml setup.py $(KERNELS) | $(BIN)/python
 	$(BIN)/python -m pip install -q -e . $(EDITABLE)
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml setup.py regcb_stream/_ridge.c regcb_stream/_features.c regcb_stream/_trees.c regcb_stream/io/_scan.c | $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml setup.py $(KERNELS) | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[test]' $(EDITABLE)
 	touch $@ $(VENV)/.installed
 

@@ -4,11 +4,14 @@ DSJSON reader (everything else is in pyproject.toml)."""
 from setuptools import Extension, setup
 
 ARGS = ["-O3", "-std=c99", "-ffp-contract=off"]  # no FMA: the same numbers everywhere
+SHARED = ["regcb_stream/_buffers.h"]  # included by the three kernels
 setup(ext_modules=[
-    Extension("regcb_stream._ridge", ["regcb_stream/_ridge.c"], extra_compile_args=ARGS),
-    Extension("regcb_stream._features", ["regcb_stream/_features.c"],
+    Extension("regcb_stream._ridge", ["regcb_stream/_ridge.c"], depends=SHARED,
               extra_compile_args=ARGS),
-    Extension("regcb_stream._trees", ["regcb_stream/_trees.c"], extra_compile_args=ARGS),
+    Extension("regcb_stream._features", ["regcb_stream/_features.c"], depends=SHARED,
+              extra_compile_args=ARGS),
+    Extension("regcb_stream._trees", ["regcb_stream/_trees.c"], depends=SHARED,
+              extra_compile_args=ARGS),
     Extension("regcb_stream.io._scan", ["regcb_stream/io/_scan.c"], extra_compile_args=ARGS),
     Extension("regcb_stream.io._dsjson", ["regcb_stream/io/_dsjson.c"],
               extra_compile_args=ARGS),

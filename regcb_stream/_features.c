@@ -7,6 +7,8 @@
 #include <Python.h>
 #include <math.h>
 
+#include "_buffers.h"
+
 /* row = [shrink x, amplitude (cos(factor wave + b) - offset)] for one context */
 static void cosine_row(double *row, const double *x, Py_ssize_t d, const double *wave,
                        Py_ssize_t D, double factor, const double *b, const double *offset,
@@ -18,15 +20,6 @@ static void cosine_row(double *row, const double *x, Py_ssize_t d, const double 
         double centred = cos(angle) - offset[j];
         row[d + j] = amplitude * centred;
     }
-}
-
-static int sized(Py_buffer *buffer, Py_ssize_t items, const char *name) {
-    if (buffer->len != items * (Py_ssize_t)sizeof(double)) {
-        PyErr_Format(PyExc_ValueError, "%s has %zd bytes, expected %zd", name, buffer->len,
-                     items * (Py_ssize_t)sizeof(double));
-        return 0;
-    }
-    return 1;
 }
 
 PyDoc_STRVAR(cosine_rows_doc,
@@ -51,8 +44,8 @@ static PyObject *py_cosine_rows(PyObject *self, PyObject *args) {
     Py_ssize_t n = one ? 1 : factors.len / (Py_ssize_t)sizeof(double);
     Py_ssize_t D = b.len / (Py_ssize_t)sizeof(double);
     Py_ssize_t d = n ? contexts.len / (n * (Py_ssize_t)sizeof(double)) : 0;
-    ok = ok && sized(&contexts, n * d, "contexts") && sized(&waves, n * D, "waves") &&
-         sized(&offset, D, "offset") && sized(&out, n * (d + D), "out");
+    ok = ok && expect(&contexts, n * d, 8, "contexts") && expect(&waves, n * D, 8, "waves") &&
+         expect(&offset, D, 8, "offset") && expect(&out, n * (d + D), 8, "out");
     if (ok) {
         const double *x = contexts.buf, *wave = waves.buf;
         double *row = out.buf;
@@ -60,12 +53,7 @@ static PyObject *py_cosine_rows(PyObject *self, PyObject *args) {
             cosine_row(row, x, d, wave, D, one ? factor : ((const double *)factors.buf)[i],
                        b.buf, offset.buf, amplitude, shrink);
     }
-    PyBuffer_Release(&contexts);
-    PyBuffer_Release(&waves);
-    if (factors.obj) PyBuffer_Release(&factors);
-    PyBuffer_Release(&b);
-    PyBuffer_Release(&offset);
-    PyBuffer_Release(&out);
+    RELEASE(&contexts, &waves, &factors, &b, &offset, &out);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }

@@ -18,13 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The hot loops are also compiled for AVX2 and chosen at load time where the machine has
- * it; without FMA contraction (setup.py), so every machine computes the same numbers. */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define WIDE __attribute__((target_clones("avx2", "default")))
-#else
-#define WIDE
-#endif
+#include "_buffers.h"
 
 /* Sums in four interleaved accumulators: a fixed order (the same result on every
  * machine, no -ffast-math) that keeps four additions in flight instead of one, as one
@@ -453,15 +447,6 @@ static void decision(const double *p, const double *v, Py_ssize_t K, double beta
         decide(low, high, K, optimistic, tol, pmf);
 }
 
-static int expect(Py_buffer *buffer, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
-    if (buffer->len != items * itemsize) {
-        PyErr_Format(PyExc_ValueError, "%s has %zd bytes, expected %zd", name, buffer->len,
-                     items * itemsize);
-        return 0;
-    }
-    return 1;
-}
-
 /* every model id of models in 0..M-1 */
 static int models_ok(const int64_t *model, Py_ssize_t K, Py_ssize_t M) {
     for (Py_ssize_t k = 0; k < K; k++)
@@ -502,13 +487,6 @@ static int rows_ok(Py_buffer *index, Py_buffer *value, Py_ssize_t n, Py_ssize_t 
     return (index->len == 0 || expect(index, n * L, 8, "index")) &&
            expect(value, n * L, 8, "value");
 }
-
-#define RELEASE(...)                                                            \
-    do {                                                                        \
-        Py_buffer *all_[] = {__VA_ARGS__};                                      \
-        for (size_t i_ = 0; i_ < sizeof(all_) / sizeof(all_[0]); i_++)         \
-            if (all_[i_]->obj) PyBuffer_Release(all_[i_]);                      \
-    } while (0)
 
 PyDoc_STRVAR(moments_doc,
 "moments(a_inv, theta, models, index, value, n, R, K, L, D, prior, pred, var[, blocks])\n"

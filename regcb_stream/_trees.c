@@ -20,11 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define WIDE __attribute__((target_clones("avx2", "default")))
-#else
-#define WIDE
-#endif
+#include "_buffers.h"
 
 #define CHUNK 1024 /* rows per pass over the matrix: their sums stay in the L1 cache */
 
@@ -261,15 +257,6 @@ static int sum_leaves(const uint8_t *cols, Py_ssize_t n, Py_ssize_t K, Py_ssize_
     return 1;
 }
 
-static int expect(Py_buffer *buffer, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
-    if (buffer->len != items * itemsize) {
-        PyErr_Format(PyExc_ValueError, "%s has %zd bytes, expected %zd", name, buffer->len,
-                     items * itemsize);
-        return 0;
-    }
-    return 1;
-}
-
 /* every column in 0..D-1 and increasing with the tree within a row */
 static int cols_ok(const int32_t *cols, Py_ssize_t n, Py_ssize_t T, Py_ssize_t D) {
     for (Py_ssize_t t = 0; t < T; t++)
@@ -283,13 +270,6 @@ static int cols_ok(const int32_t *cols, Py_ssize_t n, Py_ssize_t T, Py_ssize_t D
         }
     return 1;
 }
-
-#define RELEASE(...)                                                            \
-    do {                                                                        \
-        Py_buffer *all_[] = {__VA_ARGS__};                                      \
-        for (size_t i_ = 0; i_ < sizeof(all_) / sizeof(all_[0]); i_++)         \
-            if (all_[i_]->obj) PyBuffer_Release(all_[i_]);                      \
-    } while (0)
 
 PyDoc_STRVAR(variance_doc,
 "variance(a_inv, cols, n, T, D, out)\n"
