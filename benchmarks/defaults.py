@@ -64,12 +64,7 @@ BUDGETS = {**{f"mellowness={c:g}": dict(mellowness=c) for c in (3e-4, 1e-3, 3e-3
 GRID = {f"{variant[:4]} l2={l2:g} {name}": dict(variant=variant, l2=l2, **budget)
         for variant in ("optimistic", "elimination") for l2 in (1.0, 3.0, 10.0)
         for name, budget in BUDGETS.items()}
-#: label -> (explorer, parameter): each VW explorer at its default (the harness's table)
-VW_DEFAULTS = {"VW --epsilon 0.05": ("epsilon", algorithms.VW_DEFAULTS["vw-epsilon"]),
-               "VW --squarecb": ("squarecb", algorithms.VW_DEFAULTS["vw-squarecb"]),
-               "VW --regcb": ("regcb", algorithms.VW_DEFAULTS["vw-regcb"]),
-               "VW --regcbopt": ("regcbopt", algorithms.VW_DEFAULTS["vw-regcbopt"]),
-               "VW --regcbopt --mellowness 0.001": ("regcbopt", 0.001)}
+VW_DEFAULTS = algorithms.VW_DEFAULT_PEERS  # label -> (explorer, setting)
 DEFAULT = "RegCB()"
 LINUCB = "River LinUCBDisjoint()"
 PREFIXES = (1000, 4000)  # letter's early rounds

@@ -125,3 +125,23 @@ def test_joint_streams_have_the_structure_they_stand_for() -> None:
     assert jd.load("vehicle-rank251", 0).train.R.tolist() == ranking.train.R.tolist()
     record = jd.run((jd.DEFAULT, "vehicle-rank251", 0, None))
     assert 0.0 <= record["progressive"] <= 1.0
+
+
+def test_unseen_streams_are_bandits_of_river_data() -> None:
+    """Each repetition shuffles the same rows, keeps the harness's holdout and rewards the
+    true class alone; the tuned VW settings that are a default reuse the default's run."""
+    us = load_script("unseen_streams")
+    X, y = us.load("phishing")
+    assert X.shape == (1250, 9) and np.allclose(X.mean(axis=0), 0.0)
+    problem, again = us.load_problem("phishing", 1), us.load_problem("phishing", 1)
+    assert (len(problem.train), len(problem.hold)) == (1000, 250)
+    assert np.array_equal(problem.train.R, again.train.R)
+    assert (problem.train.R.sum(axis=1) == 1.0).all()
+    rows = np.vstack([problem.train.X, problem.hold.X])
+    assert sorted(map(tuple, rows)) == sorted(map(tuple, X))
+    assert not np.array_equal(us.load_problem("phishing", 2).train.X, problem.train.X)
+    assert us.RUN_OF["VW --regcbopt 0.001"] == "VW --regcbopt --mellowness 0.001"
+    assert set(us.VW_DEFAULTS) <= set(us.RUN_OF.values())
+    record = us.run((us.DEFAULT, "phishing", 1))
+    assert 0.5 < record["progressive"] <= 1.0
+    assert us.run((us.DEFAULT, "phishing", 1))["progressive"] == record["progressive"]

@@ -50,6 +50,14 @@ def half_decades(first: int) -> tuple[float, ...]:
 POLICIES = (1, 2, 3, 4, 6, 8, 12, 16)
 #: each VW explorer's default setting (``--cover`` and ``--bag`` have none: VW needs the number)
 VW_DEFAULTS = {"vw-epsilon": 0.05, "vw-squarecb": 10.0, "vw-regcb": 0.1, "vw-regcbopt": 0.1}
+#: the peers a new user's default is held against (``benchmarks/defaults.py`` and
+#: ``benchmarks/unseen_streams.py``): label -> (VW explorer, setting), each explorer at its
+#: default and the bake-off's best, ``--regcbopt --mellowness 0.001``
+VW_DEFAULT_PEERS = {"VW --epsilon 0.05": ("epsilon", VW_DEFAULTS["vw-epsilon"]),
+                    "VW --squarecb": ("squarecb", VW_DEFAULTS["vw-squarecb"]),
+                    "VW --regcb": ("regcb", VW_DEFAULTS["vw-regcb"]),
+                    "VW --regcbopt": ("regcbopt", VW_DEFAULTS["vw-regcbopt"]),
+                    "VW --regcbopt --mellowness 0.001": ("regcbopt", 0.001)}
 LINUCB_DEFAULT = 1.0  # River's LinUCBDisjoint(alpha=1)
 
 

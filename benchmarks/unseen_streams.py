@@ -1,0 +1,225 @@
+"""``RegCB()`` on streams its defaults never saw, next to the peers at their defaults.
+
+``benchmarks/defaults.py`` chose every default on the 16 UCI streams (leave one dataset
+out), and ``benchmarks/random_features.py`` chose the random features there too. This
+script asks what the defaults earn on classification streams that played no part in any
+choice: the data sets River ships with its package (no download) and three of River's
+synthetic stream generators:
+
+- ``segment`` (River ``ImageSegments``: 2,310 rounds, 18 features, 7 actions),
+  ``phishing`` (1,250, 9, 2), ``bananas`` (5,300, 2, 2) and ``shuttle`` (49,097, 9, 2:
+  the Statlog shuttle as an anomaly task, 7 % anomalies);
+- ``waveform`` (``synth.Waveform``: 3 actions, 21 features), ``led`` (``synth.LED`` with
+  10 % noise and the 17 irrelevant features: 10 actions, 24 features) and ``rbf``
+  (``synth.RandomRBF``: 5 actions, 10 features, 50 centroids), 5,000 rounds each.
+
+Every stream is turned into a bandit as the paper's UCI streams are: the classes are the
+actions, reward 1 for the true class, 0 otherwise; the columns standardized; repetition
+``rep`` shuffles the rows with seed ``rep`` and keeps the harness's holdout (the last 20 %,
+at most 300 rows), and runs the harness's protocol (``regcb_stream.bench.harness.protocol``:
+progressive reward, the same draws for every learner). The learners: ``RegCB()``, its
+linear part alone (``RegCB(random_features=0)``), VW's explorers at their defaults and
+River's ``bandit.LinUCBDisjoint()``, as in ``docs/defaults.md``; and VW's best explorer
+tuned on each stream: every VW family of the sweep (``--regcb``, ``--regcbopt``,
+``--squarecb``, ``--epsilon``, ``--bag``, ``--cover``) over its grid of 8 settings
+(``regcb_stream.bench.harness.algorithms``), the best family at its best fixed setting,
+chosen on the very stream it is scored on (a ceiling no user gets).
+
+From the repository root::
+
+    .venv/bin/python benchmarks/unseen_streams.py [--jobs 2] [--reps 5]   # ~15 minutes on 2 cores
+
+Runs are kept in ``results/unseen_streams.jsonl`` (resumable); writes
+``docs/unseen_streams.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import pathlib
+import sys
+from collections import defaultdict
+
+import numpy as np
+
+from regcb_stream import RegCB
+from regcb_stream.bench.harness import algorithms, problems, protocol
+from regcb_stream.bench.harness.peers import LinUCBAlgorithm
+from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
+from regcb_stream.bench.provenance import stamp
+from regcb_stream.bench.runs import run_missing
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SYNTHETIC_ROUNDS = 5000
+DEFAULT = "RegCB()"
+LINEAR = "RegCB(random_features=0)"
+LINUCB = "River LinUCBDisjoint()"
+VW_DEFAULTS = algorithms.VW_DEFAULT_PEERS  # label -> (explorer, setting)
+NAMES = (DEFAULT, LINEAR, *VW_DEFAULTS, LINUCB)
+#: VW's families of the sweep and their grids: "VW --<explorer> <param>" -> run
+VW_TUNED = {f"{family.label} {param:g}": (key.removeprefix("vw-"), param)
+            for key, family in algorithms.FAMILIES.items() if family.kind == "vw"
+            for param in family.grid}
+ENVELOPE = "VW's best explorer, tuned per stream"
+#: the run of each tuned setting: a default's own where the setting is that default
+RUN_OF = {name: next((d for d, run in VW_DEFAULTS.items() if run == setting), name)
+          for name, setting in VW_TUNED.items()}
+
+
+def _river_sets():
+    from river import datasets
+    from river.datasets import synth
+
+    return {
+        "segment": datasets.ImageSegments,
+        "phishing": datasets.Phishing,
+        "bananas": datasets.Bananas,
+        "shuttle": datasets.Shuttle,
+        "waveform": lambda: synth.Waveform(seed=1).take(SYNTHETIC_ROUNDS),
+        "led": lambda: synth.LED(seed=1, noise_percentage=0.1,
+                                 irrelevant_features=True).take(SYNTHETIC_ROUNDS),
+        "rbf": lambda: synth.RandomRBF(seed_model=1, seed_sample=1, n_classes=5,
+                                       n_features=10, n_centroids=50).take(SYNTHETIC_ROUNDS),
+    }
+
+
+STREAMS = ("segment", "phishing", "bananas", "shuttle", "waveform", "led", "rbf")
+
+
+@functools.lru_cache(maxsize=None)
+def load(stream: str) -> tuple[np.ndarray, np.ndarray]:
+    """Contexts (n, d), columns standardized (a constant column becomes 0), and class
+    indices (n,) in ascending order of the label, in River's order of the stream."""
+    pairs = list(_river_sets()[stream]())
+    keys = list(pairs[0][0])
+    X = np.array([[float(x[k]) for k in keys] for x, _ in pairs])
+    labels = [y for _, y in pairs]
+    y = np.unique(np.array(labels, dtype=type(labels[0])), return_inverse=True)[1]
+    centred = X - X.mean(axis=0)
+    std = centred.std(axis=0)
+    return centred / np.where(std > 0, std, 1.0), y
+
+
+def load_problem(stream: str, rep: int) -> problems.Problem:
+    """Repetition ``rep`` of a stream: shuffled by seed ``rep``, the harness's holdout."""
+    X, y = load(stream)
+    order = np.random.default_rng(rep).permutation(len(y))
+    R = np.eye(int(y.max()) + 1)[y[order]]
+    rounds = problems.Rounds(X[order], R)
+    cut = len(R) - problems.holdout_size(len(R))
+    return problems.Problem(stream, rep, rounds.rows(0, cut), rounds.rows(cut, len(R)))
+
+
+def _algorithm(name: str, n_actions: int, rep: int):
+    if name == LINUCB:
+        return LinUCBAlgorithm(algorithms.LINUCB_DEFAULT, n_actions, rep)
+    if name in VW_DEFAULTS or name in VW_TUNED:
+        from regcb_stream.bench.harness.vw_algo import VWAlgorithm
+
+        return VWAlgorithm(*(VW_DEFAULTS.get(name) or VW_TUNED[name]), n_actions, rep)
+    algo = RegCBAlgorithm.defaults(n_actions, rep)
+    if name == LINEAR:
+        algo.learner = RegCB(seed=rep, random_features=0)
+    return algo
+
+
+def run(task: tuple) -> dict:
+    """Progressive reward of one (learner, stream, repetition)."""
+    name, stream, rep = task
+    problem = load_problem(stream, rep)
+    record = protocol.run_protocol(_algorithm(name, problem.n_actions, rep), problem, rep)
+    return {"name": name, "stream": stream, "rep": rep, "n": len(problem.train),
+            "progressive": record["progressive"], "seconds": record["seconds"]}
+
+
+# -- report -------------------------------------------------------------------------------
+
+def paired(results: list[dict], a: str, b: str, stream: str) -> tuple[float, float, int]:
+    """Mean and standard error of ``a`` minus ``b`` over their common repetitions."""
+    by = {(r["name"], r["rep"]): r["progressive"] for r in results if r["stream"] == stream}
+    diffs = np.array([by[(a, rep)] - by[(b, rep)] for n, rep in by if n == a
+                      and (b, rep) in by])
+    return float(diffs.mean()), float(diffs.std(ddof=1) / np.sqrt(len(diffs))), len(diffs)
+
+
+def report(results: list[dict], reps: int) -> str:
+    values = defaultdict(list)
+    for r in results:
+        values[(r["name"], r["stream"])].append(r["progressive"])
+    means = {key: float(np.mean(v)) for key, v in values.items()}
+    sizes = {r["stream"]: r["n"] for r in results}
+    shapes = {s: (load(s)[0].shape[1], int(load(s)[1].max()) + 1) for s in STREAMS}
+    envelope = {s: max((means[(RUN_OF[n], s)], n) for n in VW_TUNED) for s in STREAMS}
+    columns = [*NAMES, ENVELOPE]
+    for s, (value, _) in envelope.items():
+        means[(ENVELOPE, s)] = value
+    lines = [
+        "# `RegCB()` on streams its defaults never saw",
+        "",
+        f"- command: `python {' '.join(sys.argv)}`",
+        f"- {stamp()}; {len(results)} runs, {sum(r['seconds'] for r in results):.0f} s of runs",
+        f"- protocol: the harness's, {reps} repetitions, progressive reward (mean reward of "
+        "the actions played while learning); streams and learners: the docstring of "
+        "`benchmarks/unseen_streams.py`",
+        "- none of these streams took part in choosing any default (`docs/defaults.md`, "
+        "`docs/random_features.md` chose them on the 16 UCI streams)",
+        "",
+        "| stream (rounds, features, actions) | " + " | ".join(columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    for s in STREAMS:
+        d, k = shapes[s]
+        best = max(means[(n, s)] for n in NAMES)
+        cells = [(f"**{means[(n, s)]:.4f}**" if means[(n, s)] == best else
+                  f"{means[(n, s)]:.4f}") for n in NAMES]
+        cells.append(f"{envelope[s][0]:.4f} ({envelope[s][1]})")
+        lines.append(f"| {s} ({sizes[s]:,}, {d}, {k}) | " + " | ".join(cells) + " |")
+    lines.append("| mean | " + " | ".join(
+        f"{np.mean([means[(n, s)] for s in STREAMS]):.4f}" for n in columns) + " |")
+    lines.append("| `RegCB()` at or above, streams | – | " + " | ".join(
+        f"{sum(means[(DEFAULT, s)] >= means[(n, s)] for s in STREAMS)}/{len(STREAMS)}"
+        for n in columns[1:]) + " |")
+    lines += ["", "Bold: the best of the row among the learners at their defaults. Where "
+              "`RegCB()` is below one of them or VW's tuned best, the paired difference over "
+              "the repetitions (mean, standard error):", ""]
+    trailing = [(s, n) for s in STREAMS for n in columns[1:]
+                if means[(DEFAULT, s)] < means[(n, s)]]
+    for s, n in trailing:
+        run = RUN_OF[envelope[s][1]] if n == ENVELOPE else n
+        diff, se, count = paired(results, DEFAULT, run, s)
+        n = f"{n} ({envelope[s][1]})" if n == ENVELOPE else n
+        lines.append(f"- {s}, against {n}: {diff:+.4f} (standard error {se:.4f}, {count} "
+                     "repetitions)")
+    if not trailing:
+        lines.append("- nowhere")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--results", default=str(ROOT / "results" / "unseen_streams.jsonl"))
+    parser.add_argument("--output", default=str(ROOT / "docs" / "unseen_streams.md"))
+    args = parser.parse_args(argv)
+    names = list(dict.fromkeys([*NAMES, *(n for n in VW_TUNED if RUN_OF[n] == n)]))
+    tasks = [(n, s, r) for n in names for s in STREAMS for r in range(args.reps)]
+    results, _ = run_missing(args.results, tasks, run, _task_of, args.jobs, context="spawn",
+                             initializer=_single_thread)
+    text = report(results, args.reps)
+    pathlib.Path(args.output).write_text(text, encoding="utf-8")
+    print(text)
+
+
+def _task_of(record: dict) -> tuple:
+    return record["name"], record["stream"], record["rep"]
+
+
+def _single_thread() -> None:
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
+if __name__ == "__main__":
+    main()
