@@ -3,15 +3,20 @@
 ``benchmarks/defaults.py`` chose every default on the 16 UCI streams (leave one dataset
 out), and ``benchmarks/random_features.py`` chose the random features there too. This
 script asks what the defaults earn on classification streams that played no part in any
-choice: the data sets River ships with its package (no download) and three of River's
-synthetic stream generators:
+choice: the data sets River ships with its package (no download) and River's synthetic
+classification generators, the stream-learning benchmarks of MOA and River:
 
 - ``segment`` (River ``ImageSegments``: 2,310 rounds, 18 features, 7 actions),
   ``phishing`` (1,250, 9, 2), ``bananas`` (5,300, 2, 2) and ``shuttle`` (49,097, 9, 2:
   the Statlog shuttle as an anomaly task, 7 % anomalies);
-- ``waveform`` (``synth.Waveform``: 3 actions, 21 features), ``led`` (``synth.LED`` with
-  10 % noise and the 17 irrelevant features: 10 actions, 24 features) and ``rbf``
-  (``synth.RandomRBF``: 5 actions, 10 features, 50 centroids), 5,000 rounds each.
+- 5,000 rounds each of ``waveform`` (``synth.Waveform``: 3 actions, 21 features),
+  ``waveform40`` (the same with its 19 noise features), ``led`` (``synth.LED`` with 10 %
+  noise and the 17 irrelevant features: 10 actions, 24 features), ``rbf``
+  (``synth.RandomRBF``: 5 actions, 10 features, 50 centroids), ``rbf100`` (10 actions, 100
+  features), ``hyperplane`` (``synth.Hyperplane``: a linear boundary in 10 features, 5 %
+  label noise), ``sea`` (``synth.SEA``: 3 features, 10 % noise), ``agrawal``
+  (``synth.Agrawal``, its function 2: 9 features) and ``sine`` (``synth.Sine`` with its 2
+  noise features).
 
 Every stream is turned into a bandit as the paper's UCI streams are: the classes are the
 actions, reward 1 for the true class, 0 otherwise; the columns standardized; repetition
@@ -27,7 +32,7 @@ chosen on the very stream it is scored on (a ceiling no user gets).
 
 From the repository root::
 
-    .venv/bin/python benchmarks/unseen_streams.py [--jobs 2] [--reps 5]   # ~15 minutes on 2 cores
+    .venv/bin/python benchmarks/unseen_streams.py [--jobs 2] [--reps 5]   # ~30 minutes on 2 cores
 
 Runs are kept in ``results/unseen_streams.jsonl`` (resumable); writes
 ``docs/unseen_streams.md``.
@@ -78,14 +83,25 @@ def _river_sets():
         "bananas": datasets.Bananas,
         "shuttle": datasets.Shuttle,
         "waveform": lambda: synth.Waveform(seed=1).take(SYNTHETIC_ROUNDS),
+        "waveform40": lambda: synth.Waveform(seed=1, has_noise=True).take(SYNTHETIC_ROUNDS),
         "led": lambda: synth.LED(seed=1, noise_percentage=0.1,
                                  irrelevant_features=True).take(SYNTHETIC_ROUNDS),
         "rbf": lambda: synth.RandomRBF(seed_model=1, seed_sample=1, n_classes=5,
                                        n_features=10, n_centroids=50).take(SYNTHETIC_ROUNDS),
+        "rbf100": lambda: synth.RandomRBF(seed_model=1, seed_sample=1, n_classes=10,
+                                          n_features=100, n_centroids=50
+                                          ).take(SYNTHETIC_ROUNDS),
+        "hyperplane": lambda: synth.Hyperplane(seed=1, n_features=10,
+                                               noise_percentage=0.05).take(SYNTHETIC_ROUNDS),
+        "sea": lambda: synth.SEA(seed=1, noise=0.1).take(SYNTHETIC_ROUNDS),
+        "agrawal": lambda: synth.Agrawal(seed=1, classification_function=2
+                                         ).take(SYNTHETIC_ROUNDS),
+        "sine": lambda: synth.Sine(seed=1, has_noise=True).take(SYNTHETIC_ROUNDS),
     }
 
 
-STREAMS = ("segment", "phishing", "bananas", "shuttle", "waveform", "led", "rbf")
+STREAMS = ("segment", "phishing", "bananas", "shuttle", "waveform", "waveform40", "led",
+           "rbf", "rbf100", "hyperplane", "sea", "agrawal", "sine")
 
 
 @functools.lru_cache(maxsize=None)
