@@ -3,8 +3,9 @@
 ``benchmarks/defaults.py`` chose every default on the 16 UCI streams (leave one dataset
 out), and ``benchmarks/random_features.py`` chose the random features there too. This
 script asks what the defaults earn on classification streams that played no part in any
-choice: the data sets River ships with its package (no download) and River's synthetic
-classification generators, the stream-learning benchmarks of MOA and River:
+choice: the data sets River ships with its package (no download) and every one of River's
+synthetic generators of a stationary classification stream (its drifting and anomaly ones
+left out), the stream-learning benchmarks of MOA and River:
 
 - ``segment`` (River ``ImageSegments``: 2,310 rounds, 18 features, 7 actions),
   ``phishing`` (1,250, 9, 2), ``bananas`` (5,300, 2, 2) and ``shuttle`` (49,097, 9, 2:
@@ -15,8 +16,11 @@ classification generators, the stream-learning benchmarks of MOA and River:
   (``synth.RandomRBF``: 5 actions, 10 features, 50 centroids), ``rbf100`` (10 actions, 100
   features), ``hyperplane`` (``synth.Hyperplane``: a linear boundary in 10 features, 5 %
   label noise), ``sea`` (``synth.SEA``: 3 features, 10 % noise), ``agrawal``
-  (``synth.Agrawal``, its function 2: 9 features) and ``sine`` (``synth.Sine`` with its 2
-  noise features).
+  (``synth.Agrawal``, its function 2: 9 features), ``sine`` (``synth.Sine`` with its 2
+  noise features), ``mixed`` (``synth.Mixed``: 2 boolean and 2 numeric features),
+  ``randomtree`` (``synth.RandomTree``: a random tree's 2 classes of 5 numeric and 5
+  categorical features) and ``stagger`` (``synth.STAGGER``: 3 categorical features).
+  Categorical values are their codes, as River gives them, for every learner alike.
 
 Every stream is turned into a bandit as the paper's UCI streams are: the classes are the
 actions, reward 1 for the true class, 0 otherwise; the columns standardized; repetition
@@ -32,7 +36,7 @@ chosen on the very stream it is scored on (a ceiling no user gets).
 
 From the repository root::
 
-    .venv/bin/python benchmarks/unseen_streams.py [--jobs 2] [--reps 5]   # ~30 minutes on 2 cores
+    .venv/bin/python benchmarks/unseen_streams.py [--jobs 2] [--reps 5]   # ~40 minutes on 2 cores
 
 Runs are kept in ``results/unseen_streams.jsonl`` (resumable); writes
 ``docs/unseen_streams.md``.
@@ -50,6 +54,7 @@ from collections import defaultdict
 import numpy as np
 
 from regcb_stream import RegCB
+from regcb_stream.bench import datasets
 from regcb_stream.bench.harness import algorithms, problems, protocol
 from regcb_stream.bench.harness.peers import LinUCBAlgorithm
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
@@ -97,11 +102,16 @@ def _river_sets():
         "agrawal": lambda: synth.Agrawal(seed=1, classification_function=2
                                          ).take(SYNTHETIC_ROUNDS),
         "sine": lambda: synth.Sine(seed=1, has_noise=True).take(SYNTHETIC_ROUNDS),
+        "mixed": lambda: synth.Mixed(seed=1).take(SYNTHETIC_ROUNDS),
+        "randomtree": lambda: synth.RandomTree(seed_tree=1, seed_sample=1
+                                               ).take(SYNTHETIC_ROUNDS),
+        "stagger": lambda: synth.STAGGER(seed=1).take(SYNTHETIC_ROUNDS),
     }
 
 
 STREAMS = ("segment", "phishing", "bananas", "shuttle", "waveform", "waveform40", "led",
-           "rbf", "rbf100", "hyperplane", "sea", "agrawal", "sine")
+           "rbf", "rbf100", "hyperplane", "sea", "agrawal", "sine", "mixed", "randomtree",
+           "stagger")
 
 
 @functools.lru_cache(maxsize=None)
@@ -113,9 +123,7 @@ def load(stream: str) -> tuple[np.ndarray, np.ndarray]:
     X = np.array([[float(x[k]) for k in keys] for x, _ in pairs])
     labels = [y for _, y in pairs]
     y = np.unique(np.array(labels, dtype=type(labels[0])), return_inverse=True)[1]
-    centred = X - X.mean(axis=0)
-    std = centred.std(axis=0)
-    return centred / np.where(std > 0, std, 1.0), y
+    return datasets.standardize(X), y
 
 
 def load_problem(stream: str, rep: int) -> problems.Problem:

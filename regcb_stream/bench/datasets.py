@@ -97,7 +97,7 @@ def _adult_features(header: list[str], data: np.ndarray) -> tuple[np.ndarray, np
     return np.hstack(blocks), data[:, -1]
 
 
-def _standardize(X: np.ndarray) -> np.ndarray:
+def standardize(X: np.ndarray) -> np.ndarray:
     """Scale columns to zero mean and unit standard deviation; constant columns become 0."""
     centered = X - np.mean(X, axis=0)
     std = np.std(centered, axis=0)
@@ -129,7 +129,7 @@ def load_multiclass(name: str) -> tuple[np.ndarray, np.ndarray]:
         features, target = _adult_features(header, data)
     else:
         features, target = data[:, :-1], data[:, -1]
-    X = _standardize(features)
+    X = standardize(features)
     y = np.unique(target, return_inverse=True)[1].astype(np.int64)
     X.flags.writeable = False
     y.flags.writeable = False
