@@ -4,8 +4,8 @@
 out), and ``benchmarks/random_features.py`` chose the random features there too. This
 script asks what the defaults earn on classification streams that played no part in any
 choice: the data sets River ships with its package (no download) and every one of River's
-synthetic generators of a stationary classification stream (its drifting and anomaly ones
-left out), the stream-learning benchmarks of MOA and River:
+synthetic generators of a stationary classification stream (its anomaly ones left out), the
+stream-learning benchmarks of MOA and River, and four streams whose concept drifts:
 
 - ``segment`` (River ``ImageSegments``: 2,310 rounds, 18 features, 7 actions),
   ``phishing`` (1,250, 9, 2), ``bananas`` (5,300, 2, 2) and ``shuttle`` (49,097, 9, 2:
@@ -20,12 +20,18 @@ left out), the stream-learning benchmarks of MOA and River:
   noise features), ``mixed`` (``synth.Mixed``: 2 boolean and 2 numeric features),
   ``randomtree`` (``synth.RandomTree``: a random tree's 2 classes of 5 numeric and 5
   categorical features) and ``stagger`` (``synth.STAGGER``: 3 categorical features).
-  Categorical values are their codes, as River gives them, for every learner alike.
+  Categorical values are their codes, as River gives them, for every learner alike;
+- 10,000 rounds each of four drifting streams, in their order (a repetition is the
+  generators' seed, not a shuffle): ``agrawal-drift`` (``synth.ConceptDriftStream`` from
+  Agrawal's function 0 to its function 2 around round 5,000, over ~1,000 rounds),
+  ``sea-drift`` (SEA's threshold 8 to 9.5, likewise, 10 % noise), ``led-drift`` (LED to
+  ``synth.LEDDrift`` with 7 of its segments swapped, likewise) and ``rbf-drift``
+  (``synth.RandomRBFDrift``: all 50 centroids moving at speed 0.001, 5 actions, 10 features).
 
 Every stream is turned into a bandit as the paper's UCI streams are: the classes are the
 actions, reward 1 for the true class, 0 otherwise; the columns standardized; repetition
-``rep`` shuffles the rows with seed ``rep`` and keeps the harness's holdout (the last 20 %,
-at most 300 rows), and runs the harness's protocol (``regcb_stream.bench.harness.protocol``:
+``rep`` shuffles the rows of a stationary stream with seed ``rep``, keeps the harness's
+holdout (the last 20 %, at most 300 rows), and runs the harness's protocol (``regcb_stream.bench.harness.protocol``:
 progressive reward, the same draws for every learner). The learners: ``RegCB()``, its
 linear part alone (``RegCB(random_features=0)``), VW's explorers at their defaults and
 River's ``bandit.LinUCBDisjoint()``, as in ``docs/defaults.md``; and VW's best explorer
@@ -36,7 +42,7 @@ chosen on the very stream it is scored on (a ceiling no user gets).
 
 From the repository root::
 
-    .venv/bin/python benchmarks/unseen_streams.py [--jobs 2] [--reps 5]   # ~40 minutes on 2 cores
+    .venv/bin/python benchmarks/unseen_streams.py [--jobs 2] [--reps 5]   # ~50 minutes on 2 cores
 
 Runs are kept in ``results/unseen_streams.jsonl`` (resumable); writes
 ``docs/unseen_streams.md``.
@@ -63,6 +69,7 @@ from regcb_stream.bench.runs import run_missing
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SYNTHETIC_ROUNDS = 5000
+DRIFT_ROUNDS = 10_000
 DEFAULT = "RegCB()"
 LINEAR = "RegCB(random_features=0)"
 LINUCB = "River LinUCBDisjoint()"
@@ -78,7 +85,7 @@ RUN_OF = {name: next((d for d, run in VW_DEFAULTS.items() if run == setting), na
           for name, setting in VW_TUNED.items()}
 
 
-def _river_sets():
+def _stationary():
     from river import datasets
     from river.datasets import synth
 
@@ -109,16 +116,38 @@ def _river_sets():
     }
 
 
+def _drifting(stream: str, seed: int):
+    from river.datasets import synth
+
+    def drift(before, after):
+        return synth.ConceptDriftStream(before, after, seed=seed, position=DRIFT_ROUNDS // 2,
+                                        width=DRIFT_ROUNDS // 10)
+
+    led = dict(seed=seed, noise_percentage=0.1, irrelevant_features=True)
+    make = {
+        "agrawal-drift": lambda: drift(synth.Agrawal(0, seed=seed), synth.Agrawal(2, seed=seed)),
+        "sea-drift": lambda: drift(synth.SEA(0, seed=seed, noise=0.1),
+                                   synth.SEA(3, seed=seed, noise=0.1)),
+        "led-drift": lambda: drift(synth.LED(**led), synth.LEDDrift(**led, n_drift_features=7)),
+        "rbf-drift": lambda: synth.RandomRBFDrift(seed_model=seed, seed_sample=seed,
+                                                  n_classes=5, n_features=10, n_centroids=50,
+                                                  change_speed=0.001, n_drift_centroids=50),
+    }
+    return make[stream]().take(DRIFT_ROUNDS)
+
+
 STREAMS = ("segment", "phishing", "bananas", "shuttle", "waveform", "waveform40", "led",
            "rbf", "rbf100", "hyperplane", "sea", "agrawal", "sine", "mixed", "randomtree",
            "stagger")
+DRIFTING = ("agrawal-drift", "sea-drift", "led-drift", "rbf-drift")
 
 
 @functools.lru_cache(maxsize=None)
-def load(stream: str) -> tuple[np.ndarray, np.ndarray]:
+def load(stream: str, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """Contexts (n, d), columns standardized (a constant column becomes 0), and class
-    indices (n,) in ascending order of the label, in River's order of the stream."""
-    pairs = list(_river_sets()[stream]())
+    indices (n,) in ascending order of the label, in River's order of the stream (a
+    drifting stream's generators seeded by ``seed``)."""
+    pairs = list(_drifting(stream, seed) if stream in DRIFTING else _stationary()[stream]())
     keys = list(pairs[0][0])
     X = np.array([[float(x[k]) for k in keys] for x, _ in pairs])
     labels = [y for _, y in pairs]
@@ -127,9 +156,14 @@ def load(stream: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_problem(stream: str, rep: int) -> problems.Problem:
-    """Repetition ``rep`` of a stream: shuffled by seed ``rep``, the harness's holdout."""
-    X, y = load(stream)
-    order = np.random.default_rng(rep).permutation(len(y))
+    """Repetition ``rep`` of a stream, the harness's holdout: a stationary one shuffled by
+    seed ``rep``, a drifting one in its order from generators seeded ``rep + 1``."""
+    if stream in DRIFTING:
+        X, y = load(stream, rep + 1)
+        order = np.arange(len(y))
+    else:
+        X, y = load(stream)
+        order = np.random.default_rng(rep).permutation(len(y))
     R = np.eye(int(y.max()) + 1)[y[order]]
     rounds = problems.Rounds(X[order], R)
     cut = len(R) - problems.holdout_size(len(R))
@@ -173,9 +207,8 @@ def report(results: list[dict], reps: int) -> str:
     for r in results:
         values[(r["name"], r["stream"])].append(r["progressive"])
     means = {key: float(np.mean(v)) for key, v in values.items()}
-    sizes = {r["stream"]: r["n"] for r in results}
-    shapes = {s: (load(s)[0].shape[1], int(load(s)[1].max()) + 1) for s in STREAMS}
-    envelope = {s: max((means[(RUN_OF[n], s)], n) for n in VW_TUNED) for s in STREAMS}
+    streams = [*STREAMS, *DRIFTING]
+    envelope = {s: max((means[(RUN_OF[n], s)], n) for n in VW_TUNED) for s in streams}
     columns = [*NAMES, ENVELOPE]
     for s, (value, _) in envelope.items():
         means[(ENVELOPE, s)] = value
@@ -189,26 +222,30 @@ def report(results: list[dict], reps: int) -> str:
         "`benchmarks/unseen_streams.py`",
         "- none of these streams took part in choosing any default (`docs/defaults.md`, "
         "`docs/random_features.md` chose them on the 16 UCI streams)",
-        "",
-        "| stream (rounds, features, actions) | " + " | ".join(columns) + " |",
-        "|---|" + "---:|" * len(columns),
     ]
-    for s in STREAMS:
-        d, k = shapes[s]
-        best = max(means[(n, s)] for n in NAMES)
-        cells = [(f"**{means[(n, s)]:.4f}**" if means[(n, s)] == best else
-                  f"{means[(n, s)]:.4f}") for n in NAMES]
-        cells.append(f"{envelope[s][0]:.4f} ({envelope[s][1]})")
-        lines.append(f"| {s} ({sizes[s]:,}, {d}, {k}) | " + " | ".join(cells) + " |")
-    lines.append("| mean | " + " | ".join(
-        f"{np.mean([means[(n, s)] for s in STREAMS]):.4f}" for n in columns) + " |")
-    lines.append("| `RegCB()` at or above, streams | – | " + " | ".join(
-        f"{sum(means[(DEFAULT, s)] >= means[(n, s)] for s in STREAMS)}/{len(STREAMS)}"
-        for n in columns[1:]) + " |")
+    sizes = {r["stream"]: r["n"] for r in results}
+    for title, group in (("Stationary streams (shuffled by each repetition)", STREAMS),
+                         ("Drifting streams (in their order)", DRIFTING)):
+        lines += ["", f"## {title}", "",
+                  "| stream (rounds, features, actions) | " + " | ".join(columns) + " |",
+                  "|---|" + "---:|" * len(columns)]
+        for s in group:
+            X, y = load(s)
+            best = max(means[(n, s)] for n in NAMES)
+            cells = [(f"**{means[(n, s)]:.4f}**" if means[(n, s)] == best else
+                      f"{means[(n, s)]:.4f}") for n in NAMES]
+            cells.append(f"{envelope[s][0]:.4f} ({envelope[s][1]})")
+            lines.append(f"| {s} ({sizes[s]:,}, {X.shape[1]}, {y.max() + 1}) | "
+                         + " | ".join(cells) + " |")
+        lines.append("| mean | " + " | ".join(
+            f"{np.mean([means[(n, s)] for s in group]):.4f}" for n in columns) + " |")
+        lines.append("| `RegCB()` at or above, streams | – | " + " | ".join(
+            f"{sum(means[(DEFAULT, s)] >= means[(n, s)] for s in group)}/{len(group)}"
+            for n in columns[1:]) + " |")
     lines += ["", "Bold: the best of the row among the learners at their defaults. Where "
               "`RegCB()` is below one of them or VW's tuned best, the paired difference over "
               "the repetitions (mean, standard error):", ""]
-    trailing = [(s, n) for s in STREAMS for n in columns[1:]
+    trailing = [(s, n) for s in streams for n in columns[1:]
                 if means[(DEFAULT, s)] < means[(n, s)]]
     for s, n in trailing:
         run = RUN_OF[envelope[s][1]] if n == ENVELOPE else n
@@ -229,7 +266,8 @@ def main(argv=None) -> None:
     parser.add_argument("--output", default=str(ROOT / "docs" / "unseen_streams.md"))
     args = parser.parse_args(argv)
     names = list(dict.fromkeys([*NAMES, *(n for n in VW_TUNED if RUN_OF[n] == n)]))
-    tasks = [(n, s, r) for n in names for s in STREAMS for r in range(args.reps)]
+    tasks = [(n, s, r) for n in names for s in (*STREAMS, *DRIFTING)
+             for r in range(args.reps)]
     results, _ = run_missing(args.results, tasks, run, _task_of, args.jobs, context="spawn",
                              initializer=_single_thread)
     text = report(results, args.reps)

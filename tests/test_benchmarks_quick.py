@@ -128,8 +128,9 @@ def test_joint_streams_have_the_structure_they_stand_for() -> None:
 
 
 def test_unseen_streams_are_bandits_of_river_data() -> None:
-    """Each repetition shuffles the same rows, keeps the harness's holdout and rewards the
-    true class alone; the tuned VW settings that are a default reuse the default's run."""
+    """Each repetition shuffles the same rows (a drifting stream: draws its own, in order),
+    keeps the harness's holdout and rewards the true class alone; the tuned VW settings
+    that are a default reuse the default's run."""
     us = load_script("unseen_streams")
     X, y = us.load("phishing")
     assert X.shape == (1250, 9) and np.allclose(X.mean(axis=0), 0.0)
@@ -142,6 +143,9 @@ def test_unseen_streams_are_bandits_of_river_data() -> None:
     assert not np.array_equal(us.load_problem("phishing", 2).train.X, problem.train.X)
     assert us.RUN_OF["VW --regcbopt 0.001"] == "VW --regcbopt --mellowness 0.001"
     assert set(us.VW_DEFAULTS) <= set(us.RUN_OF.values())
+    drifting = us.load_problem("sea-drift", 0)  # in its order, from the seed 1 generators
+    assert np.array_equal(drifting.train.X, us.load("sea-drift", 1)[0][:len(drifting.train)])
+    assert not np.array_equal(us.load("sea-drift", 2)[0], us.load("sea-drift", 1)[0])
     record = us.run((us.DEFAULT, "phishing", 1))
     assert 0.5 < record["progressive"] <= 1.0
     assert us.run((us.DEFAULT, "phishing", 1))["progressive"] == record["progressive"]
