@@ -43,7 +43,9 @@ class RiverOracle:
     are exact: its posterior after ``n`` examples is that of ridge regression with ``l2 =
     alpha / beta``, and its predictive variance ``1 / beta + x^T S x`` gives ``phi^T A^-1
     phi = beta x^T S x``, so the bounds are the ridge oracle's ellipsoid (``alpha=1,
-    beta=1`` is the paper's ridge; ``smoothing`` makes it forget old examples). It takes
+    beta=1`` is the paper's ridge; not with ``smoothing``, which averages the examples'
+    statistics instead of summing them, so the posterior and the bounds stop narrowing as
+    labels come). It takes
     no weight, so an example of weight ``w`` is learned as ``(sqrt(w) x, sqrt(w) y)``,
     which is the weighted least-squares step exactly (the model has no intercept; the
     rows carry RegCB's constant feature).
