@@ -43,9 +43,15 @@ is below a peer at its default (VW's or River's), both run on :data:`MORE_REPS` 
 in all, as in ``benchmarks/defaults.py``: whether the shortfall is the stream's or the few
 repetitions' draw.
 
+Last, the random features' setting is chosen again, on all 36 public streams: each setting
+that ``benchmarks/random_features.py`` found eligible (``docs/random_features.md``) runs on
+these 20 streams, and its runs on the 16 UCI streams are read from
+``results/random_features.jsonl`` (run that script first). The report ranks the settings by
+their mean and chooses one by leaving each of the 36 streams out in turn.
+
 From the repository root::
 
-    .venv/bin/python benchmarks/unseen_streams.py [--jobs 2] [--reps 5]   # ~50 minutes on 2 cores
+    .venv/bin/python benchmarks/unseen_streams.py [--jobs 2] [--reps 5]   # ~70 minutes on 2 cores
 
 Runs are kept in ``results/unseen_streams.jsonl`` (resumable); writes
 ``docs/unseen_streams.md``.
@@ -55,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import pathlib
 import sys
@@ -69,6 +76,7 @@ from regcb_stream.bench.harness.peers import LinUCBAlgorithm
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
 from regcb_stream.bench.runs import run_missing
+from regcb_stream.random_features import RandomFeatures
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SYNTHETIC_ROUNDS = 5000
@@ -84,6 +92,8 @@ VW_TUNED = {f"{family.label} {param:g}": (key.removeprefix("vw-"), param)
             for param in family.grid}
 ENVELOPE = "VW's best explorer, tuned per stream"
 MORE_REPS = 30  # repetitions in all where RegCB() trails a peer at its default
+SETTING = "RF "  # the name of a run of a random features' setting: "RF D=64 a=0.25 ..."
+DEFAULT_SETTING = "D=64 a=0.25 width=8 direction"  # RegCB()'s (docs/random_features.md)
 #: the run of each tuned setting: a default's own where the setting is that default
 RUN_OF = {name: next((d for d, run in VW_DEFAULTS.items() if run == setting), name)
           for name, setting in VW_TUNED.items()}
@@ -184,7 +194,28 @@ def _algorithm(name: str, n_actions: int, rep: int):
     algo = RegCBAlgorithm.defaults(n_actions, rep)
     if name == LINEAR:
         algo.learner = RegCB(seed=rep, random_features=0)
+    elif name.startswith(SETTING):
+        algo.learner = RegCB(seed=rep, random_features=random_features(
+            name.removeprefix(SETTING), rep))
     return algo
+
+
+def eligible_settings() -> list[str]:
+    """The random features' settings ``docs/random_features.md`` marks eligible."""
+    lines = (ROOT / "docs" / "random_features.md").read_text(encoding="utf-8").splitlines()
+    rows = [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in lines[lines.index("## Every setting"):] if line.startswith("| D=")]
+    return [row[0] for row in rows if row[-1] == "yes"]
+
+
+def random_features(setting: str, seed: int) -> RandomFeatures:
+    """The map of a setting named as ``benchmarks/random_features.py`` names them
+    (``"D=64 a=0.25 width=8 direction s=0.75"``)."""
+    words = dict(word.split("=") for word in setting.split() if "=" in word)
+    return RandomFeatures(int(words["D"]), float(words.get("s", 1.0)), seed,
+                          amplitude=float(words["a"]),
+                          width=None if words["width"] == "None" else int(words["width"]),
+                          normalize="direction" in setting.split())
 
 
 def run(task: tuple) -> dict:
@@ -275,7 +306,54 @@ def report(results: list[dict], reps: int) -> str:
         lines.append(line)
     if not below:
         lines.append("- nowhere")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + settings_section(results)) + "\n"
+
+
+def settings_section(results: list[dict]) -> list[str]:
+    """The random features' settings ranked by their mean over the 36 public streams, and
+    the choice by leaving each stream out."""
+    uci_runs = ROOT / "results" / "random_features.jsonl"
+    settings = eligible_settings()
+    values = defaultdict(list)
+    for r in map(json.loads, uci_runs.read_text(encoding="utf-8").splitlines()):
+        if r["name"] in settings and r["stream"] != "realizable" and r["factor"] == 1.0:
+            values[(r["name"], r["stream"])].append(r["progressive"])
+    for r in results:
+        if r["name"].startswith(SETTING):
+            values[(r["name"].removeprefix(SETTING), r["stream"])].append(r["progressive"])
+    means = {key: float(np.mean(v)) for key, v in values.items()}
+    unseen, everything = [*STREAMS, *DRIFTING], [*problems.UCI_STREAMS, *STREAMS, *DRIFTING]
+
+    def mean(setting: str, streams) -> float:
+        return float(np.mean([means[(setting, s)] for s in streams]))
+
+    ranked = sorted(settings, key=lambda g: -mean(g, everything))
+    chosen = [max(settings, key=lambda g: mean(g, [t for t in everything if t != s]))
+              for s in everything]
+    held_out = np.mean([means[(g, s)] for g, s in zip(chosen, everything)])
+    default = ranked.index(DEFAULT_SETTING) + 1
+    lines = ["", f"## The random features' setting, chosen again over {len(everything)} "
+             "streams", "",
+             f"The {len(settings)} settings `docs/random_features.md` found eligible, on the "
+             f"{len(unseen)} streams above (5 repetitions) and the 16 UCI streams "
+             "(`results/random_features.jsonl`), ranked by their mean progressive reward over "
+             f"all {len(everything)} (the first five; `RegCB()`'s is **{DEFAULT_SETTING}**, "
+             f"ranked {default}):", "",
+             f"| setting | 16 UCI streams | {len(unseen)} streams above | all {len(everything)} |",
+             "|---|---:|---:|---:|"]
+    for g in ranked[:5]:
+        name = f"**{g}**" if g == DEFAULT_SETTING else g
+        lines.append(f"| {name} | {mean(g, problems.UCI_STREAMS):.4f} | {mean(g, unseen):.4f}"
+                     f" | {mean(g, everything):.4f} |")
+    best_unseen = max(settings, key=lambda g: mean(g, unseen))
+    lines += ["", f"- best on the {len(unseen)} streams above alone: {best_unseen}, "
+              f"{mean(best_unseen, unseen):.4f} (`RegCB()`'s setting "
+              f"{mean(DEFAULT_SETTING, unseen):.4f})",
+              f"- leaving each of the {len(everything)} streams out and choosing by the mean "
+              f"on the others: `RegCB()`'s setting is chosen on "
+              f"{chosen.count(DEFAULT_SETTING)} of {len(everything)}; held-out mean "
+              f"{held_out:.4f}"]
+    return lines
 
 
 def main(argv=None) -> None:
@@ -292,6 +370,8 @@ def main(argv=None) -> None:
                              initializer=_single_thread)
     tasks += [(n, s, r) for s, p in trailing(results, args.reps) for n in (DEFAULT, p)
               for r in range(args.reps, MORE_REPS)]
+    tasks += [(SETTING + g, s, r) for g in eligible_settings() for s in (*STREAMS, *DRIFTING)
+              for r in range(args.reps)]
     results, _ = run_missing(args.results, tasks, run, _task_of, args.jobs, context="spawn",
                              initializer=_single_thread)
     text = report(results, args.reps)

@@ -149,3 +149,19 @@ def test_unseen_streams_are_bandits_of_river_data() -> None:
     record = us.run((us.DEFAULT, "phishing", 1))
     assert 0.5 < record["progressive"] <= 1.0
     assert us.run((us.DEFAULT, "phishing", 1))["progressive"] == record["progressive"]
+
+
+def test_unseen_streams_settings_name_the_default_map() -> None:
+    """The random features' setting the report calls RegCB()'s is the map RegCB() draws."""
+    from regcb_stream import RegCB
+
+    us = load_script("unseen_streams")
+    assert us.DEFAULT_SETTING in us.eligible_settings()
+    assert us.random_features("D=32 a=0.35 width=None direction s=0.75", 0).width is None
+    ours = RegCB(seed=3)
+    named = RegCB(seed=3, random_features=us.random_features(us.DEFAULT_SETTING, 3))
+    for x in np.random.default_rng(0).normal(size=(200, 6)):
+        drawn = ours.predict(x, [0, 1, 2])
+        assert named.predict(x, [0, 1, 2]) == drawn
+        for learner in (ours, named):
+            learner.learn(x, drawn[0], float(x[0] > 0), drawn[1], **drawn[2])
