@@ -31,8 +31,9 @@ stream-learning benchmarks of MOA and River, and four streams whose concept drif
 Every stream is turned into a bandit as the paper's UCI streams are: the classes are the
 actions, reward 1 for the true class, 0 otherwise; the columns standardized; repetition
 ``rep`` shuffles the rows of a stationary stream with seed ``rep``, keeps the harness's
-holdout (the last 20 %, at most 300 rows), and runs the harness's protocol (``regcb_stream.bench.harness.protocol``:
-progressive reward, the same draws for every learner). The learners: ``RegCB()``, its
+holdout (the last 20 %, at most 300 rows), and runs the harness's protocol
+(``regcb_stream.bench.harness.protocol``: progressive reward, the same draws for every
+learner). The learners: ``RegCB()``, its
 linear part alone (``RegCB(random_features=0)``), VW's explorers at their defaults and
 River's ``bandit.LinUCBDisjoint()``, as in ``docs/defaults.md``; and VW's best explorer
 tuned on each stream: every VW family of the sweep (``--regcb``, ``--regcbopt``,
@@ -264,7 +265,8 @@ def report(results: list[dict], reps: int) -> str:
         "# `RegCB()` on streams its defaults never saw",
         "",
         f"- command: `python {' '.join(sys.argv)}`",
-        f"- {stamp()}; {len(results)} runs, {sum(r['seconds'] for r in results):.0f} s of runs",
+        f"- {stamp()}; {len(everything)} runs, "
+        f"{sum(r['seconds'] for r in everything):.0f} s of runs",
         f"- protocol: the harness's, {reps} repetitions, progressive reward (mean reward of "
         "the actions played while learning); streams and learners: the docstring of "
         "`benchmarks/unseen_streams.py`",
