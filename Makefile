@@ -52,7 +52,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/oracle_trees.py
 	$(BIN)/python benchmarks/defaults.py
 	$(BIN)/python benchmarks/random_features.py  # after defaults.py: it reads its runs
-	$(BIN)/python benchmarks/unseen_streams.py
+	$(BIN)/python benchmarks/unseen_streams.py  # after random_features.py: it reads its runs
 	$(BIN)/python benchmarks/auto_budget_cost.py
 	$(BIN)/python benchmarks/blas_threads.py
 	$(BIN)/python benchmarks/high_dim.py
