@@ -155,6 +155,7 @@ STREAMS = ("segment", "phishing", "bananas", "shuttle", "waveform", "waveform40"
            "rbf", "rbf100", "hyperplane", "sea", "agrawal", "sine", "mixed", "randomtree",
            "stagger")
 DRIFTING = ("agrawal-drift", "sea-drift", "led-drift", "rbf-drift")
+UNSEEN = STREAMS + DRIFTING  # every stream of this script
 
 
 @functools.lru_cache(maxsize=None)
@@ -238,26 +239,26 @@ def paired(results: list[dict], a: str, b: str, stream: str) -> tuple[float, flo
     return float(diffs.mean()), float(diffs.std(ddof=1) / np.sqrt(len(diffs))), len(diffs)
 
 
-def trailing(results: list[dict], reps: int) -> list[tuple[str, str]]:
-    """The (stream, peer at its default) pairs where ``RegCB()``'s mean over the first
-    ``reps`` repetitions is below the peer's."""
+def mean_rewards(results: list[dict], reps: int) -> dict[tuple[str, str], float]:
+    """Mean progressive reward per (name, stream) over the first ``reps`` repetitions."""
     values = defaultdict(list)
     for r in results:
         if r["rep"] < reps:
             values[(r["name"], r["stream"])].append(r["progressive"])
-    return [(s, n) for s in (*STREAMS, *DRIFTING) for n in (*VW_DEFAULTS, LINUCB)
-            if np.mean(values[(DEFAULT, s)]) < np.mean(values[(n, s)])]
+    return {key: float(np.mean(v)) for key, v in values.items()}
+
+
+def trailing(means: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
+    """The (stream, peer at its default) pairs where ``RegCB()``'s mean is below the peer's."""
+    return [(s, n) for s in UNSEEN for n in (*VW_DEFAULTS, LINUCB)
+            if means[(DEFAULT, s)] < means[(n, s)]]
 
 
 def report(results: list[dict], reps: int) -> str:
-    more = {(s, n) for s, n in trailing(results, reps)}
+    means = mean_rewards(results, reps)
+    more = set(trailing(means))
     everything, results = results, [r for r in results if r["rep"] < reps]
-    values = defaultdict(list)
-    for r in results:
-        values[(r["name"], r["stream"])].append(r["progressive"])
-    means = {key: float(np.mean(v)) for key, v in values.items()}
-    streams = [*STREAMS, *DRIFTING]
-    envelope = {s: max((means[(RUN_OF[n], s)], n) for n in VW_TUNED) for s in streams}
+    envelope = {s: max((means[(RUN_OF[n], s)], n) for n in VW_TUNED) for s in UNSEEN}
     columns = [*NAMES, ENVELOPE]
     for s, (value, _) in envelope.items():
         means[(ENVELOPE, s)] = value
@@ -295,7 +296,7 @@ def report(results: list[dict], reps: int) -> str:
     lines += ["", "Bold: the best of the row among the learners at their defaults. Where "
               "`RegCB()` is below one of them or VW's tuned best, the paired difference over "
               "the repetitions (mean, standard error):", ""]
-    below = [(s, n) for s in streams for n in columns[1:]
+    below = [(s, n) for s in UNSEEN for n in columns[1:]
              if means[(DEFAULT, s)] < means[(n, s)]]
     for s, n in below:
         run = RUN_OF[envelope[s][1]] if n == ENVELOPE else n
@@ -324,7 +325,7 @@ def settings_section(results: list[dict]) -> list[str]:
         if r["name"].startswith(SETTING):
             values[(r["name"].removeprefix(SETTING), r["stream"])].append(r["progressive"])
     means = {key: float(np.mean(v)) for key, v in values.items()}
-    unseen, everything = [*STREAMS, *DRIFTING], [*problems.UCI_STREAMS, *STREAMS, *DRIFTING]
+    unseen, everything = UNSEEN, problems.UCI_STREAMS + UNSEEN
 
     def mean(setting: str, streams) -> float:
         return float(np.mean([means[(setting, s)] for s in streams]))
@@ -366,13 +367,12 @@ def main(argv=None) -> None:
     parser.add_argument("--output", default=str(ROOT / "docs" / "unseen_streams.md"))
     args = parser.parse_args(argv)
     names = list(dict.fromkeys([*NAMES, *(n for n in VW_TUNED if RUN_OF[n] == n)]))
-    tasks = [(n, s, r) for n in names for s in (*STREAMS, *DRIFTING)
-             for r in range(args.reps)]
+    tasks = [(n, s, r) for n in names for s in UNSEEN for r in range(args.reps)]
     results, _ = run_missing(args.results, tasks, run, _task_of, args.jobs, context="spawn",
                              initializer=_single_thread)
-    tasks += [(n, s, r) for s, p in trailing(results, args.reps) for n in (DEFAULT, p)
-              for r in range(args.reps, MORE_REPS)]
-    tasks += [(SETTING + g, s, r) for g in eligible_settings() for s in (*STREAMS, *DRIFTING)
+    tasks += [(n, s, r) for s, p in trailing(mean_rewards(results, args.reps))
+              for n in (DEFAULT, p) for r in range(args.reps, MORE_REPS)]
+    tasks += [(SETTING + g, s, r) for g in eligible_settings() for s in UNSEEN
               for r in range(args.reps)]
     results, _ = run_missing(args.results, tasks, run, _task_of, args.jobs, context="spawn",
                              initializer=_single_thread)
