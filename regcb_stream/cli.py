@@ -154,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="choose the budget online among these mellowness values "
                           "(exponential weights on importance-weighted rewards; default "
                           f"candidates {','.join(f'{c:g}' for c in DEFAULT_GRID)})")
+    own.add_argument("--forget", type=float, metavar="GAMMA",
+                     help="--oracle ridge or bounded: each label's weight decays by GAMMA per "
+                          "label after it, so the model follows rewards that drift (0.999: "
+                          "within about a thousand labels; default 1, never)")
     own.add_argument("--ridge_l2", type=float, metavar="L2",
                      help=f"--oracle ridge: the ridge penalty, the weight of the prior "
                           f"(default {DEFAULT_L2:g})")

@@ -36,12 +36,13 @@ def make_learner(args) -> RegCB:
     l2 = DEFAULT_L2 if args.ridge_l2 is None else args.ridge_l2
     prior = {None: "auto", "zero": 0.0}.get(args.ridge_prior, args.ridge_prior)
     memory = None if args.oracle_memory is None else int(args.oracle_memory * 2**20)
+    forget = 1.0 if args.forget is None else args.forget
     if args.oracle == "vw":
         oracle = VWOracle(bisection=args.vw_compat)
     elif args.oracle == "bounded":
-        oracle = BoundedRidgeOracle(l2=l2, prior=prior, memory=memory)
+        oracle = BoundedRidgeOracle(l2=l2, prior=prior, memory=memory, forget=forget)
     else:
-        oracle = RidgeOracle(l2=l2, prior=prior, memory=memory)
+        oracle = RidgeOracle(l2=l2, prior=prior, memory=memory, forget=forget)
     variant, budget = exploration(vars(args))
     return RegCB(
         variant,
@@ -123,9 +124,11 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
     if args.cb_explore is not None and args.cb_explore < 1:
         raise ValueError(f"--cb_explore needs K >= 1 actions, got {args.cb_explore}")
     if args.oracle == "vw" and (args.ridge_prior or args.ridge_l2 is not None
-                                or args.oracle_memory is not None):
-        raise ValueError("--ridge_l2, --ridge_prior and --oracle_memory apply to the ridge "
-                         "oracles only")
+                                or args.oracle_memory is not None or args.forget is not None):
+        raise ValueError("--ridge_l2, --ridge_prior, --oracle_memory and --forget apply to "
+                         "the ridge oracles only")
+    if args.forget is not None and not 0 < args.forget <= 1:
+        raise ValueError(f"--forget must be in (0, 1], got {args.forget:g}")
     if sum((args.beta is not None, args.mellowness is not None, bool(args.auto_budget))) > 1:
         raise ValueError("give one of --mellowness, --beta and --auto_budget")
     if not 1 <= args.bit_precision <= 32:

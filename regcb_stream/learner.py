@@ -136,6 +136,11 @@ class RegCB:
     random_scale
         Their frequencies' scale (a Gaussian kernel of bandwidth ``1 / random_scale`` on
         the contexts' directions at length ``sqrt(d)``, for ``d`` context features).
+    forget
+        The factor by which each label's weight decays per label learned after it, for
+        rewards that drift (1, the default: never; `RidgeOracle`'s ``forget``, for the
+        ridge oracles, with the ``online`` schedule). 0.999 follows a change within about
+        a thousand labels, at a small cost where nothing drifts (docs/forgetting.md).
 
     Examples
     --------
@@ -153,6 +158,7 @@ class RegCB:
     """
 
     random_features: int | RandomFeatures | None = 0  # (a learner saved before: none)
+    forget = 1.0  # (a learner saved before forgetting: none)
     _room = None  # (oracle, models, features) it was last grown to hold (`_grow`)
     _transient = ("_room",)  # not saved (`regcb_stream.persist`)
     random_scale = 1.0
@@ -177,6 +183,7 @@ class RegCB:
         hash_bits: int | None = None,
         random_features: int | RandomFeatures | None = None,
         random_scale: float = 1.0,
+        forget: float = 1.0,
     ):
         self.variant = variant
         self.oracle = oracle
@@ -195,11 +202,15 @@ class RegCB:
         self.hash_bits = hash_bits
         self.random_features = random_features
         self.random_scale = random_scale
+        self.forget = forget
         _check_params(self)
 
         self._rule = policies.decision_rule(variant)
         self._range = (float(reward_range[0]), float(reward_range[1]))
-        self._oracle = _make_oracle(oracle, self._range)
+        self._oracle = _make_oracle(oracle, self._range, forget)
+        if getattr(self._oracle, "forget", 1.0) < 1.0 and schedule != "online":
+            raise ValueError("forgetting needs the online schedule: an oracle that forgets "
+                             "learns its labels in order")
         if schedule != "online" and hasattr(self._oracle, "take_piece"):
             self._oracle.piecewise = True  # additive per piece: `regcb_stream.parallel`
         self._sparse_input = getattr(self._oracle, "sparse_input", False)
@@ -720,9 +731,11 @@ class RegCB:
             return
         total, count = getattr(self, "_rewarded", (0.0, 0))
         lie = total / count if count else sum(self._range) / 2
+        forgets = getattr(self._oracle, "forget", 1.0) < 1.0  # (then the lie's time, too)
+        pending[event_id] = (*decision, lie, self._oracle.clock) if forgets else (
+            *decision, lie)
         self._oracle.learn(*self._event_row(*decision[:2]), lie)
         self._oracle.rebuild()
-        pending[event_id] = (*decision, lie)
 
     def _settle(self, decision: tuple, reward: float | None) -> None:
         """Learn a waiting decision's reward (None: drop it), replacing the lie it was
@@ -732,17 +745,18 @@ class RegCB:
             if reward is not None:
                 self.learn(context, action, reward, prob, **info)
             return
+        lie, at = lie[0], {"at": lie[1]} if len(lie) > 1 else {}
         x, model = self._event_row(context, action)
         if reward is None:  # dropped: the lie is unlearned
-            self._oracle.learn(x, model, lie[0], -1.0)
+            self._oracle.learn(x, model, lie, -1.0, **at)
             self._oracle.rebuild()
             return
         self._check_reward(reward)
         if hasattr(self._oracle, "relabel"):
-            self._oracle.relabel(x, model, float(reward) - lie[0])
+            self._oracle.relabel(x, model, float(reward) - lie, **at)
         else:  # (handed over to the bounded oracle since)
-            self._oracle.learn(x, model, lie[0], -1.0)
-            self._oracle.learn(x, model, float(reward))
+            self._oracle.learn(x, model, lie, -1.0, **at)
+            self._oracle.learn(x, model, float(reward), **at)
         if self._selector is not None and info.get("candidates") is not None:
             self._selector.update(info["candidates"], float(prob), self._unit_reward(reward))
         self._n_labels += 1
@@ -1208,10 +1222,10 @@ def _make_features(features, scale: float, seed, oracle) -> RandomFeatures | Non
     return RandomFeatures(features, scale, seed) if features else None
 
 
-def _make_oracle(oracle, reward_range: tuple[float, float]) -> Oracle:
+def _make_oracle(oracle, reward_range: tuple[float, float], forget: float = 1.0) -> Oracle:
     """A private oracle for the learner: a new one by name, or a copy of the one given;
     oracles whose bounds depend on the reward range (``reward_range`` attribute) get the
-    learner's."""
+    learner's, and ``forget`` < 1 is handed to an oracle that can forget."""
     if oracle is None:
         oracle = RidgeOracle(l2=DEFAULT_L2, prior="auto")
     elif isinstance(oracle, str):
@@ -1224,6 +1238,11 @@ def _make_oracle(oracle, reward_range: tuple[float, float]) -> Oracle:
     oracle = copy.deepcopy(oracle)
     if hasattr(oracle, "reward_range"):
         oracle.reward_range = reward_range
+    if forget < 1.0:
+        if not hasattr(oracle, "forget"):
+            raise ValueError(f"forget applies to the ridge oracles, not "
+                             f"{type(oracle).__name__}")
+        oracle.forget = forget
     return oracle
 
 
@@ -1248,6 +1267,7 @@ def _check_params(learner: RegCB) -> None:
         or isinstance(learner.random_features, RandomFeatures)
         or (isinstance(learner.random_features, int) and learner.random_features >= 0),
         "random_scale": _is_number(learner.random_scale) and learner.random_scale > 0,
+        "forget": _is_number(learner.forget) and 0 < learner.forget <= 1,
     }
     expected = {
         "variant": f"one of {policies.VARIANTS}",
@@ -1261,6 +1281,7 @@ def _check_params(learner: RegCB) -> None:
         "hash_bits": "None or an int from 1 to 32",
         "random_features": "None, an int >= 0 or a RandomFeatures",
         "random_scale": "a finite number > 0",
+        "forget": "a number in (0, 1]",
     }
     for name, ok in checks.items():
         if not ok:

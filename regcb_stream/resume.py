@@ -20,7 +20,8 @@ FIXED = {"oracle": "--oracle", "schedule": "--schedule", "random_seed": "--rando
          "oracle_memory": "--oracle_memory", "bit_precision": "-b",
          "cb_min_cost": "--cb_min_cost", "cb_max_cost": "--cb_max_cost",
          "noconstant": "--noconstant", "cb_force_legacy": "--cb_force_legacy",
-         "first_only": "--first_only", "vw_compat": "--vw_compat", "dsjson": "--dsjson"}
+         "first_only": "--first_only", "vw_compat": "--vw_compat", "dsjson": "--dsjson",
+         "forget": "--forget"}
 #: exploration flags a resumed run may change (VW's behaviour on load)
 EXPLORATION = ("regcb", "regcbopt", "mellowness", "beta", "auto_budget")
 

@@ -165,3 +165,23 @@ def test_unseen_streams_settings_name_the_default_map() -> None:
         assert named.predict(x, [0, 1, 2]) == drawn
         for learner in (ours, named):
             learner.learn(x, drawn[0], float(x[0] > 0), drawn[1], **drawn[2])
+
+
+def test_forgetting_runs_the_factor_it_names_and_reports_every_stream() -> None:
+    """``RegCB()`` is the factor 1; a named factor reaches the learner's oracle; the report
+    has a row per stream and the drifting streams' peers."""
+    fg = load_script("forgetting")
+    assert fg.name_of(1.0) == "RegCB()" and fg.FORGETFUL["RegCB(forget=0.999)"] == 0.999
+    record = fg.run(("RegCB(forget=0.999)", "phishing", 0))
+    assert 0.5 < record["progressive"] <= 1.0
+    assert record["progressive"] != fg.run(("RegCB()", "phishing", 0))["progressive"]
+    rng = np.random.default_rng(0)
+    results = [{"name": n, "stream": s, "rep": r, "progressive": float(rng.random()),
+                "seconds": 1.0}
+               for n in (*fg.FORGETFUL, *fg.PEERS) for s in (*fg.unseen.DRIFTING,
+                                                             *fg.STATIONARY)
+               for r in range(2)]
+    text = fg.report(results, 2, (1.0, 1.5, 1.5), 10.0)
+    for stream in (*fg.unseen.DRIFTING, *fg.STATIONARY):
+        assert f"| {stream} |" in text
+    assert "**1.50x** the time" in text and "| RegCB(forget=0.998) |" in text

@@ -77,6 +77,9 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         ``(low, high)`` of the rewards (maximized); rewards outside it are refused.
     seed
         Seed of the sampler.
+    forget
+        Each label's weight decays by this factor per label after it (ridge oracles), so
+        the policy follows rewards that drift; 1 (the default): never (`regcb_stream.RegCB`).
 
     Attributes
     ----------
@@ -134,6 +137,7 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         schedule: str = "online",
         reward_range: tuple[float, float] = (0.0, 1.0),
         seed: int | None = 0,
+        forget: float = 1.0,
     ):
         super().__init__(reward_obj=None, reward_scaler=None, burn_in=0)
         self.variant = variant
@@ -145,10 +149,11 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         self.schedule = schedule
         self.reward_range = reward_range
         self.seed = seed
+        self.forget = forget
         self._learner = RegCB(
             variant, oracle=_as_oracle(oracle), beta=beta, mellowness=mellowness,
             budget=budget, schedule=schedule,
-            reward_range=reward_range, seed=seed,
+            reward_range=reward_range, seed=seed, forget=forget,
         )
         self._preprocessor = copy.deepcopy(preprocessor)
         self._pulled: tuple | None = None  # (arm key, probability, kwargs) of the last pull

@@ -12,6 +12,7 @@ from regcb_stream.oracles.base import (
     SparseRows,
     learn_row_by_row,
 )
+from regcb_stream.oracles.forgetting import Forgetting, check_forget, top_up
 from regcb_stream.oracles.ridge import (
     _DENSE,
     OnlineLoop,
@@ -29,7 +30,7 @@ except ImportError:  # not built: the numpy reference
     _ridge = None
 
 
-class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
+class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
     """Ridge regression per model with the Gram matrix ``A = l2 I + sum w x x^T`` kept
     exactly on its first ``head`` columns and as its diagonal ``P`` on the others: memory
     ``O(head^2 + D)`` per model and work ``O(head^2 + nonzeros)`` per label, however many
@@ -78,6 +79,11 @@ class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
     memory
         The most bytes the statistics may take (None: no limit); growing past it raises
         ``MemoryLimitError``.
+    forget
+        As ``RidgeOracle``'s: each label's weight decays by this factor per label learned
+        after it. A forgetting step decays the head's Gram matrix and the tail's diagonal
+        and keeps the solution, as recursive least squares with forgetting does (the exact
+        ridge also moves it toward the prior by the penalty's regained share).
 
     Examples
     --------
@@ -102,14 +108,16 @@ class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
     compiled = _ridge is not None  # False: the numpy reference
 
     def __init__(self, l2: float = 1.0, prior: float | str = 0.0, head: int = HEAD,
-                 memory: int | None = None):
+                 memory: int | None = None, forget: float = 1.0):
         check_penalty(l2, prior)
+        check_forget(forget)
         if not (isinstance(head, (int, np.integer)) and head >= 0):
             raise ValueError(f"head must be an integer >= 0, got {head!r}")
         self.l2 = l2
         self.prior = prior
         self.head = int(head)
         self.memory = memory
+        self.forget = forget
         self._dim = 0
         self.dim_limit: int | None = None  # the most features there can be (hashing)
         self._hinv = np.zeros((0, 0, 0))  # (models, h, h): the head's inverse, Gram and
@@ -131,7 +139,7 @@ class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
 
     def describe(self) -> str:
         return (f"bounded ridge, {self.n_models} models of {self.dim} features, exact on "
-                f"{self._hinv.shape[1]}, diagonal beyond")
+                f"{self._hinv.shape[1]}, diagonal beyond" + self._forgets())
 
     @property
     def prior_mean(self) -> float:
@@ -182,20 +190,35 @@ class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
         self._theta = _grown(self._theta, (m, cap), 0.0)
         self._updates = np.r_[self._updates, np.zeros(m - m0, np.int64)]
 
-    def learn(self, x, model: int, y: float, weight: float = 1.0) -> None:
+    def learn(self, x, model: int, y: float, weight: float = 1.0, at: int | None = None
+              ) -> None:
         """Queue one example (a dense row or an ``(index, value)`` pair) for ``model``; the
-        rebuild learns the queued labels in order."""
+        rebuild learns the queued labels in order. While forgetting, ``at`` is the clock of
+        a label learned before, None a new one."""
         index, value = _sparse_row(x, self.dim)
-        self._pending.append((model, index, value, float(weight), y - self.prior_mean))
+        self._pending.append((model, index, value, float(self._stored(weight, at)),
+                              y - self.prior_mean))
+        self._tick(at)
 
     learn_many = learn_row_by_row
 
     def rebuild(self) -> None:
-        """Learn the queued labels, in order."""
+        """Learn the queued labels, in order (then a forgetting step, if one is due)."""
         for model, index, value, weight, residual in self._pending:
             if self._learn_row(model, index, value, weight, residual):
                 self._invert(model)
         self._pending.clear()
+        if self._step_due():
+            self._discount()
+
+    def _discount(self) -> None:
+        """A forgetting step (`Forgetting`): the head's Gram matrix and the tail's diagonal
+        decayed, the head's inverse afresh, the solution kept."""
+        decay = self._decay()
+        top_up(self._hgram, decay, self.l2)
+        self._prec *= np.float32(decay)
+        for model in range(self.n_models):
+            self._invert(model)
 
     def _invert(self, model: int) -> None:
         """A fresh inverse of a model's head, against rounding drift."""
@@ -258,28 +281,44 @@ class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
     def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
               reward_range, tolerance, out):
         (n, r, width), k = value.shape, len(models)
-        if not self.compiled:
-            return self._run_reference(index, value, models, played, rewards, weights,
-                                       budgets, optimistic, reward_range, tolerance, out)
+        run = self._run_compiled if self.compiled else self._run_reference
+        scaled = weights.copy() if self.forget < 1.0 else weights
         start = 0
         while start < n:
-            start, learned, stale = _ridge.bounded_run(
-                self._hinv, self._hgram, self._htheta, self._prec, self._theta, self._updates,
-                self._tail, float(self.l2), models, index, value, played, rewards, weights,
-                budgets, *out, start, n, r, k, width,
-                self._hinv.shape[1], self._theta.shape[1], optimistic, self.refresh_every,
-                self.prior_mean, *reward_range, tolerance)
+            stop = n if scaled is weights else self._until_step(played, weights, scaled, start)
+            rows = slice(0, stop)  # (the kernel takes whole arrays: views of rows ..stop)
+            start, learned = run(index[rows] if index.size else index, value[rows], models,
+                                 played[rows], rewards[rows], scaled[rows], budgets,
+                                 optimistic, reward_range, tolerance,
+                                 out[:, rows], start)
             budgets = budgets[learned:]
-            if stale >= 0:
-                self._invert(stale)
+            if scaled is not weights:
+                self._clock += learned
+                if self._step_due():
+                    self._discount()
         return tuple(out)
 
+    def _run_compiled(self, index, value, models, played, rewards, weights, budgets,
+                      optimistic, reward_range, tolerance, out, start):
+        """The compiled loop from example ``start`` to the end or to a stale head; returns
+        where it stopped and the labels it learned."""
+        (n, r, width), k = value.shape, len(models)
+        stop, learned, stale = _ridge.bounded_run(
+            self._hinv, self._hgram, self._htheta, self._prec, self._theta, self._updates,
+            self._tail, float(self.l2), models, index, value, played, rewards, weights,
+            budgets, *out, start, n, r, k, width,
+            self._hinv.shape[1], self._theta.shape[1], optimistic, self.refresh_every,
+            self.prior_mean, *reward_range, tolerance)
+        if stale >= 0:
+            self._invert(stale)
+        return stop, learned
+
     def _run_reference(self, index, value, models, played, rewards, weights, budgets,
-                       optimistic, reward_range, tolerance, out):
-        """``_run`` one example at a time in numpy."""
+                       optimistic, reward_range, tolerance, out, start):
+        """``_run_compiled`` one example at a time in numpy, to the end."""
         rule = policies.decision_rule("optimistic" if optimistic else "elimination")
         learned, k = 0, len(models)
-        for i in range(len(value)):
+        for i in range(start, len(value)):
             row = SparseRows(None if index is _DENSE else index[i : i + 1], value[i : i + 1],
                              self.dim)
             pred, var = self.moments(row, models)
@@ -296,7 +335,7 @@ class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
                                    value[i, j], weights[i], rewards[i] - self.prior_mean):
                     self._invert(model)
                 learned += 1
-        return tuple(out)
+        return len(value), learned
 
     @classmethod
     def from_ridge(cls, ridge, head: int) -> BoundedRidgeOracle:
@@ -304,7 +343,12 @@ class BoundedRidgeOracle(OnlineLoop, Ellipsoid):
         current solution, the diagonal of its Gram matrices, and their first ``head``
         columns exactly."""
         ridge.rebuild()
-        oracle = cls(ridge.l2, ridge.prior, head=head, memory=ridge.memory)
+        if ridge.clock > ridge._stamp:  # (the statistics exact, their scale 1)
+            ridge._discount()
+            ridge.rebuild()
+        oracle = cls(ridge.l2, ridge.prior, head=head, memory=ridge.memory,
+                     forget=ridge.forget)
+        oracle._clock = oracle._stamp = ridge.clock
         oracle.reward_range = ridge.reward_range
         oracle.grow(ridge.n_models, ridge.dim)
         d, h = ridge.dim, oracle._hinv.shape[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from regcb_stream.oracles.base import Ellipsoid, SparseRows, learn_row_by_row
+from regcb_stream.oracles.forgetting import Forgetting, check_forget, top_up
 
 try:
     from regcb_stream import _ridge
@@ -62,7 +63,7 @@ class OnlineLoop:
         return np.ascontiguousarray(models, dtype=np.int64)
 
 
-class RidgeOracle(OnlineLoop, Ellipsoid):
+class RidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
     """Ridge regression per model, with the version space as an ellipsoid.
 
     The regularized squared loss of ``theta`` exceeds its minimum by exactly
@@ -100,6 +101,15 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
     memory
         The most bytes the statistics may take (None: no limit): exact ridge while its
         ``16 n_models D^2`` bytes fit, then the bounded oracle's.
+    forget
+        The factor ``gamma`` in (0, 1] by which every label's weight decays per label
+        learned after it, by any model (1: never; `discount_every` says how often the
+        decay is applied). For streams whose rewards drift: the fit is the discounted
+        ridge of D-LinUCB (Russac, Vernade and Cappe, "Weighted linear bandits for
+        non-stationary environments", NeurIPS 2019), ``A = l2 I + sum gamma^age w x x^T``,
+        so it follows a change within about ``1 / (1 - gamma)`` labels, and an action
+        left unplayed regains its width as its labels age. Labels are learned in order
+        (the ``online`` schedule, no pieces).
 
     Examples
     --------
@@ -134,12 +144,14 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
     _piece: tuple | None = None  # the open piece: (A sums, b sums, models touched)
 
     def __init__(self, l2: float = 1.0, prior: float | str = 0.0, max_exact: int = MAX_EXACT,
-                 memory: int | None = None):
+                 memory: int | None = None, forget: float = 1.0):
         check_penalty(l2, prior)
+        check_forget(forget)
         self.l2 = l2
         self.prior = prior
         self.max_exact = max_exact
         self.memory = memory
+        self.forget = forget
         self._a = np.zeros((0, 0, 0))  # l2 I + sum w x x^T
         self._b = np.zeros((0, 0))  # sum w (y - prior) x
         self._a_inv = np.zeros((0, 0, 0))  # frozen decision state
@@ -196,7 +208,7 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         return BoundedRidgeOracle.from_ridge(self, head)
 
     def describe(self) -> str:
-        return f"exact ridge, {self.n_models} models of {self.dim} features"
+        return f"exact ridge, {self.n_models} models of {self.dim} features" + self._forgets()
 
     @property
     def prior_mean(self) -> float:
@@ -208,11 +220,23 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         """Rank-one updates of a model's inverse between two fresh inverses."""
         return max(64, self.dim)
 
-    def learn(self, x, model: int, y: float, weight: float = 1.0) -> None:
+    def _discount(self) -> None:
+        """A forgetting step (`Forgetting`): ``A = l2 I + c (A - l2 I)`` and ``b = c b``,
+        every model to be inverted afresh."""
+        decay = self._decay()
+        top_up(self._a, decay, self.l2)
+        self._b *= decay
+        self._pending.update(dict.fromkeys(range(self.n_models)))
+
+    def learn(self, x, model: int, y: float, weight: float = 1.0, at: int | None = None
+              ) -> None:
         """Add one example to the sufficient statistics of ``model``: ``x`` a dense row
-        ``(D,)`` or an ``(index, value)`` pair of 1-D arrays."""
+        ``(D,)`` or an ``(index, value)`` pair of 1-D arrays. While forgetting, ``at`` is
+        the clock of a label learned before (its weight aged since), None a new one."""
         index, value = _sparse_row(x, self.dim)
         residual = y - self.prior_mean
+        weight = self._stored(weight, at)
+        self._tick(at)
         if self.piecewise:
             return self._learn_into(*self._open_piece(model), model, index, value, weight,
                                     residual)
@@ -258,6 +282,9 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
     # -- pieces: the epoch schedules' additive statistics (`regcb_stream.parallel`) -----
 
     def _open_piece(self, model: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.forget < 1.0:
+            raise ValueError("an oracle that forgets learns its labels in order: the "
+                             "online schedule, without pieces")
         if self._piece is None:
             self._piece = (np.zeros_like(self._a), np.zeros_like(self._b), set())
         self._piece[2].add(model)
@@ -296,11 +323,13 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         """Add the open piece to the models' statistics."""
         self.add_piece(*self.take_piece())
 
-    def relabel(self, x, model: int, shift: float) -> None:
-        """Change the label of a row learned before by ``shift`` (``b += shift x``, ``A``
-        unchanged): the solution moves by ``shift A^-1 x`` at once, exactly, when the
-        model's inverse is up to date, else at the next rebuild (a fresh inverse)."""
+    def relabel(self, x, model: int, shift: float, at: int | None = None) -> None:
+        """Change the label of a row learned before (at clock ``at`` while forgetting) by
+        ``shift`` (``b += shift x``, ``A`` unchanged): the solution moves by ``shift A^-1
+        x`` at once, exactly, when the model's inverse is up to date, else at the next
+        rebuild (a fresh inverse)."""
         index, value = _sparse_row(x, self.dim)
+        shift = self._stored(shift, self._clock - 1 if at is None else at)
         if index.size:
             np.add.at(self._b[model], index, shift * value)
         else:
@@ -316,7 +345,10 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         """Solve the ridge problems of the models that learned since the last rebuild:
         by Sherman-Morrison rank-one updates of the inverse and of the solution when few
         labels are pending, by a fresh inverse when many are (and every ``max(64, D)``
-        rank-one updates, against rounding drift)."""
+        rank-one updates, against rounding drift); while forgetting, every model afresh
+        after a forgetting step (`discount_every`)."""
+        if self._step_due():
+            self._discount()
         for model, pending in sorted(self._pending.items()):
             if pending is None or self._updates[model] >= self.refresh_every or (
                     self._blocks is not None and len(pending) > 1):
@@ -453,25 +485,36 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
         """``learn`` then ``rebuild`` of a dense context's row in one compiled call (nothing
         may be pending); False if a value is not finite (nothing learned)."""
         stale = _ridge.learn_dense(self._a, self._b, self._a_inv, self._theta, self._updates,
-                                   model, context, intercept, self.dim, weight,
-                                   y - self.prior_mean, self.refresh_every)
-        if stale:
+                                   model, context, intercept, self.dim,
+                                   self._stored(weight, None), y - self.prior_mean,
+                                   self.refresh_every)
+        if stale is None:
+            return False
+        self._tick(None)
+        if self._step_due():
+            self.rebuild()
+        elif stale:
             self._invert(model)
-        return stale is not None
+        return True
 
     def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
               reward_range, tolerance, out, scoring=None):
         (n, r, width), k = value.shape, len(models)
         self._block_arrays(index, value)
+        scaled = weights.copy() if self.forget < 1.0 else weights
         start = 0
         while start < n:
+            stop = n if scaled is weights else self._until_step(played, weights, scaled, start)
+            rows = slice(0, stop)  # (the kernel takes whole arrays: views of rows ..stop)
             blocks = self._blocks and self._blocks.arrays  # new ones after each refresh
-            spec = None if scoring is None else scoring[0].loop_spec(budgets, scoring[1])
+            spec = None if scoring is None else scoring[0].loop_spec(budgets,
+                                                                     scoring[1][rows])
             start, learned, stale = _ridge.run_online(
-                self._a, self._b, self._a_inv, self._theta, self._updates, models, index,
-                value, played, rewards, weights, budgets, *out, start, n, r, k, width,
-                self.dim, optimistic, self.refresh_every, self.prior_mean, *reward_range,
-                tolerance, blocks, spec)
+                self._a, self._b, self._a_inv, self._theta, self._updates, models,
+                index[rows] if index.size else index, value[rows], played[rows],
+                rewards[rows], scaled[rows], budgets, *out[:, rows],
+                start, stop, r, k, width, self.dim, optimistic, self.refresh_every,
+                self.prior_mean, *reward_range, tolerance, blocks, spec)
             if scoring is not None:
                 scoring[0].loop_done(learned)
             budgets = budgets[learned:]
@@ -479,6 +522,9 @@ class RidgeOracle(OnlineLoop, Ellipsoid):
                 self._invert(stale)
             elif stale == -2:  # a row outside the blocks
                 self._fit_blocks(index[start:], value[start:])
+            if scaled is not weights:
+                self._clock += learned
+                self.rebuild()  # (a forgetting step when one is due)
         return tuple(out)
 
 

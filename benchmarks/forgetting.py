@@ -1,0 +1,196 @@
+"""What forgetting (``RegCB(forget=gamma)``, ``regcb-stream --forget``) earns where rewards
+drift, and what it costs where they do not.
+
+The ridge oracles never forget by default: every label counts as much as the newest, so a
+learner that has seen a lot follows a change slowly, if at all. With ``forget=gamma`` each
+label's weight decays by ``gamma`` per label learned after it (the discounted ridge of
+D-LinUCB, Russac et al. 2019). This script runs ``RegCB(forget=gamma)`` (the defaults
+otherwise) for each ``gamma`` of :data:`FACTORS` under the harness's protocol (progressive
+reward, 5 repetitions):
+
+- on the four drifting streams of ``benchmarks/unseen_streams.py`` (10,000 rounds each, in
+  their order; a repetition is the generators' seed), next to VW's explorers at their
+  defaults and River's ``bandit.LinUCBDisjoint()``, whose online updates are not bound to
+  the past as an exact ridge is;
+- on the 32 stationary streams (the 16 UCI streams of ``docs/defaults.md`` and the 16 of
+  ``docs/unseen_streams.md``), where forgetting can only cost.
+
+It also times the cost of forgetting: letter's first 16,000 rounds through ``RegCB.play``
+with and without it, in interleaved pairs in this process, the median ratio of the times.
+
+From the repository root::
+
+    .venv/bin/python benchmarks/forgetting.py [--jobs 2] [--reps 5]   # ~25 minutes on 2 cores
+
+Runs are kept in ``results/forgetting.jsonl`` (resumable); writes ``docs/forgetting.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import unseen_streams as unseen  # noqa: E402  (the drifting and the unseen streams)
+
+from regcb_stream import RegCB  # noqa: E402
+from regcb_stream.bench.harness import problems, protocol  # noqa: E402
+from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
+from regcb_stream.bench.provenance import stamp  # noqa: E402
+from regcb_stream.bench.runs import run_missing  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FACTORS = (1.0, 0.9999, 0.9995, 0.999, 0.998)
+PEERS = (*unseen.VW_DEFAULTS, unseen.LINUCB)
+UCI = problems.UCI_STREAMS
+STATIONARY = (*UCI, *unseen.STREAMS)
+TIMED_ROUNDS, TIMED_PAIRS, TIMED_FACTOR = 16_000, 5, 0.999
+
+
+def name_of(forget: float) -> str:
+    return "RegCB()" if forget == 1.0 else f"RegCB(forget={forget:g})"
+
+
+FORGETFUL = {name_of(forget): forget for forget in FACTORS}
+
+
+def load_problem(stream: str, rep: int) -> problems.Problem:
+    if stream in UCI:
+        return problems.load_problem(stream, rep)
+    return unseen.load_problem(stream, rep)
+
+
+def run(task: tuple) -> dict:
+    """Progressive reward of one (learner, stream, repetition)."""
+    name, stream, rep = task
+    problem = load_problem(stream, rep)
+    if name in FORGETFUL:
+        algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
+        algo.learner = RegCB(seed=rep, forget=FORGETFUL[name])
+    else:
+        algo = unseen._algorithm(name, problem.n_actions, rep)
+    record = protocol.run_protocol(algo, problem, rep)
+    return {"name": name, "stream": stream, "rep": rep, "progressive": record["progressive"],
+            "seconds": record["seconds"]}
+
+
+def timing(pairs: int = TIMED_PAIRS) -> tuple[float, float, float]:
+    """Seconds of ``RegCB().play`` and of ``RegCB(forget=TIMED_FACTOR).play`` on letter's
+    first rounds (medians over interleaved pairs), and the median of the pairs' ratios."""
+    problem = problems.load_problem("letter", 0, max_train=TIMED_ROUNDS)
+    X, R = problem.train.X, problem.train.R
+    actions = list(range(problem.n_actions))
+
+    def seconds(forget: float) -> float:
+        learner = RegCB(seed=0, forget=forget)
+        start = time.perf_counter()
+        learner.play(X, actions, lambda rows, i: R[rows, i])
+        return time.perf_counter() - start
+
+    seconds(1.0)  # (warm: imports, first calls)
+    times = np.array([(seconds(1.0), seconds(TIMED_FACTOR)) for _ in range(pairs)])
+    return (float(np.median(times[:, 0])), float(np.median(times[:, 1])),
+            float(np.median(times[:, 1] / times[:, 0])))
+
+
+# -- report -------------------------------------------------------------------------------
+
+def means(results: list[dict], reps: int) -> dict[tuple[str, str], float]:
+    by: dict[tuple[str, str], list[float]] = {}
+    for r in results:
+        if r["rep"] < reps:
+            by.setdefault((r["name"], r["stream"]), []).append(r["progressive"])
+    return {key: float(np.mean(values)) for key, values in by.items()}
+
+
+def table(mean: dict, names, streams, label: str) -> list[str]:
+    lines = [f"| {label} | " + " | ".join(names) + " |",
+             "|---|" + "---:|" * len(names)]
+    for stream in streams:
+        best = max(mean[(n, stream)] for n in names)
+        cells = [f"**{mean[(n, stream)]:.4f}**" if mean[(n, stream)] == best
+                 else f"{mean[(n, stream)]:.4f}" for n in names]
+        lines.append(f"| {stream} | " + " | ".join(cells) + " |")
+    lines.append("| **mean** | " + " | ".join(
+        f"{np.mean([mean[(n, s)] for s in streams]):.4f}" for n in names) + " |")
+    return lines
+
+
+def report(results: list[dict], reps: int, timed: tuple[float, float, float] | None,
+           seconds: float) -> str:
+    mean = means(results, reps)
+    names = list(FORGETFUL)
+    lines = [
+        "# Forgetting: what it earns where rewards drift, what it costs where they do not",
+        "",
+        "- command: `python benchmarks/forgetting.py --jobs 2`",
+        f"- {stamp()}; {len(results)} runs, {seconds:.0f} s of runs",
+        f"- protocol: the harness's (`docs/results.md`), {reps} repetitions, progressive "
+        "reward; `RegCB(forget=gamma)` is `RegCB()` with each label's weight decayed by "
+        "gamma per label learned after it (`RegCB()` itself never forgets)",
+        "",
+        "## Drifting streams (`docs/unseen_streams.md`: 10,000 rounds in order)",
+        "",
+        *table(mean, names + list(PEERS), unseen.DRIFTING, "stream"),
+        "",
+        "## Stationary streams: the cost",
+        "",
+        "Mean progressive reward, and the largest loss on one stream against `RegCB()`:",
+        "",
+        "| learner | 16 UCI streams | 16 unseen streams | all 32 | largest loss (stream) |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for name in names:
+        losses = {s: mean[("RegCB()", s)] - mean[(name, s)] for s in STATIONARY}
+        worst = max(losses, key=losses.get)
+        lines.append(
+            f"| {name} | {np.mean([mean[(name, s)] for s in UCI]):.4f} | "
+            f"{np.mean([mean[(name, s)] for s in unseen.STREAMS]):.4f} | "
+            f"{np.mean([mean[(name, s)] for s in STATIONARY]):.4f} | "
+            f"{losses[worst]:+.4f} ({worst}) |")
+    lines += ["", "Per stream:", "", *table(mean, names, STATIONARY, "stream")]
+    if timed is not None:
+        plain, forgetful, ratio = timed
+        lines += [
+            "", "## Time",
+            "",
+            f"letter's first {TIMED_ROUNDS:,} rounds through `RegCB.play` (one process, "
+            f"{TIMED_PAIRS} interleaved pairs, medians): `RegCB()` {plain:.2f} s, "
+            f"`RegCB(forget={TIMED_FACTOR:g})` {forgetful:.2f} s: **{ratio:.2f}x** the time "
+            "(a forgetting step inverts every model afresh, every "
+            f"{RegCB(forget=TIMED_FACTOR)._oracle.discount_every} labels at "
+            f"{TIMED_FACTOR:g}).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--no-timing", dest="timing", action="store_false")
+    parser.add_argument("--results", default=str(ROOT / "results" / "forgetting.jsonl"))
+    parser.add_argument("--output", default=str(ROOT / "docs" / "forgetting.md"))
+    args = parser.parse_args(argv)
+    tasks = [(n, s, r) for n in FORGETFUL for s in (*unseen.DRIFTING, *STATIONARY)
+             for r in range(args.reps)]
+    tasks += [(n, s, r) for n in PEERS for s in unseen.DRIFTING for r in range(args.reps)]
+    results, _ = run_missing(args.results, tasks, run, _task_of, args.jobs, context="spawn",
+                             initializer=unseen._single_thread)
+    timed = timing() if args.timing else None
+    text = report(results, args.reps, timed, sum(r["seconds"] for r in results))
+    pathlib.Path(args.output).write_text(text, encoding="utf-8")
+    print(text)
+
+
+def _task_of(record: dict) -> tuple:
+    return record["name"], record["stream"], record["rep"]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Forgetting for the ridge oracles: labels whose weight decays with the labels after them.
+
+The statistics are kept in a scale that only changes at a *forgetting step*: a label learned
+``j`` labels after the last step weighs ``forget^-(j + 1)``, and a step multiplies every
+model's statistics by ``forget`` per label since the last one (the penalty topped up to
+``l2``), so that each label then weighs ``forget^(labels learned after it)``, exactly. The
+oracle says what a step does to its own statistics (``_discount``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+DRIFT_PER_STEP = 0.9  # the least share of the penalty kept between two steps
+
+
+def check_forget(forget) -> None:
+    """A forgetting factor in (0, 1], or a ``ValueError``."""
+    if not (isinstance(forget, (int, float, np.number)) and 0 < forget <= 1):
+        raise ValueError(f"forget must be a number in (0, 1], got {forget!r}")
+
+
+class Forgetting:
+    """The clock and the scale of the labels of an oracle that forgets (``forget`` < 1).
+
+    >>> from regcb_stream.oracles.ridge import RidgeOracle
+    >>> oracle = RidgeOracle(forget=0.99)
+    >>> oracle.discount_every
+    10
+    """
+
+    forget = 1.0  # (an oracle saved before forgetting: none)
+    _clock = 0  # labels learned, while forgetting
+    _stamp = 0  # the clock at the last forgetting step
+
+    @property
+    def clock(self) -> int:
+        """Labels learned so far while forgetting (the time a label is learned at)."""
+        return self._clock
+
+    @property
+    def discount_every(self) -> int:
+        """Labels between two forgetting steps. A step inverts every model afresh; in
+        between, the statistics are exact up to a common factor of at most
+        ``forget^-discount_every``: the penalty's share falls by at most 10% before a
+        step restores it."""
+        return max(1, math.floor(math.log(DRIFT_PER_STEP) / math.log(self.forget)))
+
+    def _forgets(self) -> str:
+        """What `describe` adds: the factor, if the oracle forgets."""
+        return f", forgetting {self.forget:g} per label" if self.forget < 1.0 else ""
+
+    def _stored(self, weight: float, at: int | None) -> float:
+        """The weight of a label learned at clock ``at`` (None: now) in the statistics'
+        scale, ``forget^(stamp - at - 1)`` times its own."""
+        if self.forget == 1.0:
+            return weight
+        return weight * self.forget ** (self._stamp - (self._clock if at is None else at) - 1)
+
+    def _tick(self, at: int | None) -> None:
+        """Count a new label (``at`` None) while forgetting."""
+        if self.forget < 1.0 and at is None:
+            self._clock += 1
+
+    def _step_due(self) -> bool:
+        return self.forget < 1.0 and self._clock - self._stamp >= self.discount_every
+
+    def _decay(self) -> float:
+        """Begin a forgetting step: the factor of the statistics, the clock stamped."""
+        decay = self.forget ** (self._clock - self._stamp)
+        self._stamp = self._clock
+        return decay
+
+    def _until_step(self, played: np.ndarray, weights: np.ndarray, scaled: np.ndarray,
+                    start: int) -> int:
+        """For a compiled loop over logged rows: the end of the rows from ``start`` whose
+        labels (``played`` >= 0) come before the next forgetting step, with those labels'
+        ``weights`` in the statistics' scale written into ``scaled``."""
+        labelled = start + np.flatnonzero(played[start:] >= 0)
+        due = self._stamp + self.discount_every - self._clock
+        rows = labelled[:due]
+        scaled[rows] = weights[rows] * self.forget ** (
+            self._stamp - self._clock - 1 - np.arange(len(rows), dtype=float))
+        return int(rows[-1]) + 1 if len(labelled) >= due else len(played)
+
+
+def top_up(gram: np.ndarray, decay: float, l2: float) -> None:
+    """``gram = l2 I + decay (gram - l2 I)`` in place, for a stack of square matrices."""
+    gram *= decay
+    diagonal = np.arange(gram.shape[-1])
+    gram[..., diagonal, diagonal] += (1.0 - decay) * l2
