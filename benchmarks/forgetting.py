@@ -15,6 +15,12 @@ reward, 5 repetitions):
 - on the 32 stationary streams (the 16 UCI streams of ``docs/defaults.md`` and the 16 of
   ``docs/unseen_streams.md``), where forgetting can only cost.
 
+The public streams are short (at most 49,097 rounds): a learner that forgets keeps a window
+of about ``1 / (1 - gamma)`` labels, and where nothing drifts its regret grows linearly once
+the stream is much longer than that. The script measures that price on the realizable
+linear problem (K = 5, d = 10, ``regcb_stream.synthetic.LinearProblem``) over
+:data:`LONG_ROUNDS` rounds: the cumulative regret of each factor at a few checkpoints.
+
 It also times the cost of forgetting: letter's first 16,000 rounds through ``RegCB.play``
 with and without it, in interleaved pairs in this process, the median ratio of the times.
 
@@ -43,6 +49,7 @@ from regcb_stream.bench.harness import problems, protocol  # noqa: E402
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
 from regcb_stream.bench.provenance import stamp  # noqa: E402
 from regcb_stream.bench.runs import run_missing  # noqa: E402
+from regcb_stream.synthetic import LinearProblem  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FACTORS = (1.0, 0.9999, 0.9995, 0.999, 0.998)
@@ -50,6 +57,7 @@ PEERS = (*unseen.VW_DEFAULTS, unseen.LINUCB)
 UCI = problems.UCI_STREAMS
 STATIONARY = (*UCI, *unseen.STREAMS)
 TIMED_ROUNDS, TIMED_PAIRS, TIMED_FACTOR = 16_000, 5, 0.999
+LONG_ROUNDS, LONG_CHECKPOINTS = 200_000, (10_000, 20_000, 50_000, 100_000, 200_000)
 
 
 def name_of(forget: float) -> str:
@@ -98,6 +106,20 @@ def timing(pairs: int = TIMED_PAIRS) -> tuple[float, float, float]:
             float(np.median(times[:, 1] / times[:, 0])))
 
 
+def long_regret(rounds: int = LONG_ROUNDS, checkpoints=LONG_CHECKPOINTS
+                ) -> dict[str, dict[int, float]]:
+    """Each factor's cumulative regret at ``checkpoints`` on the realizable linear problem
+    (``RegCB(seed=0, forget=gamma).play``, the same draws)."""
+    X, mean, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(rounds, seed=1)
+    out = {}
+    for name, forget in FORGETFUL.items():
+        played, _ = RegCB(seed=0, forget=forget).play(X, list(range(5)),
+                                                      lambda rows, i: rewards[rows, i])
+        regret = np.cumsum(mean.max(axis=1) - mean[np.arange(rounds), played])
+        out[name] = {t: float(regret[t - 1]) for t in checkpoints if t <= rounds}
+    return out
+
+
 # -- report -------------------------------------------------------------------------------
 
 def means(results: list[dict], reps: int) -> dict[tuple[str, str], float]:
@@ -122,7 +144,7 @@ def table(mean: dict, names, streams, label: str) -> list[str]:
 
 
 def report(results: list[dict], reps: int, timed: tuple[float, float, float] | None,
-           seconds: float) -> str:
+           seconds: float, regret: dict[str, dict[int, float]] | None = None) -> str:
     mean = means(results, reps)
     names = list(FORGETFUL)
     lines = [
@@ -154,6 +176,19 @@ def report(results: list[dict], reps: int, timed: tuple[float, float, float] | N
             f"{np.mean([mean[(name, s)] for s in STATIONARY]):.4f} | "
             f"{losses[worst]:+.4f} ({worst}) |")
     lines += ["", "Per stream:", "", *table(mean, names, STATIONARY, "stream")]
+    if regret is not None:
+        points = list(next(iter(regret.values())))
+        lines += [
+            "", "## A long stationary stream: the price of a fixed window",
+            "",
+            f"Cumulative regret on the realizable linear problem (K = 5, d = 10, "
+            f"{points[-1]:,} rounds, seed 0), at each checkpoint:",
+            "",
+            "| learner | " + " | ".join(f"{t:,}" for t in points) + " |",
+            "|---|" + "---:|" * len(points),
+            *(f"| {name} | " + " | ".join(f"{r:.0f}" for r in values.values()) + " |"
+              for name, values in regret.items()),
+        ]
     if timed is not None:
         plain, forgetful, ratio = timed
         lines += [
@@ -183,7 +218,8 @@ def main(argv=None) -> None:
     results, _ = run_missing(args.results, tasks, run, _task_of, args.jobs, context="spawn",
                              initializer=unseen._single_thread)
     timed = timing() if args.timing else None
-    text = report(results, args.reps, timed, sum(r["seconds"] for r in results))
+    text = report(results, args.reps, timed, sum(r["seconds"] for r in results),
+                  long_regret())
     pathlib.Path(args.output).write_text(text, encoding="utf-8")
     print(text)
 

@@ -181,7 +181,10 @@ def test_forgetting_runs_the_factor_it_names_and_reports_every_stream() -> None:
                for n in (*fg.FORGETFUL, *fg.PEERS) for s in (*fg.unseen.DRIFTING,
                                                              *fg.STATIONARY)
                for r in range(2)]
-    text = fg.report(results, 2, (1.0, 1.5, 1.5), 10.0)
+    regret = fg.long_regret(2000, (1000, 2000))
+    assert regret["RegCB()"][2000] > regret["RegCB()"][1000] > 0
+    text = fg.report(results, 2, (1.0, 1.5, 1.5), 10.0, regret)
     for stream in (*fg.unseen.DRIFTING, *fg.STATIONARY):
         assert f"| {stream} |" in text
     assert "**1.50x** the time" in text and "| RegCB(forget=0.998) |" in text
+    assert "| learner | 1,000 | 2,000 |" in text

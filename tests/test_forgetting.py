@@ -60,16 +60,17 @@ def test_the_statistics_are_the_discounted_ridge(forget, l2, n, seed):
 
 
 def test_at_a_step_the_fit_is_the_discounted_ridge_exactly():
-    X, R = drifting(300)
     oracle = RidgeOracle(l2=2.0, forget=0.98)
+    n = 9 * oracle.discount_every
+    X, R = drifting(n)
     oracle.grow(4, 5)
-    played = np.arange(300) % 4
-    for t in range(300):
+    played = np.arange(n) % 4
+    for t in range(n):
         oracle.learn(X[t], int(played[t]), R[t, played[t]])
         oracle.rebuild()
-    assert oracle.discount_every == 5 and oracle.clock == oracle._stamp == 300
+    assert oracle.discount_every == 34 and oracle.clock == oracle._stamp == n
     for model in range(4):
-        a, b = discounted(X, played, R[np.arange(300), played], 1.0, 0.98, 2.0, model)
+        a, b = discounted(X, played, R[np.arange(n), played], 1.0, 0.98, 2.0, model)
         np.testing.assert_allclose(oracle._theta[model], np.linalg.solve(a, b), atol=1e-10)
 
 

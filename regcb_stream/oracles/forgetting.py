@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-DRIFT_PER_STEP = 0.9  # the least share of the penalty kept between two steps
+DRIFT_PER_STEP = 0.5  # the least share of the penalty kept between two steps
 
 
 def check_forget(forget) -> None:
@@ -28,7 +28,7 @@ class Forgetting:
     >>> from regcb_stream.oracles.ridge import RidgeOracle
     >>> oracle = RidgeOracle(forget=0.99)
     >>> oracle.discount_every
-    10
+    68
     """
 
     forget = 1.0  # (an oracle saved before forgetting: none)
@@ -44,8 +44,8 @@ class Forgetting:
     def discount_every(self) -> int:
         """Labels between two forgetting steps. A step inverts every model afresh; in
         between, the statistics are exact up to a common factor of at most
-        ``forget^-discount_every``: the penalty's share falls by at most 10% before a
-        step restores it."""
+        ``forget^-discount_every``: the penalty keeps at least half its weight (``l2``
+        at worst halved) until a step restores it."""
         return max(1, math.floor(math.log(DRIFT_PER_STEP) / math.log(self.forget)))
 
     def _forgets(self) -> str:
