@@ -139,8 +139,8 @@ class RegCB:
     forget
         The factor by which each label's weight decays per label learned after it, for
         rewards that drift (1, the default: never; `RidgeOracle`'s ``forget``, for the
-        ridge oracles, with the ``online`` schedule). 0.999 follows a change within about
-        a thousand labels, at a small cost where nothing drifts (docs/forgetting.md).
+        ridge oracles, with the ``online`` schedule). 0.999 follows a change within about a
+        thousand labels; where nothing drifts, a window of labels costs (docs/forgetting.md).
 
     Examples
     --------
