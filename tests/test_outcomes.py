@@ -177,15 +177,17 @@ def test_delayed_rewards_are_deterministic_and_counted(tmp_path, capsys):
     assert all(e["_label_probability"] == e["p"][0] > 0 for e in labelled)
 
 
-def test_waiting_decisions_are_kept_by_f_and_i(tmp_path):
+@pytest.mark.parametrize("forget", [[], ["--forget", "0.99"]])
+def test_waiting_decisions_are_kept_by_f_and_i(tmp_path, forget):
+    """(Forgetting: the lies and their rewards keep their decisions' times across files.)"""
     text, _ = unlabelled(rewards_after=30, n=120)
     lines = text.splitlines(keepends=True)
     half = next(i for i, line in enumerate(lines) if '"EventId": "e60"' in line
                 and '"c"' in line)
-    whole = run(tmp_path, "whole", text, "--reward_wait", "50")
+    whole = run(tmp_path, "whole", text, "--reward_wait", "50", *forget)
     model = tmp_path / "m.regcb"
     first = run(tmp_path, "first", "".join(lines[:half]), "--reward_wait", "50", "-f",
-                str(model))
+                str(model), *forget)
     second = run(tmp_path, "second", "".join(lines[half:]), "--reward_wait", "50", "-i",
                  str(model))
     assert (first[0] + second[0], first[1] + second[1]) == whole
