@@ -107,16 +107,23 @@ def test_every_path_makes_the_same_decisions(variant, oracle, budget):
         return RegCB(variant, oracle=oracle, forget=0.99, random_features=0, seed=3,
                      **budget)
 
-    one_by_one = play_one_by_one(make(), X, R, u)
-    played, _ = make().play(X, list(range(4)), lambda rows, i: R[rows, i], u)
+    stepwise, looped = make(), make()
+    one_by_one = play_one_by_one(stepwise, X, R, u)
+    played, _ = looped.play(X, list(range(4)), lambda rows, i: R[rows, i], u)
     np.testing.assert_array_equal(played, one_by_one)
+    state = "_b" if oracle is None else "_htheta"  # (the same weights, bit for bit)
+    np.testing.assert_array_equal(getattr(looped._oracle, state),
+                                  getattr(stepwise._oracle, state))
     rewards = R[np.arange(1500), played]
-    replayed = make().replay(X, list(range(4)), played, rewards, np.full(1500, 0.5))
+    replayer = make()
+    replayed = replayer.replay(X, list(range(4)), played, rewards, np.full(1500, 0.5))
     by_rows = make()
     for t in range(1500):
         np.testing.assert_array_equal(by_rows.decide(X[t], list(range(4))).pmf,
                                       replayed.pmf[t])
         by_rows.learn(X[t], int(played[t]), rewards[t], 0.5)
+    np.testing.assert_array_equal(getattr(replayer._oracle, state),
+                                  getattr(by_rows._oracle, state))
 
 
 @pytest.mark.parametrize("head", [0, 3])

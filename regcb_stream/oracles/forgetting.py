@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-DRIFT_PER_STEP = 0.5  # the least share of the penalty kept between two steps
+LEAST_PENALTY_SHARE = 0.5  # the share of the penalty's weight kept between two steps
 
 
 def check_forget(forget) -> None:
@@ -46,7 +46,7 @@ class Forgetting:
         between, the statistics are exact up to a common factor of at most
         ``forget^-discount_every``: the penalty keeps at least half its weight (``l2``
         at worst halved) until a step restores it."""
-        return max(1, math.floor(math.log(DRIFT_PER_STEP) / math.log(self.forget)))
+        return max(1, math.floor(math.log(LEAST_PENALTY_SHARE) / math.log(self.forget)))
 
     def _forgets(self) -> str:
         """What `describe` adds: the factor, if the oracle forgets."""
@@ -79,10 +79,10 @@ class Forgetting:
         labels (``played`` >= 0) come before the next forgetting step, with those labels'
         ``weights`` in the statistics' scale written into ``scaled``."""
         labelled = start + np.flatnonzero(played[start:] >= 0)
-        due = self._stamp + self.discount_every - self._clock
+        due = max(1, self._stamp + self.discount_every - self._clock)
         rows = labelled[:due]
-        scaled[rows] = weights[rows] * self.forget ** (
-            self._stamp - self._clock - 1 - np.arange(len(rows), dtype=float))
+        scaled[rows] = weights[rows] * np.array(  # (Python's powers, as `_stored`'s)
+            [self.forget ** (self._stamp - self._clock - 1 - j) for j in range(len(rows))])
         return int(rows[-1]) + 1 if len(labelled) >= due else len(played)
 
 
