@@ -318,3 +318,10 @@ def test_the_river_policy_forgets_and_its_clone_too():
             got.append(reward)
         late[forget] = np.mean(got[1500:])
     assert late[0.995] > late[1.0] + 0.2
+
+
+def test_the_coba_learner_hands_forget_to_regcb():
+    from regcb_stream.integrations.coba import RegCBLearner
+
+    learner = RegCBLearner(forget=0.99)
+    assert learner.params["forget"] == 0.99 and learner.learner._oracle.forget == 0.99
