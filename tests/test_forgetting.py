@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from regcb_stream import BoundedRidgeOracle, RegCB, RidgeOracle
+from regcb_stream import BoundedRidgeOracle, RegCB, RidgeOracle, checks
 from regcb_stream.cli import main
 from regcb_stream.persist import dumps, loads
 
@@ -325,3 +325,26 @@ def test_the_coba_learner_hands_forget_to_regcb():
 
     learner = RegCBLearner(forget=0.99)
     assert learner.params["forget"] == 0.99 and learner.learner._oracle.forget == 0.99
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("oracle", [None, BoundedRidgeOracle(head=2)])
+@pytest.mark.parametrize("check", checks.yield_checks(), ids=lambda c: c.__name__)
+def test_invariants(variant, oracle, check):
+    check(RegCB(variant, oracle=oracle, forget=0.9, seed=7))
+
+
+@settings(max_examples=40, deadline=None)
+@given(variant=st.sampled_from(VARIANTS), forget=st.floats(0.01, 1.0),
+       seed=st.integers(0, 2**32 - 1),
+       data=st.lists(st.tuples(st.dictionaries(st.sampled_from("abcdefgh"),
+                                               st.floats(-1e3, 1e3), max_size=5),
+                               st.floats(0, 1), st.integers(2, 5)), min_size=1, max_size=40))
+def test_every_distribution_is_valid(variant, forget, seed, data):
+    learner = RegCB(variant, forget=forget, seed=seed)
+    for x, reward, k in data:
+        actions = list(range(k))
+        pmf = np.array(learner.pmf(x, actions))
+        assert (pmf >= 0).all() and abs(pmf.sum() - 1) < 1e-12
+        action, prob, info = learner.predict(x, actions)
+        learner.learn(x, action, reward, prob, **info)
