@@ -10,8 +10,8 @@ reward, 5 repetitions):
 
 - on the four drifting streams of ``benchmarks/unseen_streams.py`` (10,000 rounds each, in
   their order; a repetition is the generators' seed), next to VW's explorers at their
-  defaults and River's ``bandit.LinUCBDisjoint()``, whose online updates are not bound to
-  the past as an exact ridge is;
+  defaults (their gradient steps forget the past by themselves) and River's
+  ``bandit.LinUCBDisjoint()`` (a ridge per action that never forgets either);
 - on the 32 stationary streams (the 16 UCI streams of ``docs/defaults.md`` and the 16 of
   ``docs/unseen_streams.md``), where forgetting can only cost.
 
