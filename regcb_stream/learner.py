@@ -274,16 +274,14 @@ class RegCB:
                 if drawn is not None:  # (None: a value is not finite; decide says which)
                     return actions[drawn[0]], drawn[1], {}
             elif self._n_frozen:
-                self._grow(len(self._labels), self._encoder.dim)
-                lo, hi = self._range
-                values = self._row_values(context)
+                values, optimistic, tolerance = self._one_row_arguments(context)
                 selector = self._selector
-                roots, scale = selector.radius_factors(self._n_frozen, len(actions), hi - lo)
+                roots, scale = selector.radius_factors(self._n_frozen, len(actions),
+                                                       self._range[1] - self._range[0])
                 pmfs = np.empty((len(roots), len(models)))
                 drawn = self._oracle.predict_auto(
                     values, models, self.intercept, roots, scale, selector.weights(),
-                    self.variant == "optimistic", self._range, TIE_TOLERANCE * (hi - lo),
-                    self._rng().random(), pmfs)
+                    optimistic, self._range, tolerance, self._rng().random(), pmfs)
                 if drawn is not None:
                     self._last = (context.copy(), list(actions), pmfs)  # as decide keeps it
                     return actions[drawn[0]], drawn[1], {"candidates": drawn[2]}
@@ -297,11 +295,16 @@ class RegCB:
     def _predict_dense(self, context: np.ndarray, models: np.ndarray, uniform: float,
                        out: np.ndarray | None = None) -> tuple[int, float] | None:
         """The one-row path's decision under a fixed budget (`RidgeOracle.predict_dense`)."""
+        values, optimistic, tolerance = self._one_row_arguments(context)
+        return self._oracle.predict_dense(values, models, self.intercept,
+                                          self._budget(len(models)), optimistic, self._range,
+                                          tolerance, uniform, out)
+
+    def _one_row_arguments(self, context: np.ndarray) -> tuple[np.ndarray, bool, float]:
+        """The one-row calls' row values, rule and tie tolerance (the oracle grown first)."""
         self._grow(len(self._labels), self._encoder.dim)
         lo, hi = self._range
-        return self._oracle.predict_dense(
-            self._row_values(context), models, self.intercept, self._budget(len(models)),
-            self.variant == "optimistic", self._range, TIE_TOLERANCE * (hi - lo), uniform, out)
+        return self._row_values(context), self.variant == "optimistic", TIE_TOLERANCE * (hi - lo)
 
     def predict_many(self, contexts, actions: Sequence) -> tuple[np.ndarray, np.ndarray]:
         """Sampled action indices and their probabilities for a block of contexts; the
