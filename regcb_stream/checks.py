@@ -38,6 +38,16 @@ def run(learner, n: int = 60) -> list[tuple]:
     return trace
 
 
+def play_valid(learner, rounds) -> None:
+    """Play ``rounds`` of (context, reward, number of actions) through ``predict`` and
+    ``learn``, asserting that each distribution is valid before its draw."""
+    for x, reward, k in rounds:
+        actions = list(range(k))
+        _assert_distribution(learner.pmf(x, actions))
+        action, prob, info = learner.predict(x, actions)
+        learner.learn(x, action, reward, prob, **info)
+
+
 def check_pmf_is_distribution(learner) -> None:
     """Every distribution is non-negative and sums to 1, before and while learning."""
     contexts, _ = stream()

@@ -137,9 +137,4 @@ def test_invariants(variant, head, check):
                                st.floats(0, 1), st.integers(2, 5)), min_size=1, max_size=30))
 def test_every_distribution_is_valid(variant, head, schedule, seed, data):
     learner = RegCB(variant, oracle=BoundedRidgeOracle(head=head), schedule=schedule, seed=seed)
-    for x, reward, k in data:
-        actions = list(range(k))
-        pmf = np.array(learner.pmf(x, actions))
-        assert (pmf >= 0).all() and abs(pmf.sum() - 1) < 1e-12
-        action, prob, info = learner.predict(x, actions)
-        learner.learn(x, action, reward, prob, **info)
+    checks.play_valid(learner, data)
