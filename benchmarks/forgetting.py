@@ -44,7 +44,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import unseen_streams as unseen  # noqa: E402  (the drifting and the unseen streams)
 
-from regcb_stream import RegCB  # noqa: E402
+from regcb_stream import RegCB, RidgeOracle  # noqa: E402
 from regcb_stream.bench.harness import problems, protocol  # noqa: E402
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
 from regcb_stream.bench.provenance import stamp  # noqa: E402
@@ -122,14 +122,6 @@ def long_regret(rounds: int = LONG_ROUNDS, checkpoints=LONG_CHECKPOINTS
 
 # -- report -------------------------------------------------------------------------------
 
-def means(results: list[dict], reps: int) -> dict[tuple[str, str], float]:
-    by: dict[tuple[str, str], list[float]] = {}
-    for r in results:
-        if r["rep"] < reps:
-            by.setdefault((r["name"], r["stream"]), []).append(r["progressive"])
-    return {key: float(np.mean(values)) for key, values in by.items()}
-
-
 def table(mean: dict, names, streams, label: str) -> list[str]:
     lines = [f"| {label} | " + " | ".join(names) + " |",
              "|---|" + "---:|" * len(names)]
@@ -145,7 +137,7 @@ def table(mean: dict, names, streams, label: str) -> list[str]:
 
 def report(results: list[dict], reps: int, timed: tuple[float, float, float] | None,
            seconds: float, regret: dict[str, dict[int, float]] | None = None) -> str:
-    mean = means(results, reps)
+    mean = unseen.mean_rewards(results, reps)
     names = list(FORGETFUL)
     lines = [
         "# Forgetting: what it earns where rewards drift, what it costs where they do not",
@@ -198,7 +190,7 @@ def report(results: list[dict], reps: int, timed: tuple[float, float, float] | N
             f"{TIMED_PAIRS} interleaved pairs, medians): `RegCB()` {plain:.2f} s, "
             f"`RegCB(forget={TIMED_FACTOR:g})` {forgetful:.2f} s: **{ratio:.2f}x** the time "
             "(a forgetting step inverts every model afresh, every "
-            f"{RegCB(forget=TIMED_FACTOR)._oracle.discount_every} labels at "
+            f"{RidgeOracle(forget=TIMED_FACTOR).discount_every} labels at "
             f"{TIMED_FACTOR:g}).",
         ]
     return "\n".join(lines) + "\n"
@@ -215,17 +207,13 @@ def main(argv=None) -> None:
     tasks = [(n, s, r) for n in FORGETFUL for s in (*unseen.DRIFTING, *STATIONARY)
              for r in range(args.reps)]
     tasks += [(n, s, r) for n in PEERS for s in unseen.DRIFTING for r in range(args.reps)]
-    results, _ = run_missing(args.results, tasks, run, _task_of, args.jobs, context="spawn",
+    results, _ = run_missing(args.results, tasks, run, unseen._task_of, args.jobs, context="spawn",
                              initializer=unseen._single_thread)
     timed = timing() if args.timing else None
     text = report(results, args.reps, timed, sum(r["seconds"] for r in results),
                   long_regret())
     pathlib.Path(args.output).write_text(text, encoding="utf-8")
     print(text)
-
-
-def _task_of(record: dict) -> tuple:
-    return record["name"], record["stream"], record["rep"]
 
 
 if __name__ == "__main__":
