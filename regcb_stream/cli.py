@@ -158,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="--oracle ridge or bounded: each label's weight decays by GAMMA per "
                           "label after it, so the model follows rewards that drift (0.999: "
                           "within about a thousand labels; default 1, never)")
+    own.add_argument("--change_threshold", type=float, metavar="K",
+                     help="the change test: when the squared residuals rise past K ln t, keep "
+                          "1%% of every label's weight and explore anew (default 12, with the "
+                          "ridge oracles and --schedule online; 0: never)")
     own.add_argument("--ridge_l2", type=float, metavar="L2",
                      help=f"--oracle ridge: the ridge penalty, the weight of the prior "
                           f"(default {DEFAULT_L2:g})")
@@ -213,8 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             status = _run(driver, lines, _on_error(args, progress))
     if not args.quiet and status != shell.PIPE_CLOSED:
-        sys.stderr.write(progress.summary(learner.budget_in_force, learner.oracle_in_use,
-                                          outcomes.summary() if outcomes else ()))
+        changes = learner.changes_detected
+        more = [*(outcomes.summary() if outcomes else ()),
+                *(() if changes is None else (f"changes detected = {changes}",))]
+        sys.stderr.write(progress.summary(learner.budget_in_force, learner.oracle_in_use, more))
     if status == shell.INTERRUPTED:
         print(f"regcb-stream: interrupted after {progress.examples} examples, every "
               "prediction of them written", file=sys.stderr)

@@ -54,6 +54,7 @@ def make_learner(args) -> RegCB:
         cross=False,
         intercept=not args.noconstant,
         hash_bits=args.bit_precision,
+        change_threshold=args.change_threshold,
         **budget,
     )
 
@@ -124,11 +125,17 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
     if args.cb_explore is not None and args.cb_explore < 1:
         raise ValueError(f"--cb_explore needs K >= 1 actions, got {args.cb_explore}")
     if args.oracle == "vw" and (args.ridge_prior or args.ridge_l2 is not None
-                                or args.oracle_memory is not None or args.forget is not None):
-        raise ValueError("--ridge_l2, --ridge_prior, --oracle_memory and --forget apply to "
-                         "the ridge oracles only")
+                                or args.oracle_memory is not None or args.forget is not None
+                                or args.change_threshold):
+        raise ValueError("--ridge_l2, --ridge_prior, --oracle_memory, --forget and "
+                         "--change_threshold apply to the ridge oracles only")
     if args.forget is not None and not 0 < args.forget <= 1:
         raise ValueError(f"--forget must be in (0, 1], got {args.forget:g}")
+    if args.change_threshold is not None and not args.change_threshold >= 0:
+        raise ValueError(f"--change_threshold must be a number >= 0, got "
+                         f"{args.change_threshold:g}")
+    if args.change_threshold and args.schedule != "online":
+        raise ValueError(f"--change_threshold needs --schedule online, not {args.schedule}")
     if sum((args.beta is not None, args.mellowness is not None, bool(args.auto_budget))) > 1:
         raise ValueError("give one of --mellowness, --beta and --auto_budget")
     if not 1 <= args.bit_precision <= 32:

@@ -13,6 +13,7 @@ import numpy as np
 from regcb_stream import policies, schedules
 from regcb_stream.bounds import clip_bounds
 from regcb_stream.budget import DEFAULT_GRID, BudgetSelector, candidate_decisions
+from regcb_stream.change import DEFAULT_THRESHOLD, KEEP, ChangeDetector
 from regcb_stream.events import PendingDecisions
 from regcb_stream.features import EncodedRows, FeatureEncoder
 from regcb_stream.oracles.base import Oracle, SparseRows
@@ -141,6 +142,12 @@ class RegCB:
         rewards that drift (1, the default: never; `RidgeOracle`'s ``forget``, for the
         ridge oracles, with the ``online`` schedule). 0.999 follows a change within about a
         thousand labels; where nothing drifts, a window of labels costs (docs/forgetting.md).
+    change_threshold
+        The change test's threshold (`regcb_stream.change`): when the squared residuals
+        rise past ``change_threshold * ln t``, the learner keeps 1% of every label's weight
+        and explores anew. None (the default): 12, where it applies (an oracle that can
+        forget, with the ``online`` schedule); 0: never. Where nothing changes it hardly
+        ever fires (docs/change_detection.md).
 
     Examples
     --------
@@ -159,6 +166,8 @@ class RegCB:
 
     random_features: int | RandomFeatures | None = 0  # (a learner saved before: none)
     forget = 1.0  # (a learner saved before forgetting: none)
+    change_threshold = 0.0  # (a learner saved before the change test: none)
+    _change: ChangeDetector | None = None
     _room = None  # (oracle, models, features) it was last grown to hold (`_grow`)
     _transient = ("_room",)  # not saved (`regcb_stream.persist`)
     random_scale = 1.0
@@ -184,6 +193,7 @@ class RegCB:
         random_features: int | RandomFeatures | None = None,
         random_scale: float = 1.0,
         forget: float = 1.0,
+        change_threshold: float | None = None,
     ):
         self.variant = variant
         self.oracle = oracle
@@ -203,6 +213,7 @@ class RegCB:
         self.random_features = random_features
         self.random_scale = random_scale
         self.forget = forget
+        self.change_threshold = change_threshold
         _check_params(self)
 
         self._rule = policies.decision_rule(variant)
@@ -237,6 +248,7 @@ class RegCB:
         self._epoch = 1
         self._next_rebuild = schedules.next_rebuild(schedule, 0)
         self._n_epochs = schedules.epochs_until(schedule, horizon) if horizon else 1
+        self._change = _make_change_test(change_threshold, self._oracle, schedule, self._range)
 
     # -- decisions ---------------------------------------------------------------------
 
@@ -335,6 +347,7 @@ class RegCB:
         decision teaches the oracle only."""
         _check_prob(prob)
         self._check_reward(reward)
+        fitted = None if self._change is None else self._fitted_one(context, action)
         if (self._one_row(context) and self.schedule == "online" and action in self._labels
                 and not self._oracle._pending and self._oracle.learn_dense(
                     self._row_values(context), self.intercept, self._labels[action],
@@ -343,11 +356,13 @@ class RegCB:
                 self._score_one(context, action, candidates, prob, reward)
             self._n_labels += 1  # learned and rebuilt at once
             self._rebuilt()
+            if fitted is not None:
+                self._test_change(np.array([float(reward)]), fitted)
             return
         rows, models = self._played_rows([context], [action])
         if self._selector is not None:
             self._score_one(context, action, candidates, prob, reward)
-        self._learn_one(rows, int(models[0]), float(reward), float(weight))
+        self._learn_one(rows, int(models[0]), float(reward), float(weight), fitted)
 
     def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None,
                    candidates=None) -> None:
@@ -400,16 +415,26 @@ class RegCB:
         played, rewards, probs, weights = self._checked_log(played, rewards, probs, weights)
         n, labelled = len(played), np.flatnonzero(played >= 0)
         encoded = isinstance(actions, EncodedRows)  # the joint class's rows, per context
-        if self._compiled_replay():
-            return self._replay_compiled(contexts, actions, played, rewards, probs, weights)
         decisions, start = [], 0
         while start < n:
             rest = labelled[labelled >= start]
-            room = self.labels_until_rebuild
+            compiled = self._compiled_replay()  # (then blocks end at the change test's checks)
+            room = (self.labels_until_rebuild if not compiled else n if self._change is None
+                    else self._change.labels_until_check)
             stop = n if len(rest) < room else int(rest[room - 1]) + 1
             block = slice(start, stop)
-            decision = self.decide_many(contexts[block], actions[block] if encoded else actions)
+            offered = actions[block] if encoded else actions
             rows = rest[rest < stop]
+            if compiled:
+                decision = self._replay_compiled(contexts[block], offered, played[block],
+                                                 rewards[block], probs[block], weights[block])
+                if self._change is not None and len(rows):
+                    self._test_change(rewards[rows], decision.prediction[rows - start,
+                                                                         played[rows]])
+                decisions.append(decision)
+                start = stop
+                continue
+            decision = self.decide_many(contexts[block], offered)
             if len(rows):
                 self.learn_many(
                     _take(contexts, rows), _played_actions(actions, rows, played[rows]),
@@ -580,7 +605,8 @@ class RegCB:
                 for reward in rewards.tolist():
                     self._check_reward(reward)
                 played_rows = encoded_rows.take((slice(start, stop), slice(0, 1)))
-                self._learn_rows(played_rows, ids[index], rewards, np.ones(stop - start))
+                self._learn_rows(played_rows, ids[index], rewards, np.ones(stop - start),
+                                 decision.prediction[rows, index])  # (the fit's: online)
             decisions.append(decision)
             played[start:stop] = index
             start = stop
@@ -588,28 +614,65 @@ class RegCB:
             *((d.pmf, d.prediction, d.low, d.high) for d in decisions))))
 
     def _learn_rows(self, rows: SparseRows, models: np.ndarray, rewards: np.ndarray,
-                    weights: np.ndarray) -> None:
+                    weights: np.ndarray, fitted: np.ndarray | None = None) -> None:
         """Teach the oracle rows ``(n, 1, L)``, rebuilding at the schedule's points (one
         row, the ``online`` schedule's case, by ``learn``: oracles learn a block as row by
-        row)."""
+        row); ``fitted``: the fit's predictions of one row, if known (`_fitted`)."""
         if len(rewards) == 1:
-            return self._learn_one(rows, int(models[0]), float(rewards[0]), float(weights[0]))
+            return self._learn_one(rows, int(models[0]), float(rewards[0]), float(weights[0]),
+                                   fitted)
         x = self._oracle_examples(rows)
         start = 0
         while start < len(rewards):
             stop = min(len(rewards), start + self._next_rebuild - self._n_labels,
                        start + self._labels_until_piece_end())
             block = slice(start, stop)
+            fitted = None if self._change is None else self._fitted(rows.take(block),
+                                                                    models[block])
             self._oracle.learn_many(_part_of(x, block), models[block], rewards[block],
                                     weights[block])
             self._learned(stop - start)
+            if fitted is not None:
+                self._test_change(rewards[block], fitted)
             start = stop
 
-    def _learn_one(self, rows: SparseRows, model: int, reward: float, weight: float) -> None:
+    def _learn_one(self, rows: SparseRows, model: int, reward: float, weight: float,
+                   fitted: np.ndarray | None = None) -> None:
         """Teach the oracle one row ``(1, 1, L)`` (``learn``), rebuilding at the schedule's
-        points."""
+        points; then the change test (``fitted``: the fit's prediction, if known)."""
+        if self._change is not None and fitted is None:
+            fitted = self._fitted(rows, np.array([model]))
         self._oracle.learn(self._example(rows), model, reward, weight)
         self._learned(1)
+        if self._change is not None:
+            self._test_change(np.array([reward]), fitted)
+
+    def _fitted_one(self, context, action) -> np.ndarray:
+        """``_fitted`` of one label, by the compiled one-row call where it applies."""
+        if self._one_row(context) and action in self._labels:
+            values, optimistic, tolerance = self._one_row_arguments(context)
+            out = np.empty((4, 1))  # (the prediction does not depend on the budget: 0)
+            if self._oracle.predict_dense(values, np.array([self._labels[action]]),
+                                          self.intercept, 0.0, optimistic, self._range,
+                                          tolerance, 0.0, out) is not None:
+                return out[1]
+        return self._fitted(*self._played_rows([context], [action]))
+
+    def _fitted(self, rows: SparseRows, models: np.ndarray) -> np.ndarray:
+        """The current fit's predictions of labelled rows ``(n, 1, L)``, each under its own
+        model (the numbers a decision's ``prediction`` has)."""
+        return np.array([self._oracle.predict(self._oracle_rows(rows.take(slice(i, i + 1))),
+                                              models[i:i + 1])[0, 0]
+                         for i in range(len(models))])
+
+    def _test_change(self, rewards: np.ndarray, fitted: np.ndarray) -> None:
+        """Show the change test labels just learned and their predictions before; keep
+        ``KEEP`` of every label's weight when it detects a change (`regcb_stream.change`)."""
+        change = self._change
+        if (change.observe(float(rewards[0]), float(fitted[0])) if len(rewards) == 1
+                else change.observe_many(rewards, fitted)):
+            self._oracle.shrink(KEEP)
+            self._oracle.rebuild()
 
     def _learned(self, n: int) -> None:
         """Count ``n`` labels just learned: close the oracle's piece at a piece's end,
@@ -658,6 +721,11 @@ class RegCB:
     def epoch(self) -> int:
         """Current epoch (1 before the first rebuild)."""
         return self._epoch
+
+    @property
+    def changes_detected(self) -> int | None:
+        """Changes the change test has detected (None: no test, `change_threshold`)."""
+        return None if self._change is None else self._change.changes
 
     @property
     def budget_selection(self) -> dict | None:
@@ -735,20 +803,22 @@ class RegCB:
         total, count = getattr(self, "_rewarded", (0.0, 0))
         lie = total / count if count else sum(self._range) / 2
         forgets = getattr(self._oracle, "forget", 1.0) < 1.0  # (then the lie's time, too)
-        pending[event_id] = (*decision, lie, self._oracle.clock) if forgets else (
-            *decision, lie)
-        self._oracle.learn(*self._event_row(*decision[:2]), lie)
+        rows, models = self._played_rows(*([part] for part in decision[:2]))
+        fitted = None if self._change is None else float(self._fitted(rows, models)[0])
+        pending[event_id] = (*decision, lie, self._oracle.clock if forgets else None, fitted)
+        self._oracle.learn(self._example(rows), int(models[0]), lie)
         self._oracle.rebuild()
 
     def _settle(self, decision: tuple, reward: float | None) -> None:
         """Learn a waiting decision's reward (None: drop it), replacing the lie it was
         learned with, if any (`_lie`)."""
-        context, action, prob, info, *lie = decision
-        if not lie:
+        context, action, prob, info, *lied = decision
+        if not lied:
             if reward is not None:
                 self.learn(context, action, reward, prob, **info)
             return
-        lie, at = lie[0], {"at": lie[1]} if len(lie) > 1 else {}
+        lie, at, fitted = (*lied, None, None)[:3]  # (a model file's of before: the lie alone)
+        at = {} if at is None else {"at": at}
         x, model = self._event_row(context, action)
         if reward is None:  # dropped: the lie is unlearned
             self._oracle.learn(x, model, lie, -1.0, **at)
@@ -764,6 +834,8 @@ class RegCB:
             self._selector.update(info["candidates"], float(prob), self._unit_reward(reward))
         self._n_labels += 1
         self._rebuild()
+        if fitted is not None and self._change is not None:
+            self._test_change(np.array([float(reward)]), np.array([fitted]))
 
     def _event_row(self, context, action) -> tuple[object, int]:
         """A decision's row as the oracle's ``learn`` takes it, and its model."""
@@ -776,7 +848,7 @@ class RegCB:
         that times out is learned with (None: dropped); see `regcb_stream.events`. The
         decisions waiting so far are dropped."""
         for decision in self._waiting().waiting.values():
-            if len(decision) == 5:  # (its lie unlearned)
+            if len(decision) > 4:  # (its lie unlearned)
                 self._settle(decision, None)
         self._pending_events = PendingDecisions(window, default_reward)
 
@@ -1249,6 +1321,20 @@ def _make_oracle(oracle, reward_range: tuple[float, float], forget: float = 1.0)
     return oracle
 
 
+def _make_change_test(threshold: float | None, oracle, schedule: str,
+                      reward_range: tuple[float, float]) -> ChangeDetector | None:
+    """The change test of ``change_threshold`` (None: the default where it applies, an
+    oracle that can forget with the ``online`` schedule; 0: none)."""
+    applies = hasattr(oracle, "shrink") and schedule == "online"
+    if threshold == 0 or threshold is None and not applies:
+        return None
+    if not applies:
+        raise ValueError(f"change_threshold applies to the ridge oracles with the online "
+                         f"schedule, not {type(oracle).__name__} with {schedule!r}")
+    return ChangeDetector(DEFAULT_THRESHOLD if threshold is None else threshold,
+                          reward_range[1] - reward_range[0])
+
+
 def _check_params(learner: RegCB) -> None:
     """Validate the constructor's parameters, naming the one at fault."""
     checks = {
@@ -1271,6 +1357,8 @@ def _check_params(learner: RegCB) -> None:
         or (isinstance(learner.random_features, int) and learner.random_features >= 0),
         "random_scale": _is_number(learner.random_scale) and learner.random_scale > 0,
         "forget": _is_number(learner.forget) and 0 < learner.forget <= 1,
+        "change_threshold": learner.change_threshold is None or (
+            _is_number(learner.change_threshold) and learner.change_threshold >= 0),
     }
     expected = {
         "variant": f"one of {policies.VARIANTS}",
@@ -1285,6 +1373,7 @@ def _check_params(learner: RegCB) -> None:
         "random_features": "None, an int >= 0 or a RandomFeatures",
         "random_scale": "a finite number > 0",
         "forget": "a number in (0, 1]",
+        "change_threshold": "None or a finite number >= 0",
     }
     for name, ok in checks.items():
         if not ok:

@@ -45,6 +45,7 @@ CONVERT = "python -m regcb_stream.persist convert"
 def _classes() -> dict[str, type]:
     """The classes a model file may name, by name: the only ones loading builds."""
     from regcb_stream.budget import BudgetSelector
+    from regcb_stream.change import ChangeDetector
     from regcb_stream.events import PendingDecisions
     from regcb_stream.features import FeatureEncoder, SlotColumns
     from regcb_stream.learner import RegCB
@@ -54,7 +55,8 @@ def _classes() -> dict[str, type]:
     from regcb_stream.random_features import RandomFeatures
 
     classes = (RegCB, RidgeOracle, BoundedRidgeOracle, VWOracle, _State, _Blocks,
-               FeatureEncoder, SlotColumns, BudgetSelector, PendingDecisions, RandomFeatures)
+               FeatureEncoder, SlotColumns, BudgetSelector, PendingDecisions, RandomFeatures,
+               ChangeDetector)
     return {cls.__qualname__: cls for cls in classes}
 
 

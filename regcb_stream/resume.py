@@ -21,7 +21,7 @@ FIXED = {"oracle": "--oracle", "schedule": "--schedule", "random_seed": "--rando
          "cb_min_cost": "--cb_min_cost", "cb_max_cost": "--cb_max_cost",
          "noconstant": "--noconstant", "cb_force_legacy": "--cb_force_legacy",
          "first_only": "--first_only", "vw_compat": "--vw_compat", "dsjson": "--dsjson",
-         "forget": "--forget"}
+         "forget": "--forget", "change_threshold": "--change_threshold"}
 #: exploration flags a resumed run may change (VW's behaviour on load)
 EXPLORATION = ("regcb", "regcbopt", "mellowness", "beta", "auto_budget")
 

@@ -98,9 +98,11 @@ def test_progress_table_matches_vw_while_distributions_agree(tmp_path):
     ours_table = "".join(line for line in ours.stderr.splitlines(keepends=True)
                          if not line.startswith(("warning: line 4: cost -0.5 is outside",
                                                  "exploration budget = ", "oracle = ",
+                                                 "changes detected = ",
                                                  "Num weight bits = ")))
     assert ours_table == table
     assert "exploration budget = mellowness" in ours.stderr  # ours: the budget in force
+    assert "changes detected = 0" in ours.stderr  # and the change test's count
     assert "unknown" in table and "-0.12500" in table
 
 

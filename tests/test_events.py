@@ -94,7 +94,7 @@ def test_waiting_decisions_are_learned_with_a_lie_replaced_exactly_by_their_rewa
             learner.reward_event(event, float(R[event, played[event]]))
             arrived.append(event)
     oracle, waiting = learner._oracle, learner._pending_events.waiting
-    lied = [event for event, decision in waiting.items() if len(decision) == 5]
+    lied = [event for event, decision in waiting.items() if len(decision) > 4]
     assert n - 1 in waiting and n - 1 not in lied  # the last decision waits without a lie
     assert lied[-1] == n - 2 and waiting[n - 2][4] == pytest.approx(np.mean(seen))
     for event in [e for t in sorted(due) for e in due[t]]:  # the rest arrive

@@ -145,7 +145,8 @@ def test_it_follows_drift_that_the_ridge_never_forgetting_does_not(oracle):
     X, R = drifting(4000, seed=5)
     second_half = {}
     for forget in (1.0, 0.995):
-        learner = RegCB(oracle=oracle, forget=forget, random_features=0, seed=0)
+        learner = RegCB(oracle=oracle, forget=forget, random_features=0, seed=0,
+                        change_threshold=0)  # (forgetting alone)
         played, _ = learner.play(X, list(range(4)), lambda rows, i: R[rows, i])
         second_half[forget] = R[np.arange(2000, 4000), played[2000:]].mean()
     assert second_half[0.995] > second_half[1.0] + 0.2
@@ -289,7 +290,8 @@ def test_the_command_forgets_and_resumes_byte_for_byte(tmp_path, oracle, adf, ca
 
 @pytest.mark.parametrize("flags, message", [
     (["--forget", "0"], "--forget must be in (0, 1], got 0"),
-    (["--forget", "0.99", "--oracle", "vw"], "--forget apply to the ridge oracles only"),
+    (["--forget", "0.99", "--oracle", "vw"], "--forget and --change_threshold apply to the "
+                                             "ridge oracles only"),
     (["--forget", "0.99", "--schedule", "sqrt2"], "forgetting needs the online schedule"),
 ])
 def test_the_command_refuses_bad_forgetting_flags(tmp_path, flags, message, capsys):
@@ -307,7 +309,7 @@ def test_the_river_policy_forgets_and_its_clone_too():
     arms = ["a", "b", "c", "d"]
     late = {}
     for forget in (1.0, 0.995):
-        policy = RegCBPolicy(forget=forget, seed=0)
+        policy = RegCBPolicy(forget=forget, seed=0, change_threshold=0)
         assert policy.clone().learner._oracle.forget == forget
         got = []
         for t, x in enumerate(X):

@@ -74,4 +74,4 @@ def test_new_exploration_flags_are_applied_and_reported(tmp_path):
                      stdin=cb_stream(10))
     assert result.returncode == 0
     assert "resuming with elimination and mellowness 0.01" in result.stderr
-    assert result.stderr.rstrip().endswith("oracle = exact ridge, 4 models of 4 features")
+    assert "\noracle = exact ridge, 4 models of 4 features\n" in result.stderr

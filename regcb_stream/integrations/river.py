@@ -80,6 +80,9 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
     forget
         Each label's weight decays by this factor per label after it (ridge oracles), so
         the policy follows rewards that drift; 1 (the default): never (`regcb_stream.RegCB`).
+    change_threshold
+        The change test's threshold (`regcb_stream.change`; None, the default: RegCB's, where
+        it applies; 0: never).
 
     Attributes
     ----------
@@ -138,6 +141,7 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         reward_range: tuple[float, float] = (0.0, 1.0),
         seed: int | None = 0,
         forget: float = 1.0,
+        change_threshold: float | None = None,
     ):
         super().__init__(reward_obj=None, reward_scaler=None, burn_in=0)
         self.variant = variant
@@ -150,10 +154,12 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         self.reward_range = reward_range
         self.seed = seed
         self.forget = forget
+        self.change_threshold = change_threshold
         self._learner = RegCB(
             variant, oracle=_as_oracle(oracle), beta=beta, mellowness=mellowness,
             budget=budget, schedule=schedule,
             reward_range=reward_range, seed=seed, forget=forget,
+            change_threshold=change_threshold,
         )
         self._preprocessor = copy.deepcopy(preprocessor)
         self._pulled: tuple | None = None  # (arm key, probability, kwargs) of the last pull

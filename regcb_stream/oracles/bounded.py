@@ -211,10 +211,11 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
         if self._step_due():
             self._discount()
 
-    def _discount(self) -> None:
+    def _discount(self, keep: float = 1.0) -> None:
         """A forgetting step (`Forgetting`): the head's Gram matrix and the tail's diagonal
-        decayed, the head's inverse afresh, the solution kept."""
-        decay = self._decay()
+        decayed (by the decay times ``keep``), the head's inverse afresh, the solution
+        kept."""
+        decay = self._decay() * keep
         top_up(self._hgram, decay, self.l2)
         self._prec *= np.float32(decay)
         for model in range(self.n_models):

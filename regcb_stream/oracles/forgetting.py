@@ -73,6 +73,12 @@ class Forgetting:
         self._stamp = self._clock
         return decay
 
+    def shrink(self, keep: float) -> None:
+        """Keep ``keep`` of every label's weight at once, the penalty whole (a change
+        detected: `regcb_stream.change`): a forgetting step, by ``keep`` besides the
+        factor's decay. The next ``rebuild`` solves the models anew."""
+        self._discount(keep)
+
     def _until_step(self, played: np.ndarray, weights: np.ndarray, scaled: np.ndarray,
                     start: int) -> int:
         """For a compiled loop over logged rows: the end of the rows from ``start`` whose

@@ -220,10 +220,10 @@ class RidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
         """Rank-one updates of a model's inverse between two fresh inverses."""
         return max(64, self.dim)
 
-    def _discount(self) -> None:
+    def _discount(self, keep: float = 1.0) -> None:
         """A forgetting step (`Forgetting`): ``A = l2 I + c (A - l2 I)`` and ``b = c b``,
-        every model to be inverted afresh."""
-        decay = self._decay()
+        every model to be inverted afresh (``c``: the decay, times ``keep``)."""
+        decay = self._decay() * keep
         top_up(self._a, decay, self.l2)
         self._b *= decay
         self._pending.update(dict.fromkeys(range(self.n_models)))

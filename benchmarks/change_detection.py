@@ -1,0 +1,278 @@
+"""The change test's threshold (``RegCB(change_threshold=k)``, ``regcb-stream
+--change_threshold K``): chosen by leave-one-dataset-out, under a false-alarm constraint.
+
+``RegCB()`` watches its squared residuals with a Page-Hinkley test (`regcb_stream.change`)
+and, when they rise past ``k ln t``, keeps 1% of every label's weight and explores anew. Where
+nothing changes the test should stay silent: an alarm throws away what the learner knew. This
+script runs ``RegCB(change_threshold=k)`` (the defaults otherwise; ``k = 0`` never tests, the
+learner of before) for each ``k`` of :data:`THRESHOLDS` under the harness's protocol
+(progressive reward, 5 repetitions):
+
+- on the four drifting streams of ``benchmarks/unseen_streams.py`` (10,000 rounds each, in
+  their order), next to VW's explorers at their defaults and River's
+  ``bandit.LinUCBDisjoint()``, and ``RegCB(forget=0.999)`` (``docs/forgetting.md``: a window
+  of labels, at a price where nothing drifts);
+- on the 32 stationary streams (the 16 UCI streams and the 16 of ``docs/unseen_streams.md``),
+  counting the alarms: each one there is a false alarm;
+- on the realizable linear problem (K = 5, d = 10, ``regcb_stream.synthetic``) over
+  :data:`LONG_ROUNDS` rounds and :data:`LONG_SEEDS` seeds, longer than any public stream: the
+  cumulative regret and the alarms.
+
+A threshold is *eligible* if it raises no alarm on the long problem and costs the 32
+stationary streams at most :data:`TOLERANCE` in mean progressive reward against ``k = 0``.
+The default is the eligible threshold with the best mean on the drifting streams; each
+drifting stream is also held out in turn (the choice made on the other three) and its
+held-out score reported. The time the test costs is measured too: letter's first 16,000
+rounds through ``RegCB.play`` and ``RegCB.replay`` with the default and with ``k = 0``, in
+interleaved pairs in this process.
+
+From the repository root::
+
+    .venv/bin/python benchmarks/change_detection.py [--jobs 2] [--reps 5]   # ~40 minutes
+
+Runs are kept in ``results/change_detection.jsonl`` (resumable); writes
+``docs/change_detection.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import unseen_streams as unseen  # noqa: E402  (the drifting and the unseen streams)
+
+from regcb_stream import RegCB  # noqa: E402
+from regcb_stream.bench.harness import problems, protocol  # noqa: E402
+from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
+from regcb_stream.bench.provenance import stamp  # noqa: E402
+from regcb_stream.bench.runs import run_missing  # noqa: E402
+from regcb_stream.change import DEFAULT_THRESHOLD  # noqa: E402
+from regcb_stream.synthetic import LinearProblem  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+THRESHOLDS = (0.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0)
+FORGETFUL = "RegCB(forget=0.999)"
+PEERS = (*unseen.VW_DEFAULTS, unseen.LINUCB, FORGETFUL)
+UCI = problems.UCI_STREAMS
+STATIONARY = (*UCI, *unseen.STREAMS)
+TOLERANCE = 0.001  # the largest cost in mean progressive reward on the 32 stationary streams
+LONG_ROUNDS, LONG_SEEDS = 200_000, (0, 1)
+TIMED_ROUNDS, TIMED_PAIRS = 16_000, 5
+
+
+def name_of(threshold: float) -> str:
+    return f"RegCB(change_threshold={threshold:g})"
+
+
+TESTED = {name_of(k): k for k in THRESHOLDS}
+NEVER = name_of(0.0)
+
+
+def load_problem(stream: str, rep: int) -> problems.Problem:
+    if stream in UCI:
+        return problems.load_problem(stream, rep)
+    return unseen.load_problem(stream, rep)
+
+
+def run(task: tuple) -> dict:
+    """Progressive reward (and alarms) of one (learner, stream, repetition)."""
+    name, stream, rep = task
+    problem = load_problem(stream, rep)
+    if name in TESTED or name == FORGETFUL:
+        algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
+        algo.learner = RegCB(seed=rep, change_threshold=TESTED[name]) if name in TESTED \
+            else RegCB(seed=rep, forget=0.999, change_threshold=0)
+    else:
+        algo = unseen._algorithm(name, problem.n_actions, rep)
+    record = protocol.run_protocol(algo, problem, rep)
+    changes = getattr(getattr(algo, "learner", None), "changes_detected", None)
+    return {"name": name, "stream": stream, "rep": rep, "progressive": record["progressive"],
+            "seconds": record["seconds"], "alarms": changes or 0}
+
+
+def long_run(task: tuple) -> dict:
+    """Cumulative regret at a few checkpoints, and the alarms, on the long problem."""
+    name, seed = task
+    X, mean, rewards = LinearProblem.make(n_actions=5, dim=10, seed=seed).sample(
+        LONG_ROUNDS, seed=seed + 1)
+    learner = RegCB(seed=seed, change_threshold=TESTED[name])
+    played, _ = learner.play(X, list(range(5)), lambda rows, i: rewards[rows, i])
+    regret = np.cumsum(mean.max(axis=1) - mean[np.arange(LONG_ROUNDS), played])
+    return {"name": name, "stream": f"long-{seed}", "rep": seed,
+            "regret": float(regret[-1]), "alarms": learner.changes_detected or 0}
+
+
+def timing(pairs: int = TIMED_PAIRS) -> dict[str, float]:
+    """The median ratio of the default's time to ``k = 0``'s, through ``play`` and
+    ``replay`` (a uniform log) on letter's first rounds, over interleaved pairs."""
+    problem = problems.load_problem("letter", 0, max_train=TIMED_ROUNDS)
+    X, R = problem.train.X, problem.train.R
+    actions = list(range(problem.n_actions))
+    logged = np.random.default_rng(0).integers(len(actions), size=len(X))
+    calls = {"play": lambda learner: learner.play(X, actions, lambda rows, i: R[rows, i]),
+             "replay": lambda learner: learner.replay(X, actions, logged,
+                                                      R[np.arange(len(X)), logged])}
+
+    def seconds(call, threshold) -> float:
+        learner = RegCB(seed=0, change_threshold=threshold)
+        start = time.perf_counter()
+        call(learner)
+        return time.perf_counter() - start
+
+    out = {}
+    for label, call in calls.items():
+        seconds(call, 0.0)  # (warm: imports, first calls)
+        times = np.array([(seconds(call, 0.0), seconds(call, None)) for _ in range(pairs)])
+        out[label] = float(np.median(times[:, 1] / times[:, 0]))
+    return out
+
+
+# -- the choice ----------------------------------------------------------------------------
+
+def eligible(mean: dict, long: dict) -> list[str]:
+    """The thresholds silent on the long problem and within TOLERANCE where nothing drifts."""
+    base = np.mean([mean[(NEVER, s)] for s in STATIONARY])
+    return [name for name in TESTED if name != NEVER
+            and all(long[(name, s)]["alarms"] == 0 for s in LONG_SEEDS)
+            and np.mean([mean[(name, s)] for s in STATIONARY]) >= base - TOLERANCE]
+
+
+def best_on(mean: dict, names: list[str], streams) -> str:
+    return max(names, key=lambda n: (np.mean([mean[(n, s)] for s in streams]), -TESTED[n]))
+
+
+# -- report -------------------------------------------------------------------------------
+
+def report(results: list[dict], longs: list[dict], reps: int, timed: dict | None,
+           seconds: float) -> str:
+    mean = unseen.mean_rewards(results, reps)
+    alarms: dict[tuple[str, str], list[int]] = {}
+    for r in results:
+        alarms.setdefault((r["name"], r["stream"]), []).append(r.get("alarms", 0))
+    long = {(r["name"], r["rep"]): r for r in longs}
+    names = list(TESTED)
+    ok = eligible(mean, long)
+    chosen = best_on(mean, ok, unseen.DRIFTING)
+    lines = [
+        "# The change test: its threshold, what it earns where rewards change, what it costs "
+        "where they do not",
+        "",
+        "- command: `python benchmarks/change_detection.py --jobs 2`",
+        f"- {stamp()}; {len(results)} runs, {seconds:.0f} s of runs",
+        f"- protocol: the harness's (`docs/results.md`), {reps} repetitions, progressive "
+        "reward; `RegCB(change_threshold=k)` is `RegCB()` with the change test at threshold "
+        "`k ln t` (`regcb_stream.change`), `k = 0` never testing",
+        f"- eligible: no alarm on the long problem ({LONG_ROUNDS:,} rounds, seeds "
+        f"{', '.join(map(str, LONG_SEEDS))}) and a mean over the 32 stationary streams at most "
+        f"{TOLERANCE} below `k = 0`'s",
+        "",
+        "## The choice",
+        "",
+        "| threshold k | drifting streams | 32 stationary | false alarms, stationary "
+        "(per run) | long problem: regret, alarms | eligible |",
+        "|---|---:|---:|---:|---|:---:|",
+    ]
+    for name in names:
+        false = np.mean([np.mean(alarms[(name, s)]) for s in STATIONARY])
+        regret = ", ".join(f"{long[(name, s)]['regret']:.0f} ({long[(name, s)]['alarms']})"
+                           for s in LONG_SEEDS)
+        lines.append(
+            f"| {TESTED[name]:g} | {np.mean([mean[(name, s)] for s in unseen.DRIFTING]):.4f} "
+            f"| {np.mean([mean[(name, s)] for s in STATIONARY]):.4f} | {false:.3f} | {regret} "
+            f"| {'yes' if name in ok else ('–' if name == NEVER else 'no')} |")
+    lines += [
+        "",
+        f"Chosen on the four drifting streams among the eligible: **k = {TESTED[chosen]:g}** "
+        f"(`RegCB()`'s default: k = {DEFAULT_THRESHOLD:g}"
+        f"{', the same' if TESTED[chosen] == DEFAULT_THRESHOLD else ', which differs'}).",
+        "",
+        "Each drifting stream held out (the threshold chosen on the other three):",
+        "",
+        "| held-out stream | chosen on the other 3 | held out | k = 0 (never) |",
+        "|---|---|---:|---:|",
+    ]
+    held = {}
+    for stream in unseen.DRIFTING:
+        pick = best_on(mean, ok, [s for s in unseen.DRIFTING if s != stream])
+        held[stream] = mean[(pick, stream)]
+        lines.append(f"| {stream} | k = {TESTED[pick]:g} | {held[stream]:.4f} | "
+                     f"{mean[(NEVER, stream)]:.4f} |")
+    lines.append(f"| **mean** | | **{np.mean(list(held.values())):.4f}** | "
+                 f"{np.mean([mean[(NEVER, s)] for s in unseen.DRIFTING]):.4f} |")
+    shown = [NEVER, chosen, *PEERS]
+    lines += ["", "## Drifting streams (`docs/unseen_streams.md`: 10,000 rounds in order)", "",
+              *_table(mean, shown, unseen.DRIFTING),
+              "", "## Stationary streams", "",
+              "Mean progressive reward per stream (alarms per run in brackets where any):", "",
+              *_table(mean, names, STATIONARY, alarms)]
+    if timed is not None:
+        lines += ["", "## Time", "",
+                  f"letter's first {TIMED_ROUNDS:,} rounds, `RegCB()` against "
+                  f"`RegCB(change_threshold=0)` ({TIMED_PAIRS} interleaved pairs in one "
+                  "process, the median ratio of the times): "
+                  + "; ".join(f"`{label}` **{ratio:.2f}x**" for label, ratio in timed.items())
+                  + " (a uniform log for `replay`)."]
+    return "\n".join(lines) + "\n"
+
+
+def _table(mean: dict, names, streams, alarms: dict | None = None) -> list[str]:
+    lines = ["| stream | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
+    for stream in streams:
+        top = max(mean[(n, stream)] for n in names)
+        cells = []
+        for n in names:
+            cell = f"{mean[(n, stream)]:.4f}"
+            cell = f"**{cell}**" if mean[(n, stream)] == top else cell
+            count = np.mean(alarms[(n, stream)]) if alarms else 0
+            cells.append(cell + (f" ({count:.1f})" if count else ""))
+        lines.append(f"| {stream} | " + " | ".join(cells) + " |")
+    lines.append("| **mean** | " + " | ".join(
+        f"{np.mean([mean[(n, s)] for s in streams]):.4f}" for n in names) + " |")
+    return lines
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--no-timing", dest="timing", action="store_false")
+    parser.add_argument("--results", default=str(ROOT / "results" / "change_detection.jsonl"))
+    parser.add_argument("--output", default=str(ROOT / "docs" / "change_detection.md"))
+    args = parser.parse_args(argv)
+    tasks = [(n, s, r) for s in (*unseen.DRIFTING, *STATIONARY) for n in TESTED
+             for r in range(args.reps)]
+    tasks += [(n, s, r) for n in PEERS for s in unseen.DRIFTING for r in range(args.reps)]
+    tasks += [(n, f"long-{seed}", seed) for n in TESTED if n != NEVER for seed in LONG_SEEDS]
+    results, _ = run_missing(args.results, tasks, _run_any, unseen._task_of, args.jobs,
+                             context="spawn", initializer=unseen._single_thread)
+    longs = [r for r in results if r["stream"].startswith("long-")]
+    runs = [r for r in results if not r["stream"].startswith("long-")]
+    longs += [{"name": NEVER, "stream": f"long-{seed}", "rep": seed, "alarms": 0,
+               "regret": _never_regret(seed, results)} for seed in LONG_SEEDS]
+    timed = timing() if args.timing else None
+    text = report(runs, longs, args.reps, timed, sum(r.get("seconds", 0) for r in runs))
+    pathlib.Path(args.output).write_text(text, encoding="utf-8")
+    print(text)
+
+
+def _run_any(task: tuple) -> dict:
+    return long_run((task[0], task[2])) if task[1].startswith("long-") else run(task)
+
+
+def _never_regret(seed: int, results: list[dict]) -> float:
+    """``k = 0``'s regret on the long problem: any threshold's that raised no alarm there
+    (the same run, bit for bit), else run it."""
+    for r in results:
+        if r["stream"] == f"long-{seed}" and r["alarms"] == 0:
+            return r["regret"]
+    return long_run((NEVER, seed))["regret"]
+
+
+if __name__ == "__main__":
+    main()

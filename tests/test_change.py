@@ -1,0 +1,299 @@
+"""The change test (``RegCB(change_threshold=...)``, `regcb_stream.change`): silent where
+nothing changes, the same on every path, through resumes and delayed rewards; it follows a
+change that a ridge never forgetting does not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from regcb_stream import BoundedRidgeOracle, RegCB, RidgeOracle, checks
+from regcb_stream.change import CHECK_EVERY, DEFAULT_THRESHOLD, ChangeDetector
+from regcb_stream.cli import main
+from regcb_stream.persist import dumps, loads
+from regcb_stream.synthetic import LinearProblem
+
+VARIANTS = ["optimistic", "elimination"]
+ACTIONS = list(range(4))
+
+
+def changing(n: int = 3000, d: int = 5, k: int = 4, seed: int = 0):
+    """Contexts and every action's reward; the best action's rule changes at ``n // 2``."""
+    rng = np.random.default_rng(seed)
+    X, W = rng.normal(size=(n, d)), rng.normal(size=(2, k, d))
+    scores = np.where(np.arange(n)[:, None] < n // 2, X @ W[0].T, X @ W[1].T)
+    return X, (scores == scores.max(axis=1, keepdims=True)).astype(float)
+
+
+def play_one_by_one(learner: RegCB, X, R, u):
+    """Decide, draw and learn round by round (the one-row compiled calls)."""
+    played = []
+    for t in range(len(X)):
+        pmf = np.asarray(learner.decide(X[t], ACTIONS).pmf)
+        a = min(int(np.searchsorted(np.cumsum(pmf), u[t] * pmf.sum(), side="right")),
+                len(pmf) - 1)
+        learner.learn(X[t], a, R[t, a], pmf[a])
+        played.append(a)
+    return np.array(played)
+
+
+# -- the test itself -----------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-2.0, 3.0), min_size=1, max_size=400), st.integers(0, 2**16))
+def test_a_block_at_once_is_label_by_label(rewards, seed):
+    rng = np.random.default_rng(seed)
+    rewards, predictions = np.array(rewards), rng.normal(size=len(rewards))
+    one, many = ChangeDetector(2.0, span=1.5), ChangeDetector(2.0, span=1.5)
+    alarms_one = [one.observe(float(r), float(p)) for r, p in zip(rewards, predictions)]
+    alarms_many, start = [], 0
+    while start < len(rewards):
+        stop = min(len(rewards), start + int(rng.integers(1, many.labels_until_check + 1)))
+        alarms_many += [False] * (stop - start - 1) + [many.observe_many(
+            rewards[start:stop], predictions[start:stop])]
+        start = stop
+    assert [i for i, a in enumerate(alarms_one) if a] == [i for i, a in enumerate(alarms_many)
+                                                         if a]
+    assert vars(one) == vars(many)
+
+
+def test_it_alarms_only_at_a_blocks_end_and_then_starts_again():
+    test = ChangeDetector(DEFAULT_THRESHOLD)
+    quiet = [test.observe(0.5, 0.4) for _ in range(20 * CHECK_EVERY)]
+    loud = [test.observe(1.0, 0.0) for _ in range(20 * CHECK_EVERY)]
+    assert not any(quiet) and test.changes == 1
+    alarm = loud.index(True)
+    assert (alarm + 1) % CHECK_EVERY == 0 and alarm < 4 * CHECK_EVERY
+    assert test._n < 20 * CHECK_EVERY and not test.waiting
+
+
+def test_a_residual_counts_at_most_the_reward_range():
+    test = ChangeDetector(DEFAULT_THRESHOLD, span=2.0)
+    test.observe(1e9, 0.0)
+    test.observe(-1.0, 0.0)
+    assert test.waiting == [1.0, 0.25]
+
+
+def test_a_block_too_long_is_refused():
+    with pytest.raises(ValueError, match="at most the rest of a block"):
+        ChangeDetector().observe_many(np.zeros(CHECK_EVERY + 1), np.zeros(CHECK_EVERY + 1))
+
+
+# -- the learner ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("oracle", [None, BoundedRidgeOracle(prior="optimistic", head=3)])
+def test_it_follows_a_change_that_the_ridge_never_forgetting_does_not(oracle):
+    X, R = changing(6000, seed=1)
+    rewards = {}
+    for threshold in (None, 0):
+        learner = RegCB(oracle=oracle, seed=0, change_threshold=threshold)
+        played, _ = learner.play(X, ACTIONS, lambda rows, i: R[rows, i])
+        rewards[threshold] = R[np.arange(3000, 6000), played[3000:]].mean()
+        assert learner.changes_detected == (None if threshold == 0 else 1)
+    assert rewards[None] > rewards[0] + 0.15, rewards
+
+
+def test_where_nothing_changes_it_stays_silent():
+    X, mean, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(30_000, seed=1)
+    tested, never = RegCB(seed=0), RegCB(seed=0, change_threshold=0)
+    played, _ = tested.play(X, list(range(5)), lambda rows, i: rewards[rows, i])
+    unchanged, _ = never.play(X, list(range(5)), lambda rows, i: rewards[rows, i])
+    assert tested.changes_detected == 0
+    np.testing.assert_array_equal(played, unchanged)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("oracle", [None, BoundedRidgeOracle(prior="optimistic", head=3)])
+@pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
+def test_every_path_makes_the_same_decisions(variant, oracle, budget):
+    X, R = changing(2500, seed=2)
+    u = np.random.default_rng(2).random(2500)
+
+    def make():
+        return RegCB(variant, oracle=oracle, change_threshold=3.0, seed=3, **budget)
+
+    stepwise, looped = make(), make()
+    one_by_one = play_one_by_one(stepwise, X, R, u)
+    played, _ = looped.play(X, ACTIONS, lambda rows, i: R[rows, i], u)
+    np.testing.assert_array_equal(played, one_by_one)
+    assert looped.changes_detected == stepwise.changes_detected >= 1
+    state = "_b" if oracle is None else "_htheta"  # (the same weights, bit for bit)
+    np.testing.assert_array_equal(getattr(looped._oracle, state),
+                                  getattr(stepwise._oracle, state))
+    rewards = R[np.arange(2500), played]
+    replayer = make()
+    replayed = replayer.replay(X, ACTIONS, played, rewards, np.full(2500, 0.5))
+    by_rows = make()
+    for t in range(2500):
+        np.testing.assert_array_equal(by_rows.decide(X[t], ACTIONS).pmf, replayed.pmf[t])
+        by_rows.learn(X[t], int(played[t]), rewards[t], 0.5)
+    assert vars(replayer._change) == vars(by_rows._change)
+    assert replayer.changes_detected >= 1
+    np.testing.assert_array_equal(getattr(replayer._oracle, state),
+                                  getattr(by_rows._oracle, state))
+
+
+def test_a_saved_learner_carries_on_as_the_one_that_was_not():
+    X, R = changing(3000, seed=4)
+    u = np.random.default_rng(0).random(3000)
+    whole = RegCB(seed=0, change_threshold=4.0)
+    straight = play_one_by_one(whole, X, R, u)
+    first = RegCB(seed=0, change_threshold=4.0)
+    head = play_one_by_one(first, X[:1537], R[:1537], u[:1537])
+    resumed, _ = loads(dumps(first, {}))
+    assert resumed._change.waiting == first._change.waiting != []
+    tail = play_one_by_one(resumed, X[1537:], R[1537:], u[1537:])
+    np.testing.assert_array_equal(np.r_[head, tail], straight)
+    assert resumed.changes_detected == whole.changes_detected >= 1
+
+
+def test_delayed_rewards_are_tested_against_the_fit_before_their_stand_in():
+    X, R = changing(6000, seed=5)
+    learner = RegCB(seed=0)
+    played, total = {}, 0.0
+    for t in range(6000):
+        played[t], _ = learner.decide_event(t, X[t], ACTIONS)
+        if t >= 5:  # every reward comes five decisions late
+            learner.reward_event(t - 5, float(R[t - 5, played[t - 5]]))
+            total += R[t - 5, played[t - 5]] * (t - 5 >= 3000)
+    assert learner.changes_detected == 1 and learner._change._n + len(
+        learner._change.waiting) < 3000
+    assert total / 2995 > 0.7
+
+
+def test_a_learner_saved_before_the_test_carries_on_without_it():
+    learner = RegCB(seed=0)
+    learner.__dict__.pop("_change")
+    learner.__dict__.pop("change_threshold")
+    resumed, _ = loads(dumps(learner, {}))
+    assert resumed.changes_detected is None and resumed.change_threshold == 0
+    checks.run(resumed)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"change_threshold": -1}, r"'change_threshold' parameter of RegCB must be None or a"),
+    ({"change_threshold": float("nan")}, r"'change_threshold' parameter"),
+    ({"change_threshold": 8, "schedule": "sqrt2"},
+     "change_threshold applies to the ridge oracles with the online schedule, not "
+     "RidgeOracle with 'sqrt2'"),
+    ({"change_threshold": 8, "oracle": "vw"}, "not VWOracle"),
+])
+def test_bad_settings_say_what_is_wrong(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        RegCB(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"oracle": "vw"}, {"schedule": "sqrt2"},
+                                    {"change_threshold": 0}])
+def test_where_it_does_not_apply_the_default_does_not_test(kwargs):
+    learner = RegCB(**kwargs)
+    assert learner.changes_detected is None
+    checks.run(learner)
+
+
+def test_the_river_policy_tests_for_change_and_its_clone_too():
+    from regcb_stream.integrations.river import RegCBPolicy
+
+    X, R = changing(3000, seed=7)
+    arms = ["a", "b", "c", "d"]
+    policy = RegCBPolicy(change_threshold=3.0, seed=0)
+    assert policy.clone().learner._change.threshold == 3.0
+    assert RegCBPolicy().learner._change.threshold == DEFAULT_THRESHOLD
+    for t, x in enumerate(X):
+        context = {f"x{i}": float(v) for i, v in enumerate(x)}
+        arm = policy.pull(arms, context)
+        policy.update(arm, context, float(R[t, arms.index(arm)]))
+    assert policy.learner.changes_detected >= 1
+
+
+def test_the_coba_learner_hands_the_threshold_to_regcb():
+    from regcb_stream.integrations.coba import RegCBLearner
+
+    learner = RegCBLearner(change_threshold=0)
+    assert learner.params["change_threshold"] == 0 and learner.learner.changes_detected is None
+    assert RegCBLearner().learner.changes_detected == 0
+
+
+# -- the command ----------------------------------------------------------------------------
+
+def write_stream(path, X, R, adf: bool = False):
+    """A VW log of uniformly random actions, single-line or ADF (``-q sa`` crosses)."""
+    rng = np.random.default_rng(0)
+    with open(path, "w") as out:
+        for x, r in zip(X, R):
+            a, k = int(rng.integers(len(r))), len(r)
+            feats = " ".join(f"f{i}:{v:.4f}" for i, v in enumerate(x))
+            label = f"{1 - r[a]:g}:{1 / k:g}"
+            out.write(f"shared |s {feats}\n" + "".join(
+                (f"0:{label} " if j == a else "") + f"|a a{j}\n" for j in range(k)) + "\n"
+                      if adf else f"{a + 1}:{label} |s {feats}\n")
+
+
+@pytest.mark.parametrize("oracle, adf", [("ridge", False), ("bounded", False),
+                                         ("ridge", True)])
+def test_the_command_tests_for_change_and_resumes_byte_for_byte(tmp_path, oracle, adf,
+                                                                 capsys):
+    X, R = changing(3000, seed=6)
+    write_stream(tmp_path / "all.vw", X, R, adf)
+    sep = "\n\n" if adf else "\n"
+    examples = (tmp_path / "all.vw").read_text().split(sep)
+    cut = sep.join(examples[:1700]) + sep
+    (tmp_path / "a.vw").write_text(cut)
+    (tmp_path / "b.vw").write_text((tmp_path / "all.vw").read_text()[len(cut):])
+    stream = ["--cb_explore_adf", "-q", "sa"] if adf else ["--cb_explore", "4"]
+    flags = [*stream, "--change_threshold", "3", "--oracle", oracle]
+    assert main([*flags, "-d", str(tmp_path / "all.vw"), "-p", str(tmp_path / "w.txt")]) == 0
+    summary = capsys.readouterr().err
+    assert "changes detected = " in summary and "changes detected = 0" not in summary
+    assert main([*flags, "--quiet", "-d", str(tmp_path / "a.vw"), "-p",
+                 str(tmp_path / "1.txt"), "-f", str(tmp_path / "m")]) == 0
+    assert main(["-i", str(tmp_path / "m"), "-d", str(tmp_path / "b.vw"), "--quiet",
+                 "-p", str(tmp_path / "2.txt")]) == 0
+    whole = (tmp_path / "w.txt").read_text()
+    assert (tmp_path / "1.txt").read_text() + (tmp_path / "2.txt").read_text() == whole
+    never = [*stream, "--oracle", oracle, "--change_threshold", "0", "--quiet"]
+    assert main([*never, "-d", str(tmp_path / "all.vw"), "-p", str(tmp_path / "n.txt")]) == 0
+    assert (tmp_path / "n.txt").read_text() != whole
+    with pytest.raises(SystemExit):
+        main(["-i", str(tmp_path / "m"), "--change_threshold", "5", "-d",
+              str(tmp_path / "b.vw")])
+    assert "--change_threshold 5.0 conflicts with 3.0 in the model file" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--change_threshold", "-2"], "--change_threshold must be a number >= 0, got -2"),
+    (["--change_threshold", "8", "--oracle", "vw"],
+     "--change_threshold apply to the ridge oracles only"),
+    (["--change_threshold", "8", "--schedule", "sqrt2"],
+     "--change_threshold needs --schedule online, not sqrt2"),
+])
+def test_the_command_refuses_bad_change_flags(tmp_path, flags, message, capsys):
+    X, R = changing(20)
+    write_stream(tmp_path / "s.vw", X, R)
+    with pytest.raises(SystemExit):
+        main(["--cb_explore", "4", *flags, "-d", str(tmp_path / "s.vw")])
+    assert message in capsys.readouterr().err
+
+
+# -- invariants -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("oracle", [None, BoundedRidgeOracle(head=2), RidgeOracle(forget=0.99)])
+@pytest.mark.parametrize("check", checks.yield_checks(), ids=lambda c: c.__name__)
+def test_invariants(variant, oracle, check):
+    check(RegCB(variant, oracle=oracle, change_threshold=0.5, seed=7))
+
+
+@settings(max_examples=40, deadline=None)
+@given(variant=st.sampled_from(VARIANTS), threshold=st.floats(0.0, 2.0),
+       seed=st.integers(0, 2**32 - 1),
+       data=st.lists(st.tuples(st.dictionaries(st.sampled_from("abcdefgh"),
+                                               st.floats(-1e3, 1e3), max_size=5),
+                               st.floats(0, 1), st.integers(2, 5)), min_size=1,
+                     max_size=300))
+def test_every_distribution_is_valid(variant, threshold, seed, data):
+    learner = RegCB(variant, change_threshold=threshold, seed=seed)
+    checks.play_valid(learner, data)
