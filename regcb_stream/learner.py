@@ -145,9 +145,10 @@ class RegCB:
     change_threshold
         The change test's threshold (`regcb_stream.change`): when the squared residuals
         rise past ``change_threshold * ln t``, the learner keeps 1% of every label's weight
-        and explores anew. None (the default): 12, where it applies (an oracle that can
-        forget, with the ``online`` schedule); 0: never. Where nothing changes it hardly
-        ever fires (docs/change_detection.md).
+        and explores anew. None (the default): 12, where it applies (a ridge oracle that
+        never forgets, with the ``online`` schedule; with ``forget`` < 1, a number asks for
+        both); 0: never. Where nothing changes it hardly ever fires
+        (docs/change_detection.md).
 
     Examples
     --------
@@ -1323,10 +1324,10 @@ def _make_oracle(oracle, reward_range: tuple[float, float], forget: float = 1.0)
 
 def _make_change_test(threshold: float | None, oracle, schedule: str,
                       reward_range: tuple[float, float]) -> ChangeDetector | None:
-    """The change test of ``change_threshold`` (None: the default where it applies, an
-    oracle that can forget with the ``online`` schedule; 0: none)."""
+    """The change test of ``change_threshold`` (None: the default where it applies, a ridge
+    oracle with the ``online`` schedule that does not forget already; 0: none)."""
     applies = hasattr(oracle, "shrink") and schedule == "online"
-    if threshold == 0 or threshold is None and not applies:
+    if threshold == 0 or threshold is None and (not applies or oracle.forget < 1.0):
         return None
     if not applies:
         raise ValueError(f"change_threshold applies to the ridge oracles with the online "

@@ -186,11 +186,18 @@ def test_bad_settings_say_what_is_wrong(kwargs, message):
 
 
 @pytest.mark.parametrize("kwargs", [{"oracle": "vw"}, {"schedule": "sqrt2"},
-                                    {"change_threshold": 0}])
+                                    {"change_threshold": 0}, {"forget": 0.99}])
 def test_where_it_does_not_apply_the_default_does_not_test(kwargs):
     learner = RegCB(**kwargs)
     assert learner.changes_detected is None
     checks.run(learner)
+
+
+def test_a_threshold_given_tests_a_learner_that_forgets_too():
+    X, R = changing(3000, seed=3)
+    learner = RegCB(forget=0.999, change_threshold=3.0, seed=0)
+    learner.play(X, ACTIONS, lambda rows, i: R[rows, i])
+    assert learner.changes_detected >= 1 and learner._oracle.forget == 0.999
 
 
 def test_the_river_policy_tests_for_change_and_its_clone_too():
