@@ -160,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "within about a thousand labels; default 1, never)")
     own.add_argument("--change_threshold", type=float, metavar="K",
                      help="the change test: when the squared residuals rise past K ln t, keep "
-                          "1%% of every label's weight and explore anew (default 12, with the "
+                          "1%% of every label's weight and explore anew (default 6, with the "
                           "ridge oracles and --schedule online; 0: never)")
     own.add_argument("--ridge_l2", type=float, metavar="L2",
                      help=f"--oracle ridge: the ridge penalty, the weight of the prior "

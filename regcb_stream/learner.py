@@ -145,7 +145,7 @@ class RegCB:
     change_threshold
         The change test's threshold (`regcb_stream.change`): when the squared residuals
         rise past ``change_threshold * ln t``, the learner keeps 1% of every label's weight
-        and explores anew. None (the default): 12, where it applies (a ridge oracle that
+        and explores anew. None (the default): 6, where it applies (a ridge oracle that
         never forgets, with the ``online`` schedule; with ``forget`` < 1, a number asks for
         both); 0: never. Where nothing changes it hardly ever fires
         (docs/change_detection.md).
@@ -416,32 +416,30 @@ class RegCB:
         played, rewards, probs, weights = self._checked_log(played, rewards, probs, weights)
         n, labelled = len(played), np.flatnonzero(played >= 0)
         encoded = isinstance(actions, EncodedRows)  # the joint class's rows, per context
-        decisions, start = [], 0
+        decisions, start, first = [], 0, 0  # labelled[first]: the first label from start
         while start < n:
-            rest = labelled[labelled >= start]
             compiled = self._compiled_replay()  # (then blocks end at the change test's checks)
             room = (self.labels_until_rebuild if not compiled else n if self._change is None
                     else self._change.labels_until_check)
-            stop = n if len(rest) < room else int(rest[room - 1]) + 1
+            rows = labelled[first:first + room]
+            stop = int(rows[-1]) + 1 if len(rows) == room else n
             block = slice(start, stop)
             offered = actions[block] if encoded else actions
-            rows = rest[rest < stop]
+            first += len(rows)
             if compiled:
                 decision = self._replay_compiled(contexts[block], offered, played[block],
                                                  rewards[block], probs[block], weights[block])
                 if self._change is not None and len(rows):
                     self._test_change(rewards[rows], decision.prediction[rows - start,
                                                                          played[rows]])
-                decisions.append(decision)
-                start = stop
-                continue
-            decision = self.decide_many(contexts[block], offered)
-            if len(rows):
-                self.learn_many(
-                    _take(contexts, rows), _played_actions(actions, rows, played[rows]),
-                    rewards[rows], probs[rows], weights[rows],
-                    None if decision.candidates is None
-                    else decision.candidates[rows - start, :, played[rows]])
+            else:
+                decision = self.decide_many(contexts[block], offered)
+                if len(rows):
+                    self.learn_many(
+                        _take(contexts, rows), _played_actions(actions, rows, played[rows]),
+                        rewards[rows], probs[rows], weights[rows],
+                        None if decision.candidates is None
+                        else decision.candidates[rows - start, :, played[rows]])
             decisions.append(decision)
             start = stop
         return Decision(*(np.concatenate(parts) for parts in zip(
