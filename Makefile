@@ -54,6 +54,7 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/random_features.py  # after defaults.py: it reads its runs
 	$(BIN)/python benchmarks/unseen_streams.py  # after random_features.py: it reads its runs
 	$(BIN)/python benchmarks/forgetting.py
+	$(BIN)/python benchmarks/change_detection.py
 	$(BIN)/python benchmarks/auto_budget_cost.py
 	$(BIN)/python benchmarks/blas_threads.py
 	$(BIN)/python benchmarks/high_dim.py

@@ -50,6 +50,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import unseen_streams as unseen  # noqa: E402  (the drifting and the unseen streams)
+from forgetting import STATIONARY, load_problem  # noqa: E402  (the 32 stationary streams)
 
 from regcb_stream import RegCB  # noqa: E402
 from regcb_stream.bench.harness import problems, protocol  # noqa: E402
@@ -63,8 +64,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 THRESHOLDS = (0.0, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0)
 FORGETFUL = "RegCB(forget=0.999)"
 PEERS = (*unseen.VW_DEFAULTS, unseen.LINUCB, FORGETFUL)
-UCI = problems.UCI_STREAMS
-STATIONARY = (*UCI, *unseen.STREAMS)
 MARGIN = 2.0  # an eligible threshold divided by this raises no false alarm either
 TOLERANCE = 0.002  # the most an eligible threshold's alarms may cost a noisy best action
 LONG_ROUNDS, LONG_SEEDS = 200_000, (0, 1)
@@ -79,12 +78,6 @@ def name_of(threshold: float) -> str:
 
 TESTED = {name_of(k): k for k in THRESHOLDS}
 NEVER = name_of(0.0)
-
-
-def load_problem(stream: str, rep: int) -> problems.Problem:
-    if stream in UCI:
-        return problems.load_problem(stream, rep)
-    return unseen.load_problem(stream, rep)
 
 
 def run(task: tuple) -> dict:

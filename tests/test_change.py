@@ -15,28 +15,10 @@ from regcb_stream.cli import main
 from regcb_stream.persist import dumps, loads
 from regcb_stream.synthetic import LinearProblem
 
+from helpers import drifting, play_one_by_one, write_stream
+
 VARIANTS = ["optimistic", "elimination"]
 ACTIONS = list(range(4))
-
-
-def changing(n: int = 3000, d: int = 5, k: int = 4, seed: int = 0):
-    """Contexts and every action's reward; the best action's rule changes at ``n // 2``."""
-    rng = np.random.default_rng(seed)
-    X, W = rng.normal(size=(n, d)), rng.normal(size=(2, k, d))
-    scores = np.where(np.arange(n)[:, None] < n // 2, X @ W[0].T, X @ W[1].T)
-    return X, (scores == scores.max(axis=1, keepdims=True)).astype(float)
-
-
-def play_one_by_one(learner: RegCB, X, R, u):
-    """Decide, draw and learn round by round (the one-row compiled calls)."""
-    played = []
-    for t in range(len(X)):
-        pmf = np.asarray(learner.decide(X[t], ACTIONS).pmf)
-        a = min(int(np.searchsorted(np.cumsum(pmf), u[t] * pmf.sum(), side="right")),
-                len(pmf) - 1)
-        learner.learn(X[t], a, R[t, a], pmf[a])
-        played.append(a)
-    return np.array(played)
 
 
 # -- the test itself -----------------------------------------------------------------------
@@ -85,7 +67,7 @@ def test_a_block_too_long_is_refused():
 
 @pytest.mark.parametrize("oracle", [None, BoundedRidgeOracle(prior="optimistic", head=3)])
 def test_it_follows_a_change_that_the_ridge_never_forgetting_does_not(oracle):
-    X, R = changing(6000, seed=1)
+    X, R = drifting(6000, seed=1)
     rewards = {}
     for threshold in (None, 0):
         learner = RegCB(oracle=oracle, seed=0, change_threshold=threshold)
@@ -108,7 +90,7 @@ def test_where_nothing_changes_it_stays_silent():
 @pytest.mark.parametrize("oracle", [None, BoundedRidgeOracle(prior="optimistic", head=3)])
 @pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
 def test_every_path_makes_the_same_decisions(variant, oracle, budget):
-    X, R = changing(2500, seed=2)
+    X, R = drifting(2500, seed=2)
     u = np.random.default_rng(2).random(2500)
 
     def make():
@@ -136,7 +118,7 @@ def test_every_path_makes_the_same_decisions(variant, oracle, budget):
 
 
 def test_a_saved_learner_carries_on_as_the_one_that_was_not():
-    X, R = changing(3000, seed=4)
+    X, R = drifting(3000, seed=4)
     u = np.random.default_rng(0).random(3000)
     whole = RegCB(seed=0, change_threshold=4.0)
     straight = play_one_by_one(whole, X, R, u)
@@ -150,7 +132,7 @@ def test_a_saved_learner_carries_on_as_the_one_that_was_not():
 
 
 def test_delayed_rewards_are_tested_against_the_fit_before_their_stand_in():
-    X, R = changing(6000, seed=5)
+    X, R = drifting(6000, seed=5)
     learner = RegCB(seed=0)
     played, total = {}, 0.0
     for t in range(6000):
@@ -194,7 +176,7 @@ def test_where_it_does_not_apply_the_default_does_not_test(kwargs):
 
 
 def test_a_threshold_given_tests_a_learner_that_forgets_too():
-    X, R = changing(3000, seed=3)
+    X, R = drifting(3000, seed=3)
     learner = RegCB(forget=0.999, change_threshold=3.0, seed=0)
     learner.play(X, ACTIONS, lambda rows, i: R[rows, i])
     assert learner.changes_detected >= 1 and learner._oracle.forget == 0.999
@@ -203,7 +185,7 @@ def test_a_threshold_given_tests_a_learner_that_forgets_too():
 def test_the_river_policy_tests_for_change_and_its_clone_too():
     from regcb_stream.integrations.river import RegCBPolicy
 
-    X, R = changing(3000, seed=7)
+    X, R = drifting(3000, seed=7)
     arms = ["a", "b", "c", "d"]
     policy = RegCBPolicy(change_threshold=3.0, seed=0)
     assert policy.clone().learner._change.threshold == 3.0
@@ -225,24 +207,11 @@ def test_the_coba_learner_hands_the_threshold_to_regcb():
 
 # -- the command ----------------------------------------------------------------------------
 
-def write_stream(path, X, R, adf: bool = False):
-    """A VW log of uniformly random actions, single-line or ADF (``-q sa`` crosses)."""
-    rng = np.random.default_rng(0)
-    with open(path, "w") as out:
-        for x, r in zip(X, R):
-            a, k = int(rng.integers(len(r))), len(r)
-            feats = " ".join(f"f{i}:{v:.4f}" for i, v in enumerate(x))
-            label = f"{1 - r[a]:g}:{1 / k:g}"
-            out.write(f"shared |s {feats}\n" + "".join(
-                (f"0:{label} " if j == a else "") + f"|a a{j}\n" for j in range(k)) + "\n"
-                      if adf else f"{a + 1}:{label} |s {feats}\n")
-
-
 @pytest.mark.parametrize("oracle, adf", [("ridge", False), ("bounded", False),
                                          ("ridge", True)])
 def test_the_command_tests_for_change_and_resumes_byte_for_byte(tmp_path, oracle, adf,
                                                                  capsys):
-    X, R = changing(3000, seed=6)
+    X, R = drifting(3000, seed=6)
     write_stream(tmp_path / "all.vw", X, R, adf)
     sep = "\n\n" if adf else "\n"
     examples = (tmp_path / "all.vw").read_text().split(sep)
@@ -278,7 +247,7 @@ def test_the_command_tests_for_change_and_resumes_byte_for_byte(tmp_path, oracle
      "--change_threshold needs --schedule online, not sqrt2"),
 ])
 def test_the_command_refuses_bad_change_flags(tmp_path, flags, message, capsys):
-    X, R = changing(20)
+    X, R = drifting(20)
     write_stream(tmp_path / "s.vw", X, R)
     with pytest.raises(SystemExit):
         main(["--cb_explore", "4", *flags, "-d", str(tmp_path / "s.vw")])

@@ -12,15 +12,9 @@ from regcb_stream import BoundedRidgeOracle, RegCB, RidgeOracle, checks
 from regcb_stream.cli import main
 from regcb_stream.persist import dumps, loads
 
+from helpers import drifting, play_one_by_one, write_stream
+
 VARIANTS = ["optimistic", "elimination"]
-
-
-def drifting(n: int = 2000, d: int = 5, k: int = 4, seed: int = 0):
-    """Contexts and every action's reward; the best action's rule changes halfway."""
-    rng = np.random.default_rng(seed)
-    X, W = rng.normal(size=(n, d)), rng.normal(size=(2, k, d))
-    scores = np.where(np.arange(n)[:, None] < n // 2, X @ W[0].T, X @ W[1].T)
-    return X, (scores == scores.max(axis=1, keepdims=True)).astype(float)
 
 
 def discounted(X, models, y, weights, forget, l2, model):
@@ -82,18 +76,6 @@ def test_forget_one_is_the_ridge_that_never_forgets():
     same = RegCB(seed=0, forget=1.0).replay(X, list(range(4)), played, rewards)
     for name in ("pmf", "prediction", "low", "high"):
         np.testing.assert_array_equal(getattr(plain, name), getattr(same, name))
-
-
-def play_one_by_one(learner: RegCB, X, R, u):
-    """Decide, draw and learn round by round (the one-row compiled calls)."""
-    actions, played = list(range(R.shape[1])), []
-    for t in range(len(X)):
-        pmf = np.asarray(learner.decide(X[t], actions).pmf)
-        a = min(int(np.searchsorted(np.cumsum(pmf), u[t] * pmf.sum(), side="right")),
-                len(pmf) - 1)
-        learner.learn(X[t], a, R[t, a], pmf[a])
-        played.append(a)
-    return np.array(played)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -247,19 +229,6 @@ def test_bad_settings_say_what_is_wrong(kwargs, message):
 def test_an_oracle_checks_its_factor():
     with pytest.raises(ValueError, match=r"forget must be a number in \(0, 1\], got -1"):
         RidgeOracle(forget=-1)
-
-
-def write_stream(path, X, R, adf: bool = False):
-    """A VW log of uniformly random actions, single-line or ADF (``-q sa`` crosses)."""
-    rng = np.random.default_rng(0)
-    with open(path, "w") as out:
-        for x, r in zip(X, R):
-            a, k = int(rng.integers(len(r))), len(r)
-            feats = " ".join(f"f{i}:{v:.4f}" for i, v in enumerate(x))
-            label = f"{1 - r[a]:g}:{1 / k:g}"
-            out.write(f"shared |s {feats}\n" + "".join(
-                (f"0:{label} " if j == a else "") + f"|a a{j}\n" for j in range(k)) + "\n"
-                      if adf else f"{a + 1}:{label} |s {feats}\n")
 
 
 @pytest.mark.parametrize("oracle, adf", [("ridge", False), ("bounded", False),
