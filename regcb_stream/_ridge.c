@@ -932,10 +932,12 @@ static PyObject *py_credit(PyObject *self, PyObject *args) {
 
 PyDoc_STRVAR(learn_dense_doc,
 "learn_dense(a, b, a_inv, theta, updates, model, context, intercept, D, weight, residual,\n"
-"            refresh) -> bool or None\n"
+"            refresh) -> (stale, fit) or None\n"
 "Learn a dense context's row for one model and rebuild it at once (the online schedule):\n"
-"the Gram matrix, then a rank-one update of the inverse, or True when the model is due a\n"
-"fresh inverse (the caller inverts); None if a value is not finite (nothing learned).");
+"the Gram matrix, then a rank-one update of the inverse, or stale True when the model is\n"
+"due a fresh inverse (the caller inverts); fit: theta . row before the label (moments'\n"
+"prediction less the prior, the same sum); None if a value is not finite (nothing\n"
+"learned).");
 
 static PyObject *py_learn_dense(PyObject *self, PyObject *args) {
     Py_buffer a = {0}, b = {0}, a_inv = {0}, theta = {0}, updates = {0}, context = {0};
@@ -963,12 +965,13 @@ static PyObject *py_learn_dense(PyObject *self, PyObject *args) {
         int64_t *up = updates.buf;
         if (!dense_row(row, intercept, context.buf, D - 1)) {
             result = Py_None;
+            Py_INCREF(result);
         } else {
-            result = learn_row(a.buf, b.buf, a_inv.buf, theta.buf, up, model, D, NULL, row, D,
-                               weight, residual, refresh, NULL, NULL, spread)
-                         ? Py_True : Py_False;
+            double fit = dot((const double *)theta.buf + model * D, row, D);
+            int stale = learn_row(a.buf, b.buf, a_inv.buf, theta.buf, up, model, D, NULL, row,
+                                  D, weight, residual, refresh, NULL, NULL, spread);
+            result = Py_BuildValue("(Od)", stale ? Py_True : Py_False, fit);
         }
-        Py_INCREF(result);
     }
     PyMem_Free(work);
     RELEASE(&a, &b, &a_inv, &theta, &updates, &context);

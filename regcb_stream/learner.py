@@ -348,22 +348,23 @@ class RegCB:
         decision teaches the oracle only."""
         _check_prob(prob)
         self._check_reward(reward)
-        fitted = None if self._change is None else self._fitted_one(context, action)
         if (self._one_row(context) and self.schedule == "online" and action in self._labels
-                and not self._oracle._pending and self._oracle.learn_dense(
-                    self._row_values(context), self.intercept, self._labels[action],
-                    float(reward), float(weight))):
-            if self._selector is not None:
-                self._score_one(context, action, candidates, prob, reward)
-            self._n_labels += 1  # learned and rebuilt at once
-            self._rebuilt()
-            if fitted is not None:
-                self._test_change(np.array([float(reward)]), fitted)
-            return
+                and not self._oracle._pending):
+            fitted = self._oracle.learn_dense(self._row_values(context), self.intercept,
+                                              self._labels[action], float(reward),
+                                              float(weight))
+            if fitted is not None:  # learned and rebuilt at once
+                if self._selector is not None:
+                    self._score_one(context, action, candidates, prob, reward)
+                self._n_labels += 1
+                self._rebuilt()
+                if self._change is not None:
+                    self._test_change(np.array([float(reward)]), np.array([fitted]))
+                return
         rows, models = self._played_rows([context], [action])
         if self._selector is not None:
             self._score_one(context, action, candidates, prob, reward)
-        self._learn_one(rows, int(models[0]), float(reward), float(weight), fitted)
+        self._learn_one(rows, int(models[0]), float(reward), float(weight))
 
     def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None,
                    candidates=None) -> None:
@@ -417,6 +418,7 @@ class RegCB:
         n, labelled = len(played), np.flatnonzero(played >= 0)
         encoded = isinstance(actions, EncodedRows)  # the joint class's rows, per context
         decisions, start, first = [], 0, 0  # labelled[first]: the first label from start
+        encoded_rows = None  # (the compiled loop's: the whole block's, encoded once)
         while start < n:
             compiled = self._compiled_replay()  # (then blocks end at the change test's checks)
             room = (self.labels_until_rebuild if not compiled else n if self._change is None
@@ -427,8 +429,13 @@ class RegCB:
             offered = actions[block] if encoded else actions
             first += len(rows)
             if compiled:
-                decision = self._replay_compiled(contexts[block], offered, played[block],
-                                                 rewards[block], probs[block], weights[block])
+                if encoded_rows is None:
+                    encoded_rows = self._rows(contexts[start:], actions[start:] if encoded
+                                              else actions), start
+                (whole, models), at = encoded_rows
+                decision = self._replay_compiled(whole.take(slice(start - at, stop - at)),
+                                                 models, played[block], rewards[block],
+                                                 probs[block], weights[block])
                 if self._change is not None and len(rows):
                     self._test_change(rewards[rows], decision.prediction[rows - start,
                                                                          played[rows]])
@@ -517,9 +524,9 @@ class RegCB:
                      and hasattr(self._oracle, "replay_auto"))
                 and self._epoch > self.warm_start_epochs)
 
-    def _replay_compiled(self, contexts, actions, played, rewards, probs, weights
-                         ) -> Decision:
-        rows, models = self._rows(contexts, actions)
+    def _replay_compiled(self, rows: SparseRows, models: np.ndarray, played, rewards, probs,
+                         weights) -> Decision:
+        """A block of encoded rows (`_rows`) through the oracle's compiled online loop."""
         k = rows.shape[1]
         if (played >= k).any():
             raise ValueError(f"played action index {int(played.max())} is not among the "
@@ -645,17 +652,6 @@ class RegCB:
         self._learned(1)
         if self._change is not None:
             self._test_change(np.array([reward]), fitted)
-
-    def _fitted_one(self, context, action) -> np.ndarray:
-        """``_fitted`` of one label, by the compiled one-row call where it applies."""
-        if self._one_row(context) and action in self._labels:
-            values, optimistic, tolerance = self._one_row_arguments(context)
-            out = np.empty((4, 1))  # (the prediction does not depend on the budget: 0)
-            if self._oracle.predict_dense(values, np.array([self._labels[action]]),
-                                          self.intercept, 0.0, optimistic, self._range,
-                                          tolerance, 0.0, out) is not None:
-                return out[1]
-        return self._fitted(*self._played_rows([context], [action]))
 
     def _fitted(self, rows: SparseRows, models: np.ndarray) -> np.ndarray:
         """The current fit's predictions of labelled rows ``(n, 1, L)``, each under its own

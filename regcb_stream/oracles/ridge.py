@@ -481,21 +481,23 @@ class RidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
                                   scoring=(selector, np.ascontiguousarray(probs, dtype=float)))
 
     def learn_dense(self, context: np.ndarray, intercept: float, model: int, y: float,
-                    weight: float) -> bool:
+                    weight: float) -> float | None:
         """``learn`` then ``rebuild`` of a dense context's row in one compiled call (nothing
-        may be pending); False if a value is not finite (nothing learned)."""
-        stale = _ridge.learn_dense(self._a, self._b, self._a_inv, self._theta, self._updates,
-                                   model, context, intercept, self.dim,
-                                   self._stored(weight, None), y - self.prior_mean,
-                                   self.refresh_every)
-        if stale is None:
-            return False
+        may be pending): the fit's prediction of the row before the label (``moments``'s,
+        bit for bit), or None if a value is not finite (nothing learned)."""
+        learned = _ridge.learn_dense(self._a, self._b, self._a_inv, self._theta, self._updates,
+                                     model, context, intercept, self.dim,
+                                     self._stored(weight, None), y - self.prior_mean,
+                                     self.refresh_every)
+        if learned is None:
+            return None
+        stale, fit = learned
         self._tick(None)
         if self._step_due():
             self.rebuild()
         elif stale:
             self._invert(model)
-        return True
+        return fit + self.prior_mean
 
     def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
               reward_range, tolerance, out, scoring=None):
