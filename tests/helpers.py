@@ -1,9 +1,10 @@
 """Streams and loops that several test modules share: a stream whose best action changes
-halfway, a round-by-round play, and a VW log of it."""
+halfway, a round-by-round play, a VW log of it, and rounds for `checks.play_valid`."""
 
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
 
 from regcb_stream import RegCB
 
@@ -39,3 +40,12 @@ def write_stream(path, X, R, adf: bool = False):
             out.write(f"shared |s {feats}\n" + "".join(
                 (f"0:{label} " if j == a else "") + f"|a a{j}\n" for j in range(k)) + "\n"
                       if adf else f"{a + 1}:{label} |s {feats}\n")
+
+
+def rounds(max_size: int):
+    """Hypothesis rounds of (dict context, reward, number of actions) for
+    `regcb_stream.checks.play_valid`."""
+    return st.lists(st.tuples(st.dictionaries(st.sampled_from("abcdefgh"),
+                                              st.floats(-1e3, 1e3), max_size=5),
+                              st.floats(0, 1), st.integers(2, 5)),
+                    min_size=1, max_size=max_size)

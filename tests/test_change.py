@@ -15,7 +15,7 @@ from regcb_stream.cli import main
 from regcb_stream.persist import dumps, loads
 from regcb_stream.synthetic import LinearProblem
 
-from helpers import drifting, play_one_by_one, write_stream
+from helpers import drifting, play_one_by_one, rounds, write_stream
 
 VARIANTS = ["optimistic", "elimination"]
 ACTIONS = list(range(4))
@@ -265,11 +265,7 @@ def test_invariants(variant, oracle, check):
 
 @settings(max_examples=40, deadline=None)
 @given(variant=st.sampled_from(VARIANTS), threshold=st.floats(0.0, 2.0),
-       seed=st.integers(0, 2**32 - 1),
-       data=st.lists(st.tuples(st.dictionaries(st.sampled_from("abcdefgh"),
-                                               st.floats(-1e3, 1e3), max_size=5),
-                               st.floats(0, 1), st.integers(2, 5)), min_size=1,
-                     max_size=300))
+       seed=st.integers(0, 2**32 - 1), data=rounds(300))
 def test_every_distribution_is_valid(variant, threshold, seed, data):
     learner = RegCB(variant, change_threshold=threshold, seed=seed)
     checks.play_valid(learner, data)

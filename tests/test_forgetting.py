@@ -12,7 +12,7 @@ from regcb_stream import BoundedRidgeOracle, RegCB, RidgeOracle, checks
 from regcb_stream.cli import main
 from regcb_stream.persist import dumps, loads
 
-from helpers import drifting, play_one_by_one, write_stream
+from helpers import drifting, play_one_by_one, rounds, write_stream
 
 VARIANTS = ["optimistic", "elimination"]
 
@@ -307,10 +307,7 @@ def test_invariants(variant, oracle, check):
 
 @settings(max_examples=40, deadline=None)
 @given(variant=st.sampled_from(VARIANTS), forget=st.floats(0.01, 1.0),
-       seed=st.integers(0, 2**32 - 1),
-       data=st.lists(st.tuples(st.dictionaries(st.sampled_from("abcdefgh"),
-                                               st.floats(-1e3, 1e3), max_size=5),
-                               st.floats(0, 1), st.integers(2, 5)), min_size=1, max_size=40))
+       seed=st.integers(0, 2**32 - 1), data=rounds(40))
 def test_every_distribution_is_valid(variant, forget, seed, data):
     learner = RegCB(variant, forget=forget, seed=seed)
     checks.play_valid(learner, data)
