@@ -190,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--reward_wait joins DSJSON reward lines by EventId: give --dsjson")
     if args.scheduler:
         _check_cluster(parser, args, learner)
+    shell.keep_freed_memory()  # each block's buffers: reused, not page-faulted in anew
     with contextlib.ExitStack() as stack:
         try:
             lines = shell.open_input(stack, args.data)

@@ -18,6 +18,12 @@ import sys
 
 from regcb_stream.io.read_ahead import Concatenated, ReadAhead
 
+try:
+    from regcb_stream.io._scan import keep_freed_memory
+except ImportError:  # not built: malloc as it is
+    def keep_freed_memory() -> bool:
+        return False
+
 INTERRUPTED = 128 + signal.SIGINT  # exit statuses, as a shell reports a signal's
 PIPE_CLOSED = 128 + signal.SIGPIPE
 
