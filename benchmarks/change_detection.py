@@ -16,11 +16,16 @@ learner of before) for each ``k`` of :data:`THRESHOLDS` under the harness's prot
   counting the alarms: each one there is a false alarm;
 - on the realizable linear problem (K = 5, d = 10, ``regcb_stream.synthetic``) over
   :data:`LONG_ROUNDS` rounds and :data:`LONG_SEEDS` seeds, longer than any public stream: the
-  cumulative regret and the alarms.
+  cumulative regret and the alarms;
+- on the hashed sparse logs of ``benchmarks/high_dim.py`` (:data:`HASHED_EXAMPLES` examples,
+  single-line and ADF, 50 of 2^18 names per context), replayed through ``regcb-stream`` at
+  its defaults: the alarms (there the learner's residuals creep upward as the hashed
+  features fill in, though the costs do not change).
 
 A threshold is *eligible* if it raises no alarm at all where nothing changes (an alarm there
 is a false one), and neither does half of it (:data:`MARGIN`: room for the streams we do not
-have): on none of the 32 stationary streams' runs and on neither long problem. And where the
+have): on none of the 32 stationary streams' runs, on neither long problem and on neither
+hashed log. And where the
 learner's own play raises its residuals (two stationary problems whose best action is the
 noisy one: as the learner settles on it, the residuals rise though nothing changed), its
 alarms may cost at most :data:`TOLERANCE` of mean reward against ``k = 0``.
@@ -43,6 +48,8 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
+import subprocess
 import sys
 import time
 
@@ -67,6 +74,11 @@ PEERS = (*unseen.VW_DEFAULTS, unseen.LINUCB, FORGETFUL)
 MARGIN = 2.0  # an eligible threshold divided by this raises no false alarm either
 TOLERANCE = 0.002  # the most an eligible threshold's alarms may cost a noisy best action
 LONG_ROUNDS, LONG_SEEDS = 200_000, (0, 1)
+LONG_STREAMS = [f"long-{seed}" for seed in LONG_SEEDS]
+HASHED_EXAMPLES = 200_000
+HASHED = {"hashed-single": ("sparse.dat", "--cb_explore 10"),
+          "hashed-adf": ("sparse_adf.dat", "--cb_explore_adf -q sa")}  # log, flags
+HASHED_LOGS = ROOT / "results" / "change_detection_logs"
 NOISY_BEST = {"noisy-best-1": (0.6, 0.4), "noisy-best-2": (0.55, 0.5)}  # (p, c) of each
 NOISY_ROUNDS, NOISY_SEEDS = 20_000, (0, 1, 2)
 TIMED_ROUNDS, TIMED_PAIRS = 16_000, 5
@@ -106,6 +118,28 @@ def long_run(task: tuple) -> dict:
     regret = np.cumsum(mean.max(axis=1) - mean[np.arange(LONG_ROUNDS), played])
     return {"name": name, "stream": f"long-{seed}", "rep": seed,
             "regret": float(regret[-1]), "alarms": learner.changes_detected or 0}
+
+
+def hashed_run(task: tuple) -> dict:
+    """The alarms of ``regcb-stream`` replaying a hashed sparse log at its defaults."""
+    name, stream, _ = task
+    log, flags = HASHED[stream]
+    command = [sys.executable, "-m", "regcb_stream", *flags.split(), "--change_threshold",
+               f"{TESTED[name]:g}"]
+    with open(HASHED_LOGS / log) as stdin:
+        done = subprocess.run(command, stdin=stdin, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, check=True)
+    found = re.search(r"^changes detected = (\d+)$", done.stderr, re.MULTILINE)
+    return {"name": name, "stream": stream, "rep": 0, "alarms": int(found.group(1))}
+
+
+def write_hashed_logs() -> None:
+    """``benchmarks/high_dim.py``'s sparse logs of HASHED_EXAMPLES examples (seed 0), once."""
+    import high_dim
+
+    if not all((HASHED_LOGS / log).exists() for log, _ in HASHED.values()):
+        HASHED_LOGS.mkdir(parents=True, exist_ok=True)
+        high_dim.write_sparse(HASHED_LOGS, HASHED_EXAMPLES)
 
 
 def noisy_best_run(task: tuple) -> dict:
@@ -154,8 +188,8 @@ def timing(pairs: int = TIMED_PAIRS) -> dict[str, float]:
 
 def silent(name: str, alarms: dict, long: dict) -> bool:
     """Whether a threshold raises no false alarm: none on a stationary stream's runs, none
-    on the long problem."""
-    return (all(long[(name, s)]["alarms"] == 0 for s in LONG_SEEDS)
+    on the long problem, none on the hashed logs."""
+    return (all(long[(name, s)]["alarms"] == 0 for s in (*LONG_STREAMS, *HASHED))
             and not any(sum(alarms[(name, s)]) for s in STATIONARY))
 
 
@@ -186,7 +220,7 @@ def report(results: list[dict], longs: list[dict], noisy: list[dict], reps: int,
     alarms: dict[tuple[str, str], list[int]] = {}
     for r in results:
         alarms.setdefault((r["name"], r["stream"]), []).append(r.get("alarms", 0))
-    long = {(r["name"], r["rep"]): r for r in longs}
+    long = {(r["name"], r["stream"]): r for r in longs}
     names = list(TESTED)
     ok = eligible(alarms, long, noisy)
     chosen = best_on(mean, ok, unseen.DRIFTING)
@@ -202,21 +236,25 @@ def report(results: list[dict], longs: list[dict], noisy: list[dict], reps: int,
         f"- eligible: no false alarm, on any run of the 32 stationary streams nor on the long "
         f"problem ({LONG_ROUNDS:,} rounds, seeds {', '.join(map(str, LONG_SEEDS))}), at the "
         f"threshold and at 1/{MARGIN:g} of it; and on the problems whose best action is the "
-        f"noisy one (below), at most {TOLERANCE} below `k = 0`'s mean reward",
+        f"noisy one (below), at most {TOLERANCE} below `k = 0`'s mean reward; the hashed "
+        f"logs: `benchmarks/high_dim.py`'s sparse logs ({HASHED_EXAMPLES:,} examples, "
+        "single-line and ADF), replayed by `regcb-stream` at its defaults",
         "",
         "## The choice",
         "",
         "| threshold k | drifting streams | 32 stationary | false alarms, stationary "
-        "(per run) | long problem: regret, alarms | eligible |",
-        "|---|---:|---:|---:|---|:---:|",
+        "(per run) | long problem: regret, alarms | hashed logs: alarms (single-line, ADF) "
+        "| eligible |",
+        "|---|---:|---:|---:|---|---|:---:|",
     ]
     for name in names:
         false = np.mean([np.mean(alarms[(name, s)]) for s in STATIONARY])
         regret = ", ".join(f"{long[(name, s)]['regret']:.0f} ({long[(name, s)]['alarms']})"
-                           for s in LONG_SEEDS)
+                           for s in LONG_STREAMS)
         lines.append(
             f"| {TESTED[name]:g} | {np.mean([mean[(name, s)] for s in unseen.DRIFTING]):.4f} "
             f"| {np.mean([mean[(name, s)] for s in STATIONARY]):.4f} | {false:.3f} | {regret} "
+            f"| {', '.join(str(long[(name, s)]['alarms']) for s in HASHED)} "
             f"| {'yes' if name in ok else ('–' if name == NEVER else 'no')} |")
     lines += [
         "",
@@ -298,13 +336,16 @@ def main(argv=None) -> None:
     tasks += [(n, s, r) for n in PEERS for s in unseen.DRIFTING for r in range(args.reps)]
     tasks += [(n, f"long-{seed}", seed) for n in TESTED if n != NEVER for seed in LONG_SEEDS]
     tasks += [(n, s, seed) for n in TESTED for s in NOISY_BEST for seed in NOISY_SEEDS]
+    tasks += [(n, s, 0) for n in TESTED if n != NEVER for s in HASHED]
+    write_hashed_logs()
     results, _ = run_missing(args.results, tasks, _run_any, unseen._task_of, args.jobs,
                              context="spawn", initializer=unseen._single_thread)
-    longs = [r for r in results if r["stream"].startswith("long-")]
+    longs = [r for r in results if r["stream"].startswith("long-") or r["stream"] in HASHED]
     noisy = [r for r in results if r["stream"] in NOISY_BEST]
     runs = [r for r in results if "progressive" in r]
     longs += [{"name": NEVER, "stream": f"long-{seed}", "rep": seed, "alarms": 0,
                "regret": _never_regret(seed, results)} for seed in LONG_SEEDS]
+    longs += [{"name": NEVER, "stream": s, "rep": 0, "alarms": 0} for s in HASHED]
     timed = timing() if args.timing else None
     text = report(runs, longs, noisy, args.reps, timed, sum(r.get("seconds", 0) for r in runs))
     pathlib.Path(args.output).write_text(text, encoding="utf-8")
@@ -314,6 +355,8 @@ def main(argv=None) -> None:
 def _run_any(task: tuple) -> dict:
     if task[1].startswith("long-"):
         return long_run((task[0], task[2]))
+    if task[1] in HASHED:
+        return hashed_run(task)
     return noisy_best_run(task) if task[1] in NOISY_BEST else run(task)
 
 

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regcb_stream import BoundedRidgeOracle, RegCB, RidgeOracle, checks
-from regcb_stream.change import CHECK_EVERY, DEFAULT_THRESHOLD, ChangeDetector
+from regcb_stream import change
+from regcb_stream.change import CHECK_EVERY, DEFAULT_THRESHOLD, WINDOW, ChangeDetector
 from regcb_stream.cli import main
 from regcb_stream.persist import dumps, loads
 from regcb_stream.synthetic import LinearProblem
@@ -49,6 +50,47 @@ def test_it_alarms_only_at_a_blocks_end_and_then_starts_again():
     alarm = loud.index(True)
     assert (alarm + 1) % CHECK_EVERY == 0 and alarm < 4 * CHECK_EVERY
     assert test._n < 20 * CHECK_EVERY and not test.waiting
+
+
+def observe_all(test: ChangeDetector, residuals: np.ndarray) -> list[int]:
+    """The blocks (numbered from 0) at whose end ``test`` alarmed."""
+    return [i for i, start in enumerate(range(0, len(residuals), CHECK_EVERY))
+            if test.observe_many(residuals[start:start + CHECK_EVERY], 0.0)]
+
+
+def creeping(n: int, seed: int = 0) -> np.ndarray:
+    """Residuals whose squares' mean creeps from 0.25 to 0.28 over ``n`` labels (a
+    learner's own fit, as on a hashed sparse log), then rises by 0.2 for 4,096 labels."""
+    rng = np.random.default_rng(seed)
+    mean = np.r_[0.25 + 0.03 * np.arange(n) / n, np.full(4096, 0.48)]
+    return np.sqrt(rng.uniform(0.0, 2.0 * mean))
+
+
+def test_a_slow_creep_is_not_a_change_but_a_rise_after_it_is(monkeypatch):
+    residuals = creeping(200_000)
+    alarms = observe_all(ChangeDetector(DEFAULT_THRESHOLD / 2), residuals)
+    assert len(alarms) == 1 and 200_000 <= alarms[0] * CHECK_EVERY < 200_000 + 1024
+    monkeypatch.setattr(change, "WINDOW", 10**9)  # the plain mean since the test began
+    assert observe_all(ChangeDetector(DEFAULT_THRESHOLD), residuals)[0] * CHECK_EVERY < 200_000
+
+
+def test_the_reference_is_the_plain_mean_up_to_its_window():
+    residuals = creeping(WINDOW)[:WINDOW]
+    test = ChangeDetector(DEFAULT_THRESHOLD)
+    observe_all(test, residuals)
+    assert test._mean == pytest.approx(np.mean(residuals ** 2), rel=1e-9)
+
+
+def test_a_test_saved_with_its_sum_carries_on_from_its_mean():
+    test = ChangeDetector(DEFAULT_THRESHOLD)
+    observe_all(test, creeping(1024)[:1024])
+    saved = dict(vars(test), waiting=[])
+    saved["_sum"] = saved.pop("_mean") * saved["_n"]  # (the state before WINDOW)
+    old = ChangeDetector.__new__(ChangeDetector)
+    vars(old).update(saved)
+    more = creeping(4096, seed=1)
+    assert observe_all(old, more) == observe_all(test, more)
+    assert old._mean == pytest.approx(test._mean, rel=1e-12)
 
 
 def test_a_residual_counts_at_most_the_reward_range():
