@@ -239,7 +239,9 @@ def _groups(initials: bytes, offsets, actions: list[tuple], examples: list[int])
     groups: dict[tuple, list[int]] = {}
     for (starts, _), members in by_identity.items():
         groups.setdefault((starts, actions[members[0]]), []).extend(members)
-    return {key: sorted(members) for key, members in groups.items()}
+    for members in groups.values():  # (in place: a new dict would hash each key again)
+        members.sort()
+    return groups
 
 
 def _memo(cache: dict, key, make):
