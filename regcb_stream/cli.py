@@ -161,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     own.add_argument("--change_threshold", type=float, metavar="K",
                      help="the change test: when the squared residuals rise past K ln t, keep "
                           "1%% of every label's weight and explore anew (default 6, with the "
-                          "ridge oracles and --schedule online; 0: never)")
+                          "ridge oracles, their optimistic prior and --schedule online; 0: "
+                          "never)")
     own.add_argument("--ridge_l2", type=float, metavar="L2",
                      help=f"--oracle ridge: the ridge penalty, the weight of the prior "
                           f"(default {DEFAULT_L2:g})")

@@ -160,7 +160,12 @@ class FeatureEncoder:
         return self._columns(kind, keys)
 
     def encoded_sparse(self, rows: EncodedRows) -> tuple[np.ndarray, np.ndarray]:
-        """Padded ``(index, value)`` of encoded rows with the intercept as column 0."""
+        """Padded ``(index, value)`` of encoded rows with the intercept as column 0 (a
+        column this encoder has not numbered: a ``ValueError``)."""
+        if rows.index.size and not 0 <= rows.index.min() <= rows.index.max() < self.dim:
+            raise ValueError(f"encoded rows name columns {rows.index.min()}.."
+                             f"{rows.index.max()}, but the encoder has numbered 0.."
+                             f"{self.dim - 1}: number them with encoder.columns")
         lead = rows.index.shape[:-1] + (1,)
         index = np.concatenate([np.zeros(lead, np.intp), rows.index], axis=-1)
         value = np.concatenate([np.full(lead, float(self.intercept)), rows.value], axis=-1)

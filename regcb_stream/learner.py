@@ -18,7 +18,7 @@ from regcb_stream.events import PendingDecisions
 from regcb_stream.features import EncodedRows, FeatureEncoder
 from regcb_stream.oracles.base import Oracle, SparseRows
 from regcb_stream.oracles.bounded import BoundedRidgeOracle
-from regcb_stream.oracles.ridge import RidgeOracle
+from regcb_stream.oracles.ridge import RidgeOracle, resolve_prior
 from regcb_stream.oracles.vw import VWOracle
 from regcb_stream.random_features import RandomFeatures
 
@@ -145,10 +145,12 @@ class RegCB:
     change_threshold
         The change test's threshold (`regcb_stream.change`): when the squared residuals
         rise past ``change_threshold * ln t``, the learner keeps 1% of every label's weight
-        and explores anew. None (the default): 6, where it applies (a ridge oracle that
-        never forgets, with the ``online`` schedule; with ``forget`` < 1, a number asks for
-        both); 0: never. Where nothing changes it hardly ever fires
-        (docs/change_detection.md).
+        and explores anew. None (the default): 6, where it applies (a ridge oracle with
+        the optimistic prior that never forgets, with the ``online`` schedule; with
+        ``forget`` < 1, or another prior, a number asks for the test); 0: never. Where
+        nothing changes it hardly ever fires (docs/change_detection.md). Under a prior
+        below the top of the reward range, the learner's own progress raises its residuals
+        (better actions, more rewards above their prediction): hence not by default.
 
     Examples
     --------
@@ -1101,6 +1103,8 @@ class RegCB:
         else:
             self._oracle.prior = "midpoint"
             self._oracle.l2 = max(self._oracle.l2, DEFAULT_SHARED_L2)
+            if self.change_threshold is None:  # the default test: optimistic priors only
+                self._change = None
 
     def _oracle_rows(self, rows: SparseRows):
         """Rows as the oracle takes them: as they are for the ridge oracle
@@ -1319,15 +1323,24 @@ def _make_oracle(oracle, reward_range: tuple[float, float], forget: float = 1.0)
 def _make_change_test(threshold: float | None, oracle, schedule: str,
                       reward_range: tuple[float, float]) -> ChangeDetector | None:
     """The change test of ``change_threshold`` (None: the default where it applies, a ridge
-    oracle with the ``online`` schedule that does not forget already; 0: none)."""
+    oracle with the ``online`` schedule and the optimistic prior that does not forget
+    already; 0: none). A prior of ``"auto"`` that settles on the midpoint drops the default
+    test (`RegCB._settle_prior`)."""
     applies = hasattr(oracle, "shrink") and schedule == "online"
-    if threshold == 0 or threshold is None and (not applies or oracle.forget < 1.0):
+    if threshold == 0 or threshold is None and (not applies or oracle.forget < 1.0
+                                                or not _optimistic(oracle, reward_range)):
         return None
     if not applies:
         raise ValueError(f"change_threshold applies to the ridge oracles with the online "
                          f"schedule, not {type(oracle).__name__} with {schedule!r}")
     return ChangeDetector(DEFAULT_THRESHOLD if threshold is None else threshold,
                           reward_range[1] - reward_range[0])
+
+
+def _optimistic(oracle, reward_range: tuple[float, float]) -> bool:
+    """Whether a ridge oracle's prior is the top of the reward range (``"auto"``: until it
+    settles)."""
+    return resolve_prior(oracle.prior, reward_range) >= reward_range[1]
 
 
 def _check_params(learner: RegCB) -> None:

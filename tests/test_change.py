@@ -217,6 +217,27 @@ def test_where_it_does_not_apply_the_default_does_not_test(kwargs):
     checks.run(learner)
 
 
+@pytest.mark.parametrize("prior", [0.0, "midpoint", 0.9])
+def test_the_default_tests_only_under_the_optimistic_prior(prior):
+    """Under a prior below the top of the rewards, a learner's own progress raises its
+    residuals (better actions: more rewards above their prediction)."""
+    assert RegCB(oracle=RidgeOracle(prior=prior)).changes_detected is None
+    assert RegCB(oracle=RidgeOracle(prior=prior), change_threshold=6).changes_detected == 0
+    assert RegCB(oracle=RidgeOracle(prior=1.0)).changes_detected == 0
+    assert RegCB(oracle=BoundedRidgeOracle(prior=prior)).changes_detected is None
+
+
+@pytest.mark.parametrize("actions, default", [
+    ([{"x": 1.0}, {"x": 2.0}], None),  # a ranking: every feature shared, the midpoint prior
+    ([{"a": 1.0}, {"b": 1.0}], 0),  # each action its own feature: optimistic
+])
+def test_a_prior_that_settles_on_the_midpoint_drops_the_default_test(actions, default):
+    for threshold, tested in ((None, default), (4.0, 0)):
+        learner = RegCB(change_threshold=threshold, seed=0)
+        learner.pmf({"u": 1.0}, actions)
+        assert learner.changes_detected == tested
+
+
 def test_a_threshold_given_tests_a_learner_that_forgets_too():
     X, R = drifting(3000, seed=3)
     learner = RegCB(forget=0.999, change_threshold=3.0, seed=0)

@@ -51,6 +51,14 @@ def test_compiled_replay_matches_the_numpy_reference_on_letter(variant):
                                                                       rewards))
 
 
+@pytest.mark.parametrize("index", [[[[1, 2], [1, 3]]], [[[0, -1], [0, 0]]]])
+def test_encoded_rows_with_columns_never_numbered_are_refused(index):
+    """Not handed to the kernels, which would write outside the model."""
+    rows = EncodedRows(np.array(index), np.ones((1, 2, 2)))
+    with pytest.raises(ValueError, match="number them with encoder.columns"):
+        RegCB(seed=0).replay([{}], rows, [0], [1.0])
+
+
 def test_replay_matches_decide_and_learn_row_by_row():
     X, played, rewards = logged(800, 26, seed=1)
     actions = list(range(26))
