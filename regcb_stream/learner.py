@@ -1103,8 +1103,8 @@ class RegCB:
         else:
             self._oracle.prior = "midpoint"
             self._oracle.l2 = max(self._oracle.l2, DEFAULT_SHARED_L2)
-            if self.change_threshold is None:  # the default test: optimistic priors only
-                self._change = None
+        if self.change_threshold is None and not _optimistic(self._oracle, self._range):
+            self._change = None  # the default test: optimistic priors only
 
     def _oracle_rows(self, rows: SparseRows):
         """Rows as the oracle takes them: as they are for the ridge oracle
