@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # a path entry instead of an import hook: the command starts ~10 ms sooner
 EDITABLE := --config-settings editable_mode=compat
 # the compiled kernels' sources: an edit rebuilds them
-KERNELS := $(wildcard regcb_stream/*.c regcb_stream/*.h regcb_stream/io/*.c)
+KERNELS := $(wildcard regcb_stream/*.c regcb_stream/*.h regcb_stream/io/*.c regcb_stream/io/*.h)
 
 .PHONY: demo test bench clean
 

@@ -161,7 +161,7 @@ class Driver:
         """Lists of the ADF examples available (at most ``MAX_BLOCK``, or ``MAX_ROWS``
         action lines, with as many actions each). A bad example ends the list before it;
         a reward line (DSJSON) is yielded alone, after the list before it."""
-        batch, rows, iterator = [], 0, iter(records)
+        batch, rows, k, iterator = [], 0, -1, iter(records)
         while True:
             try:
                 record = next(iterator)
@@ -175,11 +175,12 @@ class Driver:
                 yield record
                 batch, rows = [], 0
                 continue
-            if batch and len(record.actions) != len(batch[0].actions):
-                yield batch
-                batch, rows = [], 0
+            if len(record.actions) != k:
+                if batch:
+                    yield batch
+                batch, rows, k = [], 0, len(record.actions)
             batch.append(record)
-            rows += len(record.actions)
+            rows += k
             if len(batch) == MAX_BLOCK or rows >= MAX_ROWS or not ready():
                 yield batch
                 batch, rows = [], 0

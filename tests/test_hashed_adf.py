@@ -142,3 +142,50 @@ def test_inputs_the_fuzzer_found_end_with_a_status_not_a_traceback(tmp_path, tex
     data.write_text(text)
     assert main(["--cb_explore_adf", "-q", "sa", "-d", str(data), "-p",
                  str(tmp_path / "p.txt"), "--quiet"]) == status
+
+
+@settings(max_examples=40, deadline=None)
+@given(initials=st.lists(st.sampled_from("sst u"), min_size=0, max_size=6),
+       interactions=st.sampled_from([(), ("sa",), ("sa", "ta"), ("ss",)]),
+       m=st.integers(1, 5), pad=st.integers(0, 3), seed=st.integers(0, 2**16))
+def test_the_compiled_fill_writes_the_reference_rows(initials, interactions, m, pad, seed):
+    """``_scan.layout_fill`` against `hashed_adf.layout_rows`, into wider padded rows, for
+    examples whose tokens lie anywhere in the block's arrays."""
+    from regcb_stream.io import _scan
+    from regcb_stream.io.hashed_adf import layout_rows, make_layout
+    actions = next(iter(iter_adf(["shared |s x", "|a x y:2", "|a z |b q", ""]))).actions
+    layout = make_layout("".join(initials).encode(), actions, interactions,
+                         vw_encode._Slot)
+    rng = np.random.default_rng(seed)
+    n, (k, width) = len(initials), layout.source1.shape
+    offsets = rng.permutation(m) * n + 3  # (three tokens of another line first)
+    hashes = rng.integers(0, 2**32, m * n + 3, dtype=np.uint64).astype(np.uint32)
+    values = rng.normal(size=m * n + 3)
+    keys, value = np.zeros((m, k, width + pad), np.uint64), np.zeros((m, k, width + pad))
+    present = np.zeros(keys.shape, bool)
+    rows = np.tile(np.arange(k), m)
+    _scan.layout_fill(keys, value, present, k, width + pad, np.repeat(np.arange(m), k), rows,
+                      rows, layout, k, width, n, offsets, hashes, values)
+    at = offsets[:, None] + np.arange(n)
+    want_keys, want_values = layout_rows(layout, hashes[at], values[at])
+    assert (present[:, :, :width] == layout.present).all() and not present[:, :, width:].any()
+    assert (keys[present] == np.broadcast_to(want_keys, present.shape[:2] + (width,))[
+        layout.present[None].repeat(m, 0)]).all()
+    assert value[:, :, :width][present[:, :, :width]].tolist() == want_values[
+        np.broadcast_to(layout.present, want_values.shape)].tolist()
+
+
+def test_the_compiled_fill_refuses_indices_outside_its_arrays():
+    from regcb_stream.io import _scan
+    from regcb_stream.io.hashed_adf import make_layout
+    actions = next(iter(iter_adf(["shared |s x", "|a x", ""]))).actions
+    layout = make_layout(b"s", actions, ("sa",), vw_encode._Slot)
+    k, width = layout.source1.shape
+    keys, value = np.zeros((2, k, width), np.uint64), np.zeros((2, k, width))
+    present = np.zeros(keys.shape, bool)
+    one = np.zeros(1, np.int64)
+    tokens = (np.array([0, 1]), np.zeros(2, np.uint32), np.zeros(2))
+    for examples, offsets in ((np.array([2]), tokens[0]), (one, np.array([5, 0]))):
+        with pytest.raises(ValueError, match="out of range"):
+            _scan.layout_fill(keys, value, present, k, width, examples, one, one, layout, k,
+                              width, 1, offsets, *tokens[1:])

@@ -9,8 +9,10 @@
  * line's first '|', read by the same tokenizer as VW text), actions the JSON text of each
  * object of c._multi (the Python side parses each distinct one once), label_index -1 when
  * the line has no _labelIndex, weight 1 / (1 - pdrop) in float32 (as VW), and event_id the EventId string or
- * None.  The fast path takes only what it can write exactly as VW text and reads exactly
- * as dsjson.parse_event does:
+ * None.  Given the features of action texts already parsed (sets), a line whose action
+ * texts are known is returned as the example itself (see events' docstring).  The fast
+ * path takes only what it can write exactly as VW text and reads exactly as
+ * dsjson.parse_event does:
  *
  *   - lines of strict JSON (escapes and UTF-8 only in strings it passes over or leaves to
  *     the Python side: a name, a feature's string or the EventId is printable ASCII);
@@ -31,6 +33,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "_decimal.h"
 
 #define MAX_KEYS 64 /* fields of one object checked for repeats (more: slow) */
 #define MAX_ACTIONS 1024 /* actions of one event (more: slow) */
@@ -126,11 +130,7 @@ static int read_number(Cursor *c, const char **s, const char **e, double *value,
         if (q >= c->end || *q < '0' || *q > '9') return 0;
         while (q < c->end && *q >= '0' && *q <= '9') q++;
     }
-    char text[64];
-    if (q - start >= (Py_ssize_t)sizeof text) return 0;
-    memcpy(text, start, q - start);
-    text[q - start] = '\0';
-    *value = strtod(text, NULL);
+    if (q - start >= 64 || !parse_number(start, q, value)) return 0;
     *s = start;
     *e = c->p = q;
     return 1;
@@ -307,6 +307,7 @@ typedef struct {
     Py_ssize_t offset[MAX_ACTIONS];       /* where each text starts in that array */
     const char *multi, *multi_end;        /* this event's _multi array after the '[' */
     int same;                             /* whether it is the previous event's */
+    PyObject *features;          /* the previous texts' features (found in the sets) */
 } Context;
 
 /* Whether the array at c (after its '[') is the previous event's _multi, byte for byte
@@ -480,37 +481,106 @@ static PyObject *action_texts(Context *ctx) {
     return texts;
 }
 
-/* The event's tuple; shared text " a b |ns c |ms d" (a default namespace first) or
- * "ns c |ms d" (the line's first '|' is implied). */
-static PyObject *event_tuple(Context *ctx, Event *ev) {
+/* The event's shared features as VW text: " a b |ns c |ms d" (a default namespace first)
+ * or "ns c |ms d" (the line's first '|' is implied). */
+static PyObject *shared_text(Context *ctx) {
     Buffer *plain = &ctx->plain, *spaces = &ctx->spaces;
     Py_ssize_t skip = plain->size || !spaces->size ? 0 : 2;
     PyObject *shared = PyUnicode_New(plain->size + spaces->size - skip, 127);
-    PyObject *actions = action_texts(ctx);
-    if (!shared || !actions) {
-        Py_XDECREF(shared);
-        Py_XDECREF(actions);
-        return NULL;
-    }
+    if (!shared) return NULL;
     char *data = (char *)PyUnicode_DATA(shared);
     if (plain->size) memcpy(data, plain->data, plain->size);
     if (spaces->size) memcpy(data + plain->size, spaces->data + skip, spaces->size - skip);
-    return Py_BuildValue("(NNldddNO)", shared, actions, ev->has_index ? ev->index : -1L,
+    return shared;
+}
+
+static double event_weight(Event *ev) { return (double)(1.0f / (1.0f - (float)ev->pdrop)); }
+
+/* The event's tuple (see the module's comment). */
+static PyObject *event_tuple(Context *ctx, Event *ev, PyObject *texts) {
+    PyObject *shared = shared_text(ctx);
+    if (!shared) return NULL;
+    return Py_BuildValue("(NOldddNO)", shared, texts, ev->has_index ? ev->index : -1L,
                          ev->has_index ? ev->cost : 0.0,
-                         ev->has_index ? ev->probability : 1.0,
-                         (double)(1.0f / (1.0f - (float)ev->pdrop)),
+                         ev->has_index ? ev->probability : 1.0, event_weight(ev),
                          PyBool_FromLong(ev->skip_learn),
                          ev->event_id ? ev->event_id : Py_None);
 }
 
+/* An instance of a tuple type (a NamedTuple) from its items, as tuple.__new__(type, items)
+ * makes it (the type's own __new__ is Python code). */
+static PyObject *make_tuple(PyObject *type, PyObject *items) {
+    if (!items) return NULL;
+    PyObject *args = PyTuple_Pack(1, items);
+    Py_DECREF(items);
+    if (!args) return NULL;
+    PyObject *out = PyTuple_Type.tp_new((PyTypeObject *)type, args, NULL);
+    Py_DECREF(args);
+    return out;
+}
+
+/* The event as an example (shared text, actions' features, label or None, tag None,
+ * line number, line, weight, event id, skip_learn), as dsjson._example makes it. */
+static PyObject *event_example(Context *ctx, Event *ev, PyObject *features, Py_ssize_t no,
+                               PyObject *line, PyObject *example_type, PyObject *label_type) {
+    PyObject *label = Py_NewRef(Py_None);
+    if (ev->has_index && ev->index >= 0 && !ev->skip_learn) {
+        Py_SETREF(label, make_tuple(label_type, Py_BuildValue("(ldd)", ev->index, ev->cost,
+                                                              ev->probability)));
+        if (!label) return NULL;
+    }
+    PyObject *shared = shared_text(ctx);
+    if (!shared) {
+        Py_DECREF(label);
+        return NULL;
+    }
+    return make_tuple(example_type, Py_BuildValue(
+        "(NONOnOdON)", shared, features, label, Py_None, no, line, event_weight(ev),
+        ev->event_id ? ev->event_id : Py_None, PyBool_FromLong(ev->skip_learn)));
+}
+
+/* The event's example when its action texts are a key of sets (their features), else its
+ * tuple; without sets, its tuple. */
+static PyObject *event_item(Context *ctx, Event *ev, PyObject *line, Py_ssize_t no,
+                            PyObject *sets, PyObject *example_type, PyObject *label_type) {
+    int same = ctx->same;
+    PyObject *texts = action_texts(ctx), *features = NULL, *item = NULL;
+    if (!texts) return NULL;
+    if (sets != Py_None) {
+        features = same && ctx->features ? ctx->features
+                                         : PyDict_GetItemWithError(sets, texts);
+        if (!features && PyErr_Occurred()) {
+            Py_DECREF(texts);
+            return NULL;
+        }
+        Py_XSETREF(ctx->features, Py_XNewRef(features));
+    }
+    item = features ? event_example(ctx, ev, features, no, line, example_type, label_type)
+                    : event_tuple(ctx, ev, texts);
+    Py_DECREF(texts);
+    return item;
+}
+
 PyDoc_STRVAR(events_doc,
-"events(lines) -> list\n"
+"events(lines[, first_no, sets, example_type, label_type]) -> list\n"
 "For each DSJSON line, None (the reference parser's) or (shared, actions, label_index,\n"
-"cost, probability, weight, skip_learn, event_id): see the module's comment.");
+"cost, probability, weight, skip_learn, event_id): see the module's comment.  With sets\n"
+"(a dict from tuples of action texts to their features), a line whose action texts are a\n"
+"key is returned as example_type(shared, features, label, None, line number, line,\n"
+"weight, event_id, skip_learn), label label_type(index, cost, probability) or None (no\n"
+"label, or skip_learn), lines numbered from first_no: dsjson._example's example.");
 
 static PyObject *py_events(PyObject *self, PyObject *args) {
-    PyObject *lines;
-    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &lines)) return NULL;
+    PyObject *lines, *sets = Py_None, *example_type = Py_None, *label_type = Py_None;
+    Py_ssize_t first_no = 1;
+    if (!PyArg_ParseTuple(args, "O!|nOOO", &PyList_Type, &lines, &first_no, &sets,
+                          &example_type, &label_type))
+        return NULL;
+    if (sets != Py_None && (!PyDict_Check(sets) || !PyType_Check(example_type) ||
+                            !PyType_Check(label_type))) {
+        PyErr_SetString(PyExc_TypeError, "sets must be a dict, with two tuple types");
+        return NULL;
+    }
     Py_ssize_t n = PyList_GET_SIZE(lines);
     PyObject *out = PyList_New(n);
     Context ctx;
@@ -530,7 +600,7 @@ static PyObject *py_events(PyObject *self, PyObject *args) {
         int ok = p ? event(p, p + length, &ctx, &ev) : 0;
         PyErr_Clear();  /* (a str that is not UTF-8: the reference's to report) */
         if (ok == 1) {
-            item = event_tuple(&ctx, &ev);
+            item = event_item(&ctx, &ev, line, first_no + i, sets, example_type, label_type);
         } else if (ok == 0) {
             item = Py_NewRef(Py_None);
         }
@@ -538,18 +608,16 @@ static PyObject *py_events(PyObject *self, PyObject *args) {
         if (!item) goto fail;
         PyList_SET_ITEM(out, i, item);
     }
-    PyMem_Free(ctx.plain.data);
-    PyMem_Free(ctx.spaces.data);
-    PyMem_Free(ctx.previous_start);
-    Py_XDECREF(ctx.previous);
-    return out;
+    goto done;
 fail:
+    Py_CLEAR(out);
+done:
     PyMem_Free(ctx.previous_start);
     Py_XDECREF(ctx.previous);
+    Py_XDECREF(ctx.features);
     PyMem_Free(ctx.plain.data);
     PyMem_Free(ctx.spaces.data);
-    Py_DECREF(out);
-    return NULL;
+    return out;
 }
 
 static PyMethodDef methods[] = {

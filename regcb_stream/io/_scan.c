@@ -20,8 +20,11 @@
  * regcb_stream.io.hashing.feature_hash, with scan's slow lines and its values (zero values
  * kept: VW drops such features).
  *
- * slot_columns and merge_repeats number hashed slots as columns and merge the columns a
- * row repeats (features whose hashes share a slot), for vw_encode's hashed rows.
+ * layout_fill writes hashed ADF rows from their layouts (io/hashed_adf.py); slot_columns
+ * and merge_repeats number hashed slots as columns and merge the columns a row repeats
+ * (features whose hashes share a slot), for vw_encode's hashed rows.
+ *
+ * lines splits the input's bytes into decoded lines, for io.read_ahead.
  *
  * keep_freed_memory tunes glibc's malloc for the command's process (see its docstring).
  */
@@ -35,6 +38,8 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+
+#include "_decimal.h"
 
 /* The end of a token starting at p: the first space, '|', or character outside printable
  * ASCII after it (a token that starts with '|' may not end at its own '|'). */
@@ -59,59 +64,6 @@ static int separated(const char *stop, const char *end) {
 static Py_ssize_t name_length(const char *p, const char *stop) {
     const char *colon = memchr(p, ':', stop - p);
     return (colon ? colon : stop) - p;
-}
-
-static const double POWERS[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-
-/* The value of a plain decimal number, [+-]? (digits [. digits?] | . digits) ([eE] [+-]?
- * digits)?, correctly rounded (as Python's float()); 0 if the text is not one.  Up to 15
- * significant digits and a power of ten within 10^+-22, m * 10^e or m / 10^-e is exact
- * before its one rounding (Clinger's fast path); other numbers go through strtod. */
-static int parse_number(const char *p, const char *end, double *value) {
-    const char *start = p;
-    int negative = p < end && *p == '-';
-    if (p < end && (*p == '+' || *p == '-')) p++;
-    uint64_t mantissa = 0;
-    int digits = 0, significant = 0, exponent = 0;
-    for (; p < end && *p >= '0' && *p <= '9'; p++, digits++)
-        if (mantissa || *p != '0') {
-            if (significant < 19) mantissa = mantissa * 10 + (*p - '0');
-            else exponent++;
-            significant++;
-        }
-    if (p < end && *p == '.') {
-        for (p++; p < end && *p >= '0' && *p <= '9'; p++, digits++)
-            if (mantissa || *p != '0') {
-                if (significant < 19) mantissa = mantissa * 10 + (*p - '0'), exponent--;
-                significant++;
-            } else
-                exponent--;
-    }
-    if (!digits) return 0;
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-        int sign = 1, power = 0, exponent_digits = 0;
-        if (p < end && (*p == '+' || *p == '-')) sign = *p++ == '-' ? -1 : 1;
-        for (; p < end && *p >= '0' && *p <= '9'; p++, exponent_digits++)
-            if (power < 100000) power = power * 10 + (*p - '0');
-        if (!exponent_digits) return 0;
-        exponent += sign * power;
-    }
-    if (p != end) return 0;
-    if (significant <= 15 && exponent >= -22 && exponent <= 22) {
-        double m = (double)mantissa;
-        *value = exponent < 0 ? m / POWERS[-exponent] : m * POWERS[exponent];
-        if (negative) *value = -*value;
-        return 1;
-    }
-    char number[64];
-    if (end - start >= (Py_ssize_t)sizeof number) return 0;
-    memcpy(number, start, end - start);
-    number[end - start] = '\0';
-    *value = strtod(number, NULL);
-    return 1;
 }
 
 static uint32_t rotl32(uint32_t x, int r) { return x << r | x >> (32 - r); }
@@ -768,6 +720,98 @@ static PyObject *py_merge_repeats(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(changed);
 }
 
+PyDoc_STRVAR(layout_fill_doc,
+"layout_fill(keys, value, present, K, W, examples, rows, from_rows, layout, R, L, n,\n"
+"            offsets, hashes, values)\n"
+"Fill row rows[t] of example examples[t] of a block's padded keys (uint64), values\n"
+"(float64) and presence (bool), (examples, K, W) each, from row from_rows[t] of a layout\n"
+"(hashed_adf.Layout: source1, source2, cross, constants, coef, first, second, present;\n"
+"R rows of L <= W entries) of shared lines of n tokens, whose tokens start at\n"
+"offsets[example] in hashes (uint32) and values (float64).  An entry's key is x1, or\n"
+"(x1 * FNV_PRIME) ^ x2 when crossed, where x is a token's hash (source < n) or one of\n"
+"the layout's constants; its value coef * s[first] * s[second], s = [1, token values].\n"
+"The compiled form of hashed_adf.layout_rows, written in place.");
+
+static PyObject *py_layout_fill(PyObject *self, PyObject *args) {
+    Py_buffer keys = {0}, value = {0}, present = {0}, ex = {0}, rw = {0}, from = {0};
+    Py_buffer s1 = {0}, s2 = {0}, cross = {0}, consts = {0}, coef = {0}, first = {0};
+    Py_buffer second = {0}, lpresent = {0}, offsets = {0}, hashes = {0}, values = {0};
+    Py_ssize_t K, W, R, L, n;
+    PyObject *layout;
+    if (!PyArg_ParseTuple(args, "w*w*w*nny*y*y*O!nnny*y*y*", &keys, &value, &present, &K, &W,
+                          &ex, &rw, &from, &PyTuple_Type, &layout, &R, &L, &n, &offsets,
+                          &hashes, &values))
+        return NULL;
+    int ok = PyArg_ParseTuple(layout, "y*y*y*y*y*y*y*y*;a Layout of 8 arrays", &s1, &s2,
+                              &cross, &consts, &coef, &first, &second, &lpresent);
+    Py_ssize_t cells = keys.len / 8, T = ex.len / 8, C = consts.len / 8;
+    Py_ssize_t N = hashes.len / 4, E = offsets.len / 8, RL = R * L;
+    ok = ok && K > 0 && W > 0 && L >= 0 && L <= W && n >= 0 && cells % (K * W) == 0 &&
+         value.len == keys.len && present.len == cells && rw.len == ex.len &&
+         from.len == ex.len && s1.len == RL * 8 && s2.len == RL * 8 && first.len == RL * 8 &&
+         second.len == RL * 8 && coef.len == RL * 8 && cross.len == RL && lpresent.len == RL &&
+         values.len == hashes.len * 2;
+    const int64_t *e = ex.buf, *r = rw.buf, *f = from.buf, *off = offsets.buf;
+    const int64_t *src1 = s1.buf, *src2 = s2.buf, *fi = first.buf, *se = second.buf;
+    const uint64_t *cst = consts.buf;
+    const uint32_t *h = hashes.buf;
+    const double *cf = coef.buf, *val = values.buf;
+    const char *cr = cross.buf, *lp = lpresent.buf;
+    uint64_t *ko = keys.buf;
+    double *vo = value.buf;
+    char *po = present.buf;
+    Py_ssize_t examples = ok ? cells / (K * W) : 0;
+    for (Py_ssize_t t = 0; ok && t < T; t++) {
+        ok = e[t] >= 0 && e[t] < examples && e[t] < E && r[t] >= 0 && r[t] < K && f[t] >= 0 &&
+             f[t] < R && off[e[t]] >= 0 && off[e[t]] + n <= N;
+        Py_ssize_t base = ok ? off[e[t]] : 0, in = f[t] * L, out = (e[t] * K + r[t]) * W;
+        for (Py_ssize_t c = 0; ok && c < L; c++, in++, out++) {
+            if (!lp[in]) continue;
+            int64_t a = src1[in], b = src2[in], i = fi[in], j = se[in];
+            ok = a >= 0 && a < n + C && i >= 0 && i <= n && j >= 0 && j <= n &&
+                 (!cr[in] || (b >= 0 && b < n + C));
+            if (!ok) break;
+            uint64_t x = a < n ? h[base + a] : cst[a - n];
+            if (cr[in]) x = (x * 16777619ull) ^ (b < n ? h[base + b] : cst[b - n]);
+            ko[out] = x;
+            vo[out] = cf[in] * (i ? val[base + i - 1] : 1.0) * (j ? val[base + j - 1] : 1.0);
+            po[out] = 1;
+        }
+    }
+    if (!ok && !PyErr_Occurred())
+        PyErr_SetString(PyExc_ValueError, "layout_fill: arrays or indices out of range");
+    Py_buffer *all[] = {&keys, &value, &present, &ex, &rw, &from, &s1, &s2, &cross, &consts,
+                        &coef, &first, &second, &lpresent, &offsets, &hashes, &values};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        if (all[k]->obj) PyBuffer_Release(all[k]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(lines_doc,
+"lines(data) -> list of str\n\n"
+"The lines of a bytes-like object split at each '\\n' (n newlines: n + 1 lines), each\n"
+"decoded as UTF-8 with surrogate escapes: data.decode('utf-8', 'surrogateescape')\n"
+"split('\\n'), in one pass over the bytes.");
+
+static PyObject *py_lines(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*", &data)) return NULL;
+    PyObject *out = PyList_New(0);
+    const char *p = data.buf, *end = p + data.len;
+    while (out) {
+        const char *stop = memchr(p, '\n', end - p);
+        if (!stop) stop = end;
+        PyObject *line = PyUnicode_DecodeUTF8(p, stop - p, "surrogateescape");
+        if (!line || PyList_Append(out, line) < 0) Py_CLEAR(out);
+        Py_XDECREF(line);
+        if (stop == end) break;
+        p = stop + 1;
+    }
+    PyBuffer_Release(&data);
+    return out;
+}
+
 PyDoc_STRVAR(keep_freed_memory_doc,
 "keep_freed_memory() -> bool\n\n"
 "Ask glibc's malloc to keep freed memory for reuse: blocks up to 32 MiB come from the\n"
@@ -794,6 +838,8 @@ static PyMethodDef methods[] = {
     {"adf_examples", py_adf_examples, METH_VARARGS, adf_examples_doc},
     {"slot_columns", py_slot_columns, METH_VARARGS, slot_columns_doc},
     {"merge_repeats", py_merge_repeats, METH_VARARGS, merge_repeats_doc},
+    {"layout_fill", py_layout_fill, METH_VARARGS, layout_fill_doc},
+    {"lines", py_lines, METH_VARARGS, lines_doc},
     {"keep_freed_memory", py_keep_freed_memory, METH_NOARGS, keep_freed_memory_doc},
     {NULL, NULL, 0, NULL},
 };

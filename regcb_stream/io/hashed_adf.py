@@ -9,7 +9,8 @@ action lines: the layout is built once per such pair by running the reference
 of the shared features' hashes ``H`` (``H[i]``, ``cross(H[i], c)``, ``cross(c, H[j])``,
 ``cross(H[i], H[j])``, or a constant ``c`` of the action lines) and every value ``coef *
 s[i] * s[j]`` of their values. The compiled tokenizer (``_scan.hashes``) gives ``H`` and
-``s`` for the whole block; each layout then costs a few vectorized operations.
+``s`` for the whole block; the compiled ``_scan.layout_fill`` then writes each layout's
+rows into the block.
 
 Columns are registered in example order (one ``columns`` call for the block), so the
 numbering does not depend on how the stream is cut into blocks.
@@ -114,26 +115,18 @@ def source_of(constant: int, n: int, constants: dict) -> int:
     return n + constants.setdefault(constant, len(constants))
 
 
-def layout_rows(layout: Layout, hashes: np.ndarray, values: np.ndarray, which=None
+def layout_rows(layout: Layout, hashes: np.ndarray, values: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Keys (unmasked, uint64) and values ``(m, K, L)`` of ``m`` examples of one layout from
     their shared hashes and values ``(m, n)`` (hashes ``(1, n)``: the same for all, keys
-    ``(1, K, L)``); with ``which = (examples, rows)``, only those rows of those examples,
-    ``(R, L)``."""
+    ``(1, K, L)``). ``_scan.layout_fill`` computes the same rows in place, row by row."""
     m = len(hashes)
     hx = np.hstack([hashes.astype(np.uint64), np.broadcast_to(layout.constants, (
         m, len(layout.constants))), np.zeros((m, 1), np.uint64)])  # (a column for padding)
     s = np.hstack([np.ones((len(values), 1)), values])
-    if which is None:
-        x1, x2 = hx[:, layout.source1], hx[:, layout.source2]
-        keys = np.where(layout.cross, (x1 * _FNV) ^ x2, x1)
-        return keys, layout.coef * s[:, layout.first] * s[:, layout.second]
-    examples, rows = which
-    at = examples[:, None]
-    named = at if m > 1 else 0
-    x1, x2 = hx[named, layout.source1[rows]], hx[named, layout.source2[rows]]
-    keys = np.where(layout.cross[rows], (x1 * _FNV) ^ x2, x1)
-    return keys, layout.coef[rows] * s[at, layout.first[rows]] * s[at, layout.second[rows]]
+    x1, x2 = hx[:, layout.source1], hx[:, layout.source2]
+    keys = np.where(layout.cross, (x1 * _FNV) ^ x2, x1)
+    return keys, layout.coef * s[:, layout.first] * s[:, layout.second]
 
 
 def stack_layouts(layouts: list[Layout], n: int) -> Layout:

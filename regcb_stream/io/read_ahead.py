@@ -27,6 +27,7 @@ import functools
 import itertools
 import os
 import select
+import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 
@@ -34,6 +35,14 @@ try:
     from regcb_stream.io import _scan
 except ImportError:  # not built (a source tree without `pip install`): line by line
     _scan = None
+
+
+def _decoded_lines(data) -> list[str]:
+    """The lines of bytes split at each ``\\n``, decoded (``_scan.lines``' reference)."""
+    return bytes(data).decode("utf-8", "surrogateescape").split("\n")
+
+
+_lines = _decoded_lines if _scan is None else _scan.lines
 
 CHUNK = 1 << 16
 GZIP_MAGIC = b"\x1f\x8b"
@@ -45,6 +54,7 @@ class ReadAhead:
 
     def __init__(self, fd: int, chunk: int = CHUNK):
         self._fd = fd
+        self._file = stat.S_ISREG(os.fstat(fd).st_mode)  # always ready: never asked
         self._chunk = chunk
         self._lines: list[str] = []
         self._next = 0  # the first line of _lines not yet given out
@@ -116,7 +126,8 @@ class ReadAhead:
 
     def ready(self) -> bool:
         """Whether a line is buffered or the descriptor has data (or its end) to read."""
-        return self._next < len(self._lines) or bool(select.select([self._fd], [], [], 0)[0])
+        return (self._file or self._next < len(self._lines)
+                or bool(select.select([self._fd], [], [], 0)[0]))
 
     def _fill(self) -> bool:
         """Read until a line is complete (or the input ends); False at the end."""
@@ -133,7 +144,7 @@ class ReadAhead:
             cut = data.rfind(b"\n") + 1  # complete lines, decoded at once
             self._tail = data[cut:]
             if cut:
-                self._lines = data[:cut - 1].decode("utf-8", "surrogateescape").split("\n")
+                self._lines = _lines(memoryview(data)[:cut - 1])
         return True
 
 

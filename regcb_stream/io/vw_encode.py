@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -254,6 +255,41 @@ def _memo(cache: dict, key, make):
     return value
 
 
+class _Tokens(NamedTuple):
+    """The shared lines' tokens of a block (``_scan.hashes``): where each line's tokens start,
+    their hashes and values."""
+
+    offsets: np.ndarray  # int64, one per line
+    hashes: np.ndarray  # uint32
+    values: np.ndarray  # float64
+
+
+class _Fill(NamedTuple):
+    """Rows of a block from a layout: row ``rows[t]`` of example ``examples[t]`` is row
+    ``from_rows[t]`` of ``layout``, for shared lines of ``n_tokens`` tokens."""
+
+    examples: np.ndarray
+    rows: np.ndarray
+    from_rows: np.ndarray
+    layout: Layout
+    n_tokens: int
+    members: list | None = None  # the examples, once each, when every row is filled
+
+    @classmethod
+    def whole(cls, members: list[int], layout: Layout, n_tokens: int) -> _Fill:
+        """Every row of each member by the same row of the layout."""
+        k = len(layout.source1)
+        rows = np.tile(np.arange(k), len(members))
+        return cls(np.repeat(members, k), rows, rows, layout, n_tokens, members)
+
+    def whole_block(self, n: int) -> bool:
+        return self.members is not None and len(self.members) == n
+
+
+def _width(part) -> int:
+    return part.layout.source1.shape[1] if isinstance(part, _Fill) else part[2].shape[-1]
+
+
 class AdfEncoder:
     """The action lines of an ADF example, merged with its shared line and crossed as VW's
     ``-q`` says, to ``EncodedRows`` (one row per action).
@@ -345,14 +381,15 @@ class AdfEncoder:
     def _hashed_block(self, bodies: list[str], shared: list, actions: list[tuple]
                       ) -> EncodedBlock:
         """``encode_block`` with hashing: the shared lines hashed in one compiled pass,
-        each (namespace initials, action lines) layout in a few vectorized operations
-        (`hashed_adf`), the slow lines by the reference; then every key's column, in
+        the rows of each (namespace initials, action lines) layout filled by a compiled
+        kernel (`hashed_adf`), the slow lines by the reference; then every key's column, in
         example order. An action set met once in the block, and never before, is not worth
         a layout of its own (streams whose action sets change would build one per example):
         its rows go by the layouts of (initials, one action), which such streams repeat."""
         offsets, initials, hashes, values, slow = _scan.hashes(bodies)
         offsets, values = np.frombuffer(offsets, np.int64), np.frombuffer(values, float)
         hashes, slow = np.frombuffer(hashes, np.uint32), np.frombuffer(slow, bool).copy()
+        tokens = _Tokens(offsets, hashes, values)
         groups = _groups(initials, offsets, actions, np.flatnonzero(~slow).tolist())
         parts, errors, counts, lone = [], {}, {}, []
         for (starts, acts), members in groups.items():
@@ -363,34 +400,21 @@ class AdfEncoder:
             if layout is None:  # features summed into one key: the reference path
                 slow[members] = True
                 continue
-            names, vals = self._shared_of(members, starts, offsets, hashes, values)
-            keys, vals = layout_rows(layout, names, vals)
-            if not layout.present.all():
-                vals = np.where(layout.present, vals, 0.0)
-            parts.append((members, slice(None), keys, vals, layout.present))
-        parts += self._rows_by_action(lone, offsets, hashes, values, slow)
+            parts.append(_Fill.whole(members, layout, len(starts)))
+        parts += self._rows_by_action(lone, slow)
         for i, features in _parsed(bodies, shared, slow, errors).items():
             rows = flatten_adf(features, actions[i], self.interactions, False, self._keys)
             counts[i] = sum(map(len, rows)) + self.constant * len(rows)
             parts.append(([i], slice(None), *_keyed_rows(rows)))
-        return self._columns_in_order(len(actions), len(actions[0]), parts, errors, counts)
+        return self._columns_in_order(len(actions), len(actions[0]), parts, tokens, errors,
+                                      counts)
 
     def _layout(self, starts: bytes, acts: tuple) -> Layout | None:
         return _memo(self._templates, ("hashed", starts, acts), lambda: _or_none(
             make_layout, starts, acts, self.interactions, _Slot))
 
-    @staticmethod
-    def _shared_of(members: list[int], starts: bytes, offsets, hashes, values):
-        """The shared hashes ``(m, n)`` (``(1, n)`` when the same for all) and values of
-        examples whose shared lines have ``len(starts)`` tokens."""
-        at = offsets[members][:, None] + np.arange(len(starts))
-        names = hashes[at]
-        if len(members) > 1 and (names == names[0]).all():  # the same names each time
-            names = names[:1]  # (keys of one example, shared by all)
-        return names, values[at]
-
-    def _rows_by_action(self, lone: list, offsets, hashes, values, slow) -> list:
-        """Parts of the rows of examples ``(i, starts, acts)``, by shared initials: each
+    def _rows_by_action(self, lone: list, slow) -> list[_Fill]:
+        """The fills of the rows of examples ``(i, starts, acts)``, by shared initials: each
         row by the layout of its one action (an ADF row depends on the shared line and its
         own action only), kept in a `Catalogue` per initials; an example with a row the
         layouts cannot give is marked ``slow``."""
@@ -412,17 +436,13 @@ class AdfEncoder:
             examples, all_rows = by_starts.setdefault(starts, ([], []))
             examples.append(i)
             all_rows += rows
-        parts = []
+        fills = []
         for starts, (examples, rows) in by_starts.items():
-            layout = self._catalogues[starts].stacked
-            names, vals = self._shared_of(examples, starts, offsets, hashes, values)
             k = len(rows) // len(examples)
-            which = (np.repeat(np.arange(len(examples)), k), np.array(rows))
-            keys, vals = layout_rows(layout, names, vals, which)
-            present = layout.present[which[1]]
-            parts.append((np.repeat(examples, k), np.tile(np.arange(k), len(examples)), keys,
-                          np.where(present, vals, 0.0), present))
-        return parts
+            fills.append(_Fill(np.repeat(examples, k), np.tile(np.arange(k), len(examples)),
+                               np.array(rows, np.int64), self._catalogues[starts].stacked,
+                               len(starts)))
+        return fills
 
     def _parsed_block(self, shared: list, actions: list[tuple]) -> EncodedBlock:
         """``encode_block`` of examples whose shared features are parsed (``Features``):
@@ -436,31 +456,49 @@ class AdfEncoder:
                 rows.index, rows.value)
         return EncodedBlock(EncodedRows(index, value), np.array([n for _, n in parts]), {})
 
-    def _columns_in_order(self, n: int, k: int, parts: list, errors: dict, counts: dict
-                          ) -> EncodedBlock:
-        """Padded rows ``(n, K, L)`` from each part's (examples, rows, keys, values,
-        present): ``rows`` a slice of all rows (keys ``(m, K, L)``), or each example's row
-        (keys ``(m, L)``); the keys' columns registered in example order."""
-        if (len(parts) == 1 and len(parts[0][0]) == n and isinstance(parts[0][1], slice)
-                and parts[0][4].all()):
-            _, _, keys, value, _ = parts[0]  # the usual case: one layout without padding
-            index = np.asarray(self._columns(keys.reshape(-1)), np.intp).reshape(keys.shape)
-            if len(index) == 1 < n:  # every example has the same keys
-                merged = EncodedRows(index.copy(), np.ones(index.shape))
-                if not _merge_repeats(merged):  # (then none of them repeats a column)
-                    index = np.broadcast_to(index, value.shape)
-                    return self._finish_rows(index, value, errors, counts, merged=True)
-                index = np.broadcast_to(index, value.shape)
-            return self._finish_rows(index, value, errors, counts)
-        width = max([part[2].shape[-1] for part in parts] + [1])
+    def _columns_in_order(self, n: int, k: int, parts: list, tokens: _Tokens, errors: dict,
+                          counts: dict) -> EncodedBlock:
+        """Padded rows ``(n, K, L)`` from the parts: a `_Fill` of layout rows, or a keyed
+        part (examples, rows, keys, values, present) with ``rows`` a slice of all rows
+        (keys ``(m, K, L)``); the keys' columns registered in example order."""
+        if (len(parts) == 1 and isinstance(parts[0], _Fill) and parts[0].whole_block(n)
+                and parts[0].layout.present.all()):
+            return self._one_layout(parts[0], tokens, errors, counts)  # the usual case
+        width = max([_width(part) for part in parts] + [1])
         keys, value = np.zeros((n, k, width), np.uint64), np.zeros((n, k, width))
         present = np.zeros((n, k, width), bool)
-        for members, rows, part_keys, part_values, part_present in parts:
+        for part in parts:
+            if isinstance(part, _Fill):
+                layout = part.layout
+                _scan.layout_fill(keys, value, present, k, width, part.examples, part.rows,
+                                  part.from_rows, layout, *layout.source1.shape,
+                                  part.n_tokens, *tokens)
+                continue
+            members, rows, part_keys, part_values, part_present = part
             w = part_keys.shape[-1]
             keys[members, rows, :w], value[members, rows, :w] = part_keys, part_values
             present[members, rows, :w] = part_present
         index = np.zeros((n, k, width), np.intp)
         index[present] = self._columns(keys[present])
+        return self._finish_rows(index, value, errors, counts)
+
+    def _one_layout(self, fill: _Fill, tokens: _Tokens, errors: dict, counts: dict
+                    ) -> EncodedBlock:
+        """The rows of a block of one layout without padding: when every example has the
+        same shared hashes, their columns are found (and checked for repeats) once."""
+        members = fill.members
+        at = tokens.offsets[members][:, None] + np.arange(fill.n_tokens)
+        names = tokens.hashes[at]
+        if len(members) > 1 and (names == names[0]).all():  # the same names each time
+            names = names[:1]  # (keys of one example, shared by all)
+        keys, value = layout_rows(fill.layout, names, tokens.values[at])
+        index = np.asarray(self._columns(keys.reshape(-1)), np.intp).reshape(keys.shape)
+        if len(index) == 1 < len(members):  # every example has the same keys
+            merged = EncodedRows(index.copy(), np.ones(index.shape))
+            if not _merge_repeats(merged):  # (then none of them repeats a column)
+                index = np.broadcast_to(index, value.shape)
+                return self._finish_rows(index, value, errors, counts, merged=True)
+            index = np.broadcast_to(index, value.shape)
         return self._finish_rows(index, value, errors, counts)
 
     def _finish_rows(self, index, value, errors: dict, counts: dict, merged: bool = False

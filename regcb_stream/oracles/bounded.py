@@ -19,6 +19,7 @@ from regcb_stream.oracles.ridge import (
     _rows,
     _sparse_row,
     check_penalty,
+    refresh_interval,
     resolve_prior,
 )
 
@@ -155,7 +156,7 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
     @property
     def refresh_every(self) -> int:
         """Head updates of a model between two fresh inverses of its head."""
-        return max(64, self._hinv.shape[1])
+        return refresh_interval(self._hinv.shape[1])
 
     @property
     def nbytes(self) -> int:
