@@ -1739,6 +1739,36 @@ static PyObject *py_vw_run(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(learned);
 }
 
+PyDoc_STRVAR(page_hinkley_doc,
+"page_hinkley(block, n, mean, walk, low, threshold, delta, min_labels, window)\n"
+"    -> (alarm, n, mean, walk, low)\n\n"
+"The change test's recurrence (regcb_stream/change.py, ChangeDetector._check) over a list\n"
+"of squared residuals in order: n labels, the reference mean (1 / min(n, window)\n"
+"weights), the walk m_t and its minimum; stops at the first label whose walk rises more\n"
+"than threshold * ln n above its minimum (n >= min_labels): alarm True.");
+
+static PyObject *py_page_hinkley(PyObject *self, PyObject *args) {
+    PyObject *block;
+    Py_ssize_t n, min_labels, window;
+    double mean, walk, low, threshold, delta;
+    if (!PyArg_ParseTuple(args, "O!ndddddnn", &PyList_Type, &block, &n, &mean, &walk, &low,
+                          &threshold, &delta, &min_labels, &window))
+        return NULL;
+    int alarm = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(block) && !alarm; i++) {
+        double x = PyFloat_AsDouble(PyList_GET_ITEM(block, i));
+        if (x == -1.0 && PyErr_Occurred()) return NULL;
+        n += 1;
+        mean += (x - mean) / (double)(n < window ? n : window);
+        walk += x - mean - delta;
+        if (walk < low)
+            low = walk;
+        else if (n >= min_labels && walk - low > threshold * log((double)n))
+            alarm = 1;
+    }
+    return Py_BuildValue("Nnddd", PyBool_FromLong(alarm), n, mean, walk, low);
+}
+
 static PyMethodDef methods[] = {
     {"moments", py_moments, METH_VARARGS, moments_doc},
     {"learn", py_learn, METH_VARARGS, learn_doc},
@@ -1755,6 +1785,7 @@ static PyMethodDef methods[] = {
     {"bounded_learn", py_bounded_learn, METH_VARARGS, bounded_learn_doc},
     {"bounded_run", py_bounded_run, METH_VARARGS, bounded_run_doc},
     {"vw_run", py_vw_run, METH_VARARGS, vw_run_doc},
+    {"page_hinkley", py_page_hinkley, METH_VARARGS, page_hinkley_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -36,6 +36,11 @@ import math
 
 import numpy as np
 
+try:
+    from regcb_stream import _ridge
+except ImportError:  # not built: the reference recurrence
+    _ridge = None
+
 CHECK_EVERY = 64  # labels per block of the test
 DELTA = 0.005  # the tolerated rise of the mean squared residual (River's default)
 MIN_LABELS = 30  # labels before the test may alarm (River's min_instances)
@@ -85,18 +90,30 @@ class ChangeDetector:
 
     def _check(self) -> bool:
         """The test over the block's residuals, in order; the block emptied."""
-        n, walk, low = self._n, self._walk, self._low
-        mean = self._sum / max(n, 1) if self._mean is None else self._mean
-        block, self.waiting, threshold = self.waiting, [], self.threshold
-        for x in block:
-            n += 1
-            mean += (x - mean) / min(n, WINDOW)
-            walk += x - mean - DELTA
-            if walk < low:
-                low = walk
-            elif n >= MIN_LABELS and walk - low > threshold * math.log(n):
-                self.changes += 1
-                self._restart()
-                return True
-        self._n, self._mean, self._walk, self._low = n, mean, walk, low
+        mean = self._sum / max(self._n, 1) if self._mean is None else self._mean
+        block, self.waiting = self.waiting, []
+        state = (self._n, mean, self._walk, self._low, self.threshold, DELTA, MIN_LABELS,
+                 WINDOW)
+        alarm, *state = (_page_hinkley if _ridge is None else _ridge.page_hinkley)(
+            block, *state)
+        if alarm:
+            self.changes += 1
+            self._restart()
+            return True
+        self._n, self._mean, self._walk, self._low = state
         return False
+
+
+def _page_hinkley(block: list[float], n: int, mean: float, walk: float, low: float,
+                  threshold: float, delta: float, min_labels: int, window: int) -> tuple:
+    """The test's recurrence over a block (``_ridge.page_hinkley``'s reference): whether it
+    alarmed (it stops there), and ``n``, ``mean``, ``walk`` and ``low`` after it."""
+    for x in block:
+        n += 1
+        mean += (x - mean) / min(n, window)
+        walk += x - mean - delta
+        if walk < low:
+            low = walk
+        elif n >= min_labels and walk - low > threshold * math.log(n):
+            return True, n, mean, walk, low
+    return False, n, mean, walk, low

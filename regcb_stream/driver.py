@@ -192,7 +192,8 @@ class Driver:
             return
         block = read_cb_block([text for _, text in batch], self.settings.n_actions)
         encoded = self._text.encode(block.bodies)
-        keep, reports = _checked(batch, {**encoded.errors, **block.errors}, on_error)
+        keep, reports = _checked(len(batch), {**encoded.errors, **block.errors}, on_error,
+                                 batch.__getitem__)
         if keep:
             rows = encoded.rows if len(keep) == len(batch) else encoded.rows[keep]
             per_example = (1 if self.legacy else len(self._labels))
@@ -211,22 +212,31 @@ class Driver:
             return
         encoded = self._adf.encode_block([ex.shared for ex in batch],
                                          [ex.actions for ex in batch])
-        keep, reports = _checked([(ex.line_no, ex.text) for ex in batch], encoded.errors,
-                                 on_error)
-        examples = [batch[i] for i in keep]
+        keep, reports = _checked(len(batch), encoded.errors, on_error,
+                                 lambda i: (batch[i].line_no, batch[i].text))
+        whole = len(keep) == len(batch)
+        examples = batch if whole else [batch[i] for i in keep]
         tags = [ex.tag for ex in examples]
         if examples and not examples[0].actions:  # lone shared lines: VW writes nothing
             empty = np.zeros((len(examples), 0))
             self._write(empty, empty.astype(np.intp), tags)
         elif examples:
-            rows = encoded.rows if len(keep) == len(batch) else encoded.rows[keep]
-            labels = np.array([(ex.label.action, ex.label.cost, ex.label.prob,
-                                self._weight(ex)) if _learnable(ex.label) else
-                               (-1, 0.0, 1.0, 1.0) for ex in examples]).T
             self._replay(tags, [ex.line_no for ex in examples], [{}] * len(examples),
-                         rows, (labels[0].astype(np.intp), *labels[1:]),
-                         encoded.n_features[keep].tolist(), examples)
+                         encoded.rows if whole else encoded.rows[keep],
+                         self._adf_labels(examples), encoded.n_features[keep].tolist(),
+                         examples)
         _report(reports, on_error)
+
+    def _adf_labels(self, examples: list) -> tuple:
+        """The played indices (-1: nothing to learn), costs, probabilities and importance
+        weights of ADF examples, as arrays."""
+        flat: list = []
+        for ex in examples:
+            label = ex.label
+            flat += (label.action, label.cost, label.prob, self._weight(ex)) if _learnable(
+                label) else _NO_LABEL
+        table = np.array(flat, float).reshape(-1, 4).T
+        return (table[0].astype(np.intp), *table[1:])
 
     def _replay(self, tags: list, line_nos: list[int], contexts, actions, labels,
                 n_features: list[int], examples: list) -> None:
@@ -328,9 +338,10 @@ class Driver:
     def _weight(self, example) -> float:
         """Importance weight of a label: the example's (DSJSON's pdrop), times VW's 1/prob on
         an ADF example's last line with ``vw_compat``."""
+        if not self.vw_compat:
+            return example.weight
         last = self.settings.adf and example.label.action == len(example.actions) - 1
-        return example.weight / example.label.prob if self.vw_compat and last else (
-            example.weight)
+        return example.weight / example.label.prob if last else example.weight
 
     def _check_costs(self, costs: np.ndarray, learned: np.ndarray, line_nos: list[int]):
         """Warn, once per run, about a learned cost outside the cost range."""
@@ -368,13 +379,16 @@ class ExampleError(ValueError):
         self.line_no = line_no
 
 
-def _checked(located: list[tuple], errors: dict, on_error: OnError | None):
-    """The examples of a block to decide (every good one when bad ones are skipped, else
-    those before the first bad one, where the run stops) and the errors to report after
-    their predictions are written; ``located``: each example's line number and text."""
-    reports = [VWParseError(*located[i][:2], error.rule, error.detail)
+def _checked(n: int, errors: dict, on_error: OnError | None, locate):
+    """The examples of a block of ``n`` to decide (every good one when bad ones are
+    skipped, else those before the first bad one, where the run stops) and the errors to
+    report after their predictions are written; ``locate(i)``: example i's line number and
+    text."""
+    if not errors:
+        return list(range(n)), []
+    reports = [VWParseError(*locate(i), error.rule, error.detail)
                for i, error in sorted(errors.items())]
-    last = min(errors) if errors and on_error is None else len(located)
+    last = min(errors) if on_error is None else n
     return [i for i in range(last) if i not in errors], reports
 
 
@@ -383,6 +397,9 @@ def _report(reports: list[VWParseError], on_error: OnError | None) -> None:
         if on_error is None:
             raise error
         on_error(error)
+
+
+_NO_LABEL = (-1, 0.0, 1.0, 1.0)  # (played, cost, probability, weight) of an unlabelled example
 
 
 def _learnable(label) -> bool:

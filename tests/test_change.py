@@ -58,6 +58,18 @@ def observe_all(test: ChangeDetector, residuals: np.ndarray) -> list[int]:
             if test.observe_many(residuals[start:start + CHECK_EVERY], 0.0)]
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), max_size=200), st.integers(0, 20_000),
+       st.floats(0.0, 1.0), st.floats(-5.0, 5.0), st.floats(0.0, 5.0), st.floats(0.5, 8.0),
+       st.integers(1, 100))
+def test_the_compiled_recurrence_is_the_reference(block, n, mean, walk, rise, threshold,
+                                                  window):
+    """``_ridge.page_hinkley`` against `change._page_hinkley`, number for number."""
+    from regcb_stream import _ridge
+    state = (n, mean, walk, walk - rise, threshold, change.DELTA, change.MIN_LABELS, window)
+    assert _ridge.page_hinkley(block, *state) == change._page_hinkley(block, *state)
+
+
 def creeping(n: int, seed: int = 0) -> np.ndarray:
     """Residuals whose squares' mean creeps from 0.25 to 0.28 over ``n`` labels (a
     learner's own fit, as on a hashed sparse log), then rises by 0.2 for 4,096 labels."""

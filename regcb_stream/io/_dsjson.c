@@ -539,21 +539,47 @@ static PyObject *event_example(Context *ctx, Event *ev, PyObject *features, Py_s
         ev->event_id ? ev->event_id : Py_None, PyBool_FromLong(ev->skip_learn)));
 }
 
-/* The event's example when its action texts are a key of sets (their features), else its
- * tuple; without sets, its tuple. */
+/* The features of an event's action texts as _Actions.of finds them without parsing: the
+ * tuple in sets (the previous event's when its texts are the same), else the features of
+ * each text in known, as a new tuple put in sets (cleared first when it holds more than
+ * max_sets); NULL without an exception when a text is not known (the Python side parses
+ * it). A borrowed reference, held by ctx->features. */
+static PyObject *known_features(Context *ctx, PyObject *texts, int same, PyObject *sets,
+                                PyObject *known, Py_ssize_t max_sets) {
+    PyObject *features = same && ctx->features ? ctx->features
+                                               : PyDict_GetItemWithError(sets, texts);
+    if (!features && !PyErr_Occurred()) {
+        Py_ssize_t n = PyTuple_GET_SIZE(texts);
+        PyObject *made = PyTuple_New(n);
+        for (Py_ssize_t i = 0; made && i < n; i++) {
+            PyObject *one = PyDict_GetItemWithError(known, PyTuple_GET_ITEM(texts, i));
+            if (!one) Py_CLEAR(made);
+            else PyTuple_SET_ITEM(made, i, Py_NewRef(one));
+        }
+        if (made && PyDict_GET_SIZE(sets) > max_sets) PyDict_Clear(sets);
+        if (made && PyDict_SetItem(sets, texts, made) < 0) Py_CLEAR(made);
+        features = made;
+        Py_XDECREF(made);  /* (sets holds it) */
+    }
+    if (PyErr_Occurred()) return NULL;
+    Py_XSETREF(ctx->features, Py_XNewRef(features));
+    return features;
+}
+
+/* The event's example when its action texts' features are known (known_features), else
+ * its tuple; without sets, its tuple. */
 static PyObject *event_item(Context *ctx, Event *ev, PyObject *line, Py_ssize_t no,
-                            PyObject *sets, PyObject *example_type, PyObject *label_type) {
+                            PyObject *sets, PyObject *known, Py_ssize_t max_sets,
+                            PyObject *example_type, PyObject *label_type) {
     int same = ctx->same;
     PyObject *texts = action_texts(ctx), *features = NULL, *item = NULL;
     if (!texts) return NULL;
     if (sets != Py_None) {
-        features = same && ctx->features ? ctx->features
-                                         : PyDict_GetItemWithError(sets, texts);
+        features = known_features(ctx, texts, same, sets, known, max_sets);
         if (!features && PyErr_Occurred()) {
             Py_DECREF(texts);
             return NULL;
         }
-        Py_XSETREF(ctx->features, Py_XNewRef(features));
     }
     item = features ? event_example(ctx, ev, features, no, line, example_type, label_type)
                     : event_tuple(ctx, ev, texts);
@@ -562,23 +588,26 @@ static PyObject *event_item(Context *ctx, Event *ev, PyObject *line, Py_ssize_t 
 }
 
 PyDoc_STRVAR(events_doc,
-"events(lines[, first_no, sets, example_type, label_type]) -> list\n"
+"events(lines[, first_no, sets, known, max_sets, example_type, label_type]) -> list\n"
 "For each DSJSON line, None (the reference parser's) or (shared, actions, label_index,\n"
 "cost, probability, weight, skip_learn, event_id): see the module's comment.  With sets\n"
-"(a dict from tuples of action texts to their features), a line whose action texts are a\n"
-"key is returned as example_type(shared, features, label, None, line number, line,\n"
-"weight, event_id, skip_learn), label label_type(index, cost, probability) or None (no\n"
-"label, or skip_learn), lines numbered from first_no: dsjson._example's example.");
+"and known (dsjson._Actions': tuples of action texts to their features, a text to its\n"
+"features), a line whose action texts' features are known is returned as\n"
+"example_type(shared, features, label, None, line number, line, weight, event_id,\n"
+"skip_learn), label label_type(index, cost, probability) or None (no label, or\n"
+"skip_learn), lines numbered from first_no: dsjson._example's example (the features\n"
+"found as _Actions.of finds them, sets holding at most max_sets + 1 tuples).");
 
 static PyObject *py_events(PyObject *self, PyObject *args) {
-    PyObject *lines, *sets = Py_None, *example_type = Py_None, *label_type = Py_None;
-    Py_ssize_t first_no = 1;
-    if (!PyArg_ParseTuple(args, "O!|nOOO", &PyList_Type, &lines, &first_no, &sets,
-                          &example_type, &label_type))
+    PyObject *lines, *sets = Py_None, *known = Py_None, *example_type = Py_None;
+    PyObject *label_type = Py_None;
+    Py_ssize_t first_no = 1, max_sets = 0;
+    if (!PyArg_ParseTuple(args, "O!|nOOnOO", &PyList_Type, &lines, &first_no, &sets, &known,
+                          &max_sets, &example_type, &label_type))
         return NULL;
-    if (sets != Py_None && (!PyDict_Check(sets) || !PyType_Check(example_type) ||
-                            !PyType_Check(label_type))) {
-        PyErr_SetString(PyExc_TypeError, "sets must be a dict, with two tuple types");
+    if (sets != Py_None && (!PyDict_Check(sets) || !PyDict_Check(known) ||
+                            !PyType_Check(example_type) || !PyType_Check(label_type))) {
+        PyErr_SetString(PyExc_TypeError, "sets and known must be dicts, with two tuple types");
         return NULL;
     }
     Py_ssize_t n = PyList_GET_SIZE(lines);
@@ -600,7 +629,8 @@ static PyObject *py_events(PyObject *self, PyObject *args) {
         int ok = p ? event(p, p + length, &ctx, &ev) : 0;
         PyErr_Clear();  /* (a str that is not UTF-8: the reference's to report) */
         if (ok == 1) {
-            item = event_item(&ctx, &ev, line, first_no + i, sets, example_type, label_type);
+            item = event_item(&ctx, &ev, line, first_no + i, sets, known, max_sets,
+                              example_type, label_type);
         } else if (ok == 0) {
             item = Py_NewRef(Py_None);
         }

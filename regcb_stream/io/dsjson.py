@@ -133,7 +133,7 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
     Lines are read in blocks of what is available (``lines.take``, as `ReadAhead` has it),
     each through the compiled reader (``_dsjson.events``), which writes the shared features
     as VW feature text; each distinct action object is parsed once (and with
-    ``shared_text``, an event whose set of action objects was met before is made into its
+    ``shared_text``, an event whose action objects were all met before is made into its
     example by the compiled reader itself). Lines it leaves, and
     every bad line, take `parse_event`. With ``shared_text`` the shared features of the
     compiled reader's lines stay text (as ``iter_adf(..., shared_text=True)`` has them,
@@ -151,10 +151,11 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
     take = taker(lines)
     actions = _Actions()
     no = first_line - 1
-    known = actions.sets if shared_text else None  # (examples made by the compiled reader)
+    known = (actions.sets, actions.texts, actions.SETS, ADFExample, Label) if shared_text \
+        else ()  # (with shared_text, examples made by the compiled reader)
     while chunk := take(BLOCK):
         fast = [None] * len(chunk) if _dsjson is None else _dsjson.events(
-            chunk, no + 1, known, ADFExample, Label)
+            chunk, no + 1, *known)
         for raw, event in zip(chunk, fast):
             no += 1
             if type(event) is ADFExample:

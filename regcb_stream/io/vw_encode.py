@@ -29,6 +29,8 @@ whose hashes share a slot share a column: their values add up, as in VW.
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -230,18 +232,15 @@ def _layout(names: tuple[str, ...]) -> tuple:
 
 
 def _groups(initials: bytes, offsets, actions: list[tuple], examples: list[int]) -> dict:
-    """The examples by (shared namespace initials, action set): grouped by the action
-    sets' identity first (a reader that repeats an action set gives the same tuple),
-    so each distinct tuple is hashed once."""
-    by_identity: dict[tuple, list[int]] = {}
-    for i in examples:
-        by_identity.setdefault((initials[offsets[i]:offsets[i + 1]], id(actions[i])),
-                               []).append(i)
+    """The examples by (shared namespace initials, action set), in example order. Action
+    sets are compared by their actions' identity: the readers give a repeated action line
+    or object the same features, so equal sets match without hashing their features (equal
+    actions that are not the same object go apart, which costs speed, not rows)."""
     groups: dict[tuple, list[int]] = {}
-    for (starts, _), members in by_identity.items():
-        groups.setdefault((starts, actions[members[0]]), []).extend(members)
-    for members in groups.values():  # (in place: a new dict would hash each key again)
-        members.sort()
+    bounds = offsets.tolist()
+    for i in examples:
+        key = (initials[bounds[i]:bounds[i + 1]], *map(id, actions[i]))
+        groups.setdefault(key, []).append(i)
     return groups
 
 
@@ -345,9 +344,11 @@ class AdfEncoder:
         ([[3.0, 1.0, 1.0, 3.0], [3.0, 1.0, 1.0, 3.0]], [8, 10, 8])
         """
         n, k = len(actions), len(actions[0])
-        if any(isinstance(body, tuple) for body in shared):  # parsed already (DSJSON)
+        kinds = set(map(type, shared))
+        if tuple in kinds:  # parsed already (DSJSON's reference path)
             return self._parsed_block(shared, actions)
-        bodies = ["" if body is None else body for body in shared]
+        bodies = shared if type(None) not in kinds else [
+            "" if body is None else body for body in shared]
         if self._keys is not None and _scan is not None:
             return self._hashed_block(bodies, shared, actions)
         groups, slow = _scan_groups(bodies)
@@ -383,25 +384,26 @@ class AdfEncoder:
         """``encode_block`` with hashing: the shared lines hashed in one compiled pass,
         the rows of each (namespace initials, action lines) layout filled by a compiled
         kernel (`hashed_adf`), the slow lines by the reference; then every key's column, in
-        example order. An action set met once in the block, and never before, is not worth
-        a layout of its own (streams whose action sets change would build one per example):
-        its rows go by the layouts of (initials, one action), which such streams repeat."""
+        example order. An action set met once in the block is not worth a layout of its
+        own (streams whose action sets change would build one per example): its rows go
+        by the layouts of (initials, one action), which such streams repeat."""
         offsets, initials, hashes, values, slow = _scan.hashes(bodies)
         offsets, values = np.frombuffer(offsets, np.int64), np.frombuffer(values, float)
         hashes, slow = np.frombuffer(hashes, np.uint32), np.frombuffer(slow, bool).copy()
         tokens = _Tokens(offsets, hashes, values)
         groups = _groups(initials, offsets, actions, np.flatnonzero(~slow).tolist())
-        parts, errors, counts, lone = [], {}, {}, []
-        for (starts, acts), members in groups.items():
-            if len(members) == 1 and acts and ("hashed", starts, acts) not in self._templates:
-                lone.append((members[0], starts, acts))
+        parts, errors, counts, lone = [], {}, {}, {}
+        for (starts, *_), members in groups.items():
+            acts = actions[members[0]]
+            if len(members) == 1 and acts:
+                lone.setdefault(starts, []).append(members[0])
                 continue
             layout = self._layout(starts, acts)
             if layout is None:  # features summed into one key: the reference path
                 slow[members] = True
                 continue
             parts.append(_Fill.whole(members, layout, len(starts)))
-        parts += self._rows_by_action(lone, slow)
+        parts += self._rows_by_action(lone, actions, slow)
         for i, features in _parsed(bodies, shared, slow, errors).items():
             rows = flatten_adf(features, actions[i], self.interactions, False, self._keys)
             counts[i] = sum(map(len, rows)) + self.constant * len(rows)
@@ -413,35 +415,33 @@ class AdfEncoder:
         return _memo(self._templates, ("hashed", starts, acts), lambda: _or_none(
             make_layout, starts, acts, self.interactions, _Slot))
 
-    def _rows_by_action(self, lone: list, slow) -> list[_Fill]:
-        """The fills of the rows of examples ``(i, starts, acts)``, by shared initials: each
-        row by the layout of its one action (an ADF row depends on the shared line and its
-        own action only), kept in a `Catalogue` per initials; an example with a row the
-        layouts cannot give is marked ``slow``."""
+    def _rows_by_action(self, lone: dict, actions: list[tuple], slow) -> list[_Fill]:
+        """The fills of the rows of examples ``{initials: [example, ...]}``: each row by the
+        layout of its one action (an ADF row depends on the shared line and its own action
+        only), kept in a `Catalogue` per initials; an example with a row the layouts cannot
+        give is marked ``slow``."""
         if len(self._catalogues) > 256 or any(
                 len(c.layouts) > 4096 for c in self._catalogues.values()):
             self._catalogues.clear()  # (bounded memory)
-        by_starts: dict[bytes, tuple[list, list]] = {}
-        for i, starts, acts in lone:
+        fills = []
+        for starts, examples in lone.items():
             catalogue = self._catalogues.get(starts) or self._catalogues.setdefault(
                 starts, Catalogue(len(starts)))
-            known = catalogue.rows.get
-            rows = [known(id(action)) for action in acts]
+            k = len(actions[examples[0]])
+            flat = list(itertools.chain.from_iterable([actions[i] for i in examples]))
+            rows = list(map(catalogue.rows.get, map(id, flat)))
             if None in rows:  # (actions met for the first time)
-                rows = [catalogue.row(action, lambda: self._layout(starts, (action,)))
-                        for action in acts]
-            if None in rows:
-                slow[i] = True
-                continue
-            examples, all_rows = by_starts.setdefault(starts, ([], []))
-            examples.append(i)
-            all_rows += rows
-        fills = []
-        for starts, (examples, rows) in by_starts.items():
-            k = len(rows) // len(examples)
+                rows = [catalogue.row(action, functools.partial(self._layout, starts, (action,)))
+                        for action in flat]
+            if None in rows:  # (rows without a layout: those examples take the reference)
+                bad = {j // k for j, row in enumerate(rows) if row is None}
+                slow[[examples[j] for j in sorted(bad)]] = True
+                rows = [row for j, row in enumerate(rows) if j // k not in bad]
+                examples = [i for j, i in enumerate(examples) if j not in bad]
+                if not examples:
+                    continue
             fills.append(_Fill(np.repeat(examples, k), np.tile(np.arange(k), len(examples)),
-                               np.array(rows, np.int64), self._catalogues[starts].stacked,
-                               len(starts)))
+                               np.array(rows, np.int64), catalogue.stacked, len(starts)))
         return fills
 
     def _parsed_block(self, shared: list, actions: list[tuple]) -> EncodedBlock:
