@@ -236,11 +236,16 @@ def _groups(initials: bytes, offsets, actions: list[tuple], examples: list[int])
     sets are compared by their actions' identity: the readers give a repeated action line
     or object the same features, so equal sets match without hashing their features (equal
     actions that are not the same object go apart, which costs speed, not rows)."""
-    groups: dict[tuple, list[int]] = {}
+    by_object: dict[tuple, list[int]] = {}  # (the same tuple: the same set, at once)
     bounds = offsets.tolist()
     for i in examples:
-        key = (initials[bounds[i]:bounds[i + 1]], *map(id, actions[i]))
-        groups.setdefault(key, []).append(i)
+        by_object.setdefault((initials[bounds[i]:bounds[i + 1]], id(actions[i])),
+                             []).append(i)
+    groups: dict[tuple, list[int]] = {}
+    for (starts, _), members in by_object.items():
+        groups.setdefault((starts, *map(id, actions[members[0]])), []).extend(members)
+    for members in groups.values():
+        members.sort()
     return groups
 
 
