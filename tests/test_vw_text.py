@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from regcb_stream.io.vw_features import flatten, flatten_adf, merge_shared, parse_namespaces
+from regcb_stream.io import vw_predictions
 from regcb_stream.io.vw_predictions import (format_block, format_legacy, format_legacy_block,
                                             format_pmf, format_prob)
 from regcb_stream.io.vw_text import (
@@ -346,12 +347,15 @@ def test_a_block_of_predictions_is_its_lines_one_by_one(seed, n, k):
     """The command writes a block's ``-p`` text at once (each distinct probability formatted
     once): the text of `format_pmf` and `format_legacy` line by line."""
     rng = np.random.default_rng(seed)
-    pmfs = rng.choice([0.0, 1.0, 1 / k, 0.5, 1 / 3, 4e-7, 6e-7], size=(n, k))
+    pmfs = rng.choice([0.0, 1.0, 1 / k, 0.5, 1 / 3, 4e-7, 6e-7, 2**-7, 5e-7, 0.9999995],
+                      size=(n, k))  # (2**-7 = 0.0078125: a tie at six decimals)
     pmfs[rng.random((n, k)) < 0.3] = rng.random()
     orders = np.argsort(rng.random((n, k)), axis=1)
-    tags = [None if t % 3 else f"t{t}" for t in range(n)]
-    assert format_block(pmfs, orders, tags) == "".join(
+    tags = [None if t % 3 else ["", f"t{t}", "é\u20ac", "x\udcff"][t % 4] for t in range(n)]
+    lines = "".join(
         format_pmf([(a, pmfs[i, a]) for a in orders[i].tolist()], tags[i]) for i in range(n))
+    assert format_block(pmfs, orders, tags) == lines  # (compiled, but a tag not UTF-8)
+    assert vw_predictions._format_block(pmfs, orders, tags) == lines
     assert format_legacy_block(pmfs, tags) == "".join(
         format_legacy(pmfs[i].tolist(), tags[i]) for i in range(n))
 

@@ -24,7 +24,8 @@
  * and merge_repeats number hashed slots as columns and merge the columns a row repeats
  * (features whose hashes share a slot), for vw_encode's hashed rows.
  *
- * lines splits the input's bytes into decoded lines, for io.read_ahead.
+ * lines splits the input's bytes into decoded lines, for io.read_ahead; format_block
+ * writes a block's -p lines, for io.vw_predictions.
  *
  * keep_freed_memory tunes glibc's malloc for the command's process (see its docstring).
  */
@@ -33,6 +34,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __GLIBC__
@@ -788,6 +790,123 @@ static PyObject *py_layout_fill(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(format_block_doc,
+"format_block(pmfs, orders, K, tags) -> str or None\n"
+"The -p text of a block of examples (vw_predictions.format_block): for each example i,\n"
+"a:p for a in orders[i] (int64, a permutation of 0..K-1) with pmfs[i, a] (float64) as\n"
+"'%.6f' without trailing zeros and dot, joined by ',', then ' tag' for a tag that is a\n"
+"non-empty str, then two newlines.  None when a tag is not UTF-8 (surrogates): the\n"
+"caller formats that block itself.");
+
+static int put_text(char **out, Py_ssize_t *size, Py_ssize_t *capacity, const char *s,
+                    Py_ssize_t n) {
+    if (*size + n > *capacity) {
+        Py_ssize_t grown = 2 * (*size + n) + 256;
+        char *more = PyMem_Realloc(*out, grown);
+        if (!more) return 0;
+        *out = more;
+        *capacity = grown;
+    }
+    memcpy(*out + *size, s, n);
+    *size += n;
+    return 1;
+}
+
+/* The digits of a >= 0; their number. */
+static int decimal(char *out, int64_t a) {
+    char digits[24];
+    int n = 0;
+    do digits[n++] = (char)('0' + a % 10); while ((a /= 10) > 0);
+    for (int i = 0; i < n; i++) out[i] = digits[n - 1 - i];
+    return n;
+}
+
+/* A probability as '%.6f' without trailing zeros and dot (format_prob), from a cache of
+ * the values met (a block's distributions repeat a few values: printf costs far more). */
+typedef struct {
+    uint64_t bits;
+    int length;  /* 0: empty */
+    char text[40];
+} Formatted;
+
+#define FORMATTED 256
+
+static int probability_text(Formatted *cache, double value, char *out) {
+    uint64_t bits;
+    memcpy(&bits, &value, 8);
+    Formatted *slot = cache + ((bits * 0x9E3779B97F4A7C15ull) >> 56);
+    if (!slot->length || slot->bits != bits) {
+        int length = snprintf(slot->text, sizeof slot->text, "%.6f", value);
+        if (length >= (int)sizeof slot->text) length = sizeof slot->text - 1;
+        if (memchr(slot->text, '.', length)) {
+            while (slot->text[length - 1] == '0') length--;
+            if (slot->text[length - 1] == '.') length--;
+        }
+        slot->bits = bits;
+        slot->length = length;
+    }
+    memcpy(out, slot->text, slot->length);
+    return slot->length;
+}
+
+static PyObject *py_format_block(PyObject *self, PyObject *args) {
+    Py_buffer pmfs = {0}, orders = {0};
+    Py_ssize_t K;
+    PyObject *tags, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*nO!", &pmfs, &orders, &K, &PyList_Type, &tags))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(tags), size = 0, capacity = 0;
+    char *out = NULL;
+    Formatted *cache = PyMem_Calloc(FORMATTED, sizeof(Formatted));
+    if (!cache) {
+        PyBuffer_Release(&pmfs);
+        PyBuffer_Release(&orders);
+        return PyErr_NoMemory();
+    }
+    int ok = K > 0 && pmfs.len == n * K * 8 && orders.len == n * K * 8, utf8 = 1;
+    if (!ok) PyErr_SetString(PyExc_ValueError, "pmfs and orders: (len(tags), K) each");
+    const double *p = pmfs.buf;
+    const int64_t *order = orders.buf;
+    for (Py_ssize_t i = 0; ok && utf8 && i < n; i++) {
+        for (Py_ssize_t j = 0; ok && j < K; j++) {
+            int64_t a = order[i * K + j];
+            if (a < 0 || a >= K) {
+                PyErr_SetString(PyExc_ValueError, "orders must hold actions 0..K-1");
+                ok = 0;
+                break;
+            }
+            char cell[64];
+            int length = 0;
+            if (j) cell[length++] = ',';
+            length += decimal(cell + length, a);
+            cell[length++] = ':';
+            length += probability_text(cache, p[i * K + a], cell + length);
+            ok = put_text(&out, &size, &capacity, cell, length);
+        }
+        PyObject *tag = PyList_GET_ITEM(tags, i);
+        if (ok && PyUnicode_Check(tag) && PyUnicode_GET_LENGTH(tag)) {
+            Py_ssize_t length;
+            const char *text = PyUnicode_AsUTF8AndSize(tag, &length);
+            if (!text) {
+                PyErr_Clear();
+                utf8 = 0;
+                break;
+            }
+            ok = put_text(&out, &size, &capacity, " ", 1) &&
+                 put_text(&out, &size, &capacity, text, length);
+        }
+        ok = ok && put_text(&out, &size, &capacity, "\n\n", 2);
+        if (!ok && !PyErr_Occurred()) PyErr_NoMemory();
+    }
+    if (ok && utf8) result = PyUnicode_DecodeUTF8(out ? out : "", size, "strict");
+    else if (ok) result = Py_NewRef(Py_None);
+    PyMem_Free(out);
+    PyMem_Free(cache);
+    PyBuffer_Release(&pmfs);
+    PyBuffer_Release(&orders);
+    return result;
+}
+
 PyDoc_STRVAR(lines_doc,
 "lines(data) -> list of str\n\n"
 "The lines of a bytes-like object split at each '\\n' (n newlines: n + 1 lines), each\n"
@@ -840,6 +959,7 @@ static PyMethodDef methods[] = {
     {"merge_repeats", py_merge_repeats, METH_VARARGS, merge_repeats_doc},
     {"layout_fill", py_layout_fill, METH_VARARGS, layout_fill_doc},
     {"lines", py_lines, METH_VARARGS, lines_doc},
+    {"format_block", py_format_block, METH_VARARGS, format_block_doc},
     {"keep_freed_memory", py_keep_freed_memory, METH_NOARGS, keep_freed_memory_doc},
     {NULL, NULL, 0, NULL},
 };

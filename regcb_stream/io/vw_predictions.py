@@ -17,6 +17,11 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+try:
+    from regcb_stream.io import _scan
+except ImportError:  # not built: formatted by numpy
+    _scan = None
+
 
 @functools.lru_cache(maxsize=4096)  # a stream's distributions repeat a few values (0, 1/k)
 def format_prob(p: float) -> str:
@@ -70,7 +75,7 @@ def format_legacy(probs: Iterable[float], tag: str | None = None) -> str:
 
 def format_block(pmfs: np.ndarray, orders: np.ndarray, tags: Sequence[str | None]) -> str:
     """`format_pmf` for a block of examples: ``pmfs`` ``(n, K)`` in action order, ``orders``
-    ``(n, K)`` the print order of each row. Each distinct probability is formatted once.
+    ``(n, K)`` the print order of each row (compiled: ``_scan.format_block``).
 
     Examples
     --------
@@ -81,6 +86,18 @@ def format_block(pmfs: np.ndarray, orders: np.ndarray, tags: Sequence[str | None
     k = pmfs.shape[1]
     if k == 0:  # examples without actions (lone shared lines): as format_pmf([])
         return "".join(f" {tag}\n\n" if tag else "\n\n" for tag in tags)
+    if _scan is not None:  # compiled (None: a tag that is not UTF-8)
+        text = _scan.format_block(np.ascontiguousarray(pmfs, float),
+                                  np.ascontiguousarray(orders, np.int64), k, list(tags))
+        if text is not None:
+            return text
+    return _format_block(pmfs, orders, tags)
+
+
+def _format_block(pmfs: np.ndarray, orders: np.ndarray, tags: Sequence[str | None]) -> str:
+    """`format_block` by numpy (the compiled one's reference), each distinct probability
+    formatted once."""
+    k = pmfs.shape[1]
     values, inverse = _distinct(pmfs)
     cells = np.array([[f"{a}:{format_prob(p)}" for p in values.tolist()] for a in range(k)],
                      dtype=object)
