@@ -228,13 +228,15 @@ class Driver:
         _report(reports, on_error)
 
     def _adf_labels(self, examples: list) -> tuple:
-        """The played indices (-1: nothing to learn), costs, probabilities and importance
-        weights of ADF examples, as arrays."""
+        """The played indices (-1: nothing to learn, as a label without probability: VW's
+        test label), costs, probabilities and importance weights of ADF examples, as
+        arrays."""
         flat: list = []
+        weight = self._weight if self.vw_compat else None
         for ex in examples:
             label = ex.label
-            flat += (label.action, label.cost, label.prob, self._weight(ex)) if _learnable(
-                label) else _NO_LABEL
+            flat += _NO_LABEL if label is None or label.prob is None else (
+                label.action, label.cost, label.prob, weight(ex) if weight else ex.weight)
         table = np.array(flat, float).reshape(-1, 4).T
         return (table[0].astype(np.intp), *table[1:])
 
@@ -271,8 +273,9 @@ class Driver:
             (costs * chosen / probs).tolist(), learned.tolist())]
         labels = [label if ok else None for label, ok in zip(
             zip(played.tolist(), costs.tolist(), probs.tolist()), learned.tolist())]
-        firsts = orders[:, 0].tolist()
-        predictions = [(a, float(p[a])) for a, p in zip(firsts, pmfs)]
+        firsts = orders[:, :1]
+        predictions = list(zip(firsts[:, 0].tolist(),
+                               np.take_along_axis(pmfs, firsts, axis=1)[:, 0].tolist()))
         self.progress.update_block(losses, labels, predictions, n_features)
         if self.outcomes is not None:
             self._outcomes(examples, decision, actions, (played, costs), before, tags)
@@ -338,10 +341,9 @@ class Driver:
     def _weight(self, example) -> float:
         """Importance weight of a label: the example's (DSJSON's pdrop), times VW's 1/prob on
         an ADF example's last line with ``vw_compat``."""
-        if not self.vw_compat:
-            return example.weight
         last = self.settings.adf and example.label.action == len(example.actions) - 1
-        return example.weight / example.label.prob if last else example.weight
+        return example.weight / example.label.prob if self.vw_compat and last else (
+            example.weight)
 
     def _check_costs(self, costs: np.ndarray, learned: np.ndarray, line_nos: list[int]):
         """Warn, once per run, about a learned cost outside the cost range."""
@@ -399,12 +401,7 @@ def _report(reports: list[VWParseError], on_error: OnError | None) -> None:
         on_error(error)
 
 
-_NO_LABEL = (-1, 0.0, 1.0, 1.0)  # (played, cost, probability, weight) of an unlabelled example
-
-
-def _learnable(label) -> bool:
-    """Whether a label is one to learn (VW's test labels have no probability)."""
-    return label is not None and label.prob is not None
+_NO_LABEL = (-1, 0.0, 1.0, 1.0)  # (played, cost, probability, weight) without a label
 
 
 def _first_of_ties(pmf: np.ndarray, order: np.ndarray) -> np.ndarray:
