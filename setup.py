@@ -5,7 +5,7 @@ from setuptools import Extension, setup
 
 ARGS = ["-O3", "-std=c99", "-ffp-contract=off"]  # no FMA: the same numbers everywhere
 SHARED = ["regcb_stream/_buffers.h"]  # included by the three kernels
-DECIMAL = ["regcb_stream/io/_decimal.h"]  # included by the two readers
+READERS = ["regcb_stream/io/_readers.h"]  # included by the two readers
 setup(ext_modules=[
     Extension("regcb_stream._ridge", ["regcb_stream/_ridge.c"], depends=SHARED,
               extra_compile_args=ARGS),
@@ -13,8 +13,8 @@ setup(ext_modules=[
               extra_compile_args=ARGS),
     Extension("regcb_stream._trees", ["regcb_stream/_trees.c"], depends=SHARED,
               extra_compile_args=ARGS),
-    Extension("regcb_stream.io._scan", ["regcb_stream/io/_scan.c"], depends=DECIMAL,
+    Extension("regcb_stream.io._scan", ["regcb_stream/io/_scan.c"], depends=READERS,
               extra_compile_args=ARGS),
-    Extension("regcb_stream.io._dsjson", ["regcb_stream/io/_dsjson.c"], depends=DECIMAL,
+    Extension("regcb_stream.io._dsjson", ["regcb_stream/io/_dsjson.c"], depends=READERS,
               extra_compile_args=ARGS),
 ])

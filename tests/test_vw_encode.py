@@ -177,3 +177,27 @@ def test_adf_block_encoder_equals_the_example_encoder(bodies, interactions):
             got = registry.decode(block.rows.index[i, r], block.rows.value[i, r])
             want = registry.decode(rows.index[r], rows.value[r])
             assert got == pytest.approx(want, rel=1e-12, abs=1e-300)
+
+
+DIGITS = st.integers(0, 2**60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+    st.tuples(DIGITS, st.integers(-30, 30)).map(lambda m: f"{m[0]}e{m[1]}"),
+    st.tuples(DIGITS, st.integers(0, 25)).map(
+        lambda m: f"{str(m[0])[:-m[1]] or '0'}.{str(m[0])[-m[1]:] if m[1] else '0'}"),
+    st.sampled_from(["9007199254740992", "9007199254740993", "0.1", "1e22", "1e23",
+                     "123456789012345678e-22", "-0.0", "0.0078125"])))
+def test_compiled_numbers_are_pythons_floats(text):
+    """The compiled readers' decimal numbers (``_readers.h``: Clinger's fast path for a
+    mantissa up to 2^53 and powers of ten up to 10^22, strtod beyond) round as float()."""
+    from regcb_stream.io import _dsjson, _scan
+    *_, values, slow = _scan.hashes([f"s f:{text}"])
+    value = float(text)
+    if not np.frombuffer(slow, bool)[0]:  # (outside float32's normal range: the reference's)
+        assert np.frombuffer(values, float)[0] == value
+    event, = _dsjson.events([f'{{"_labelIndex": 0, "_label_cost": {text}, '
+                             f'"_label_probability": 0.5, "c": {{"_multi": [{{"x": 1}}]}}}}'])
+    assert event is None or event[3] == value

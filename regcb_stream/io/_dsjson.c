@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_decimal.h"
+#include "_readers.h"
 
 #define MAX_KEYS 64 /* fields of one object checked for repeats (more: slow) */
 #define MAX_ACTIONS 1024 /* actions of one event (more: slow) */
@@ -505,18 +505,6 @@ static PyObject *event_tuple(Context *ctx, Event *ev, PyObject *texts) {
                          ev->has_index ? ev->probability : 1.0, event_weight(ev),
                          PyBool_FromLong(ev->skip_learn),
                          ev->event_id ? ev->event_id : Py_None);
-}
-
-/* An instance of a tuple type (a NamedTuple) from its items, as tuple.__new__(type, items)
- * makes it (the type's own __new__ is Python code). */
-static PyObject *make_tuple(PyObject *type, PyObject *items) {
-    if (!items) return NULL;
-    PyObject *args = PyTuple_Pack(1, items);
-    Py_DECREF(items);
-    if (!args) return NULL;
-    PyObject *out = PyTuple_Type.tp_new((PyTypeObject *)type, args, NULL);
-    Py_DECREF(args);
-    return out;
 }
 
 /* The event as an example (shared text, actions' features, label or None, tag None,

@@ -41,7 +41,7 @@
 #include <malloc.h>
 #endif
 
-#include "_decimal.h"
+#include "_readers.h"
 
 /* The end of a token starting at p: the first space, '|', or character outside printable
  * ASCII after it (a token that starts with '|' may not end at its own '|'). */
@@ -507,18 +507,6 @@ PyDoc_STRVAR(adf_examples_doc,
 "the examples: example(shared, actions, label, tag, line_no, text, *tail), label(index of\n"
 "the labelled line, cost, prob), both tuple types made as tuple.__new__ makes them (tail:\n"
 "the example's other fields); line_no numbers lines[start].");
-
-/* An instance of a tuple type (a NamedTuple) from its items, as tuple.__new__(type, items)
- * makes it (the type's own __new__ is Python code) */
-static PyObject *make_tuple(PyObject *type, PyObject *items) {
-    if (!items) return NULL;
-    PyObject *args = PyTuple_Pack(1, items);
-    Py_DECREF(items);
-    if (!args) return NULL;
-    PyObject *out = PyTuple_Type.tp_new((PyTypeObject *)type, args, NULL);
-    Py_DECREF(args);
-    return out;
-}
 
 /* One example from lines[j] on (j at its first line); 1 and the example, or 0 if it is not
  * one this path takes (nothing taken), or -1 on an error. *end: the index of its empty

@@ -1,7 +1,8 @@
-/* Decimal numbers read as doubles, correctly rounded: shared by the compiled readers
- * (_scan.c: VW feature values, _dsjson.c: JSON numbers). */
-#ifndef REGCB_DECIMAL_H
-#define REGCB_DECIMAL_H
+/* What the compiled readers share (_scan.c: VW text, _dsjson.c: DSJSON): decimal numbers
+ * read as doubles, correctly rounded (VW feature values, JSON numbers), and instances of
+ * the Python side's NamedTuples made from C. */
+#ifndef REGCB_READERS_H
+#define REGCB_READERS_H
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -59,6 +60,18 @@ static int parse_number(const char *p, const char *end, double *value) {
     number[end - start] = '\0';
     *value = strtod(number, NULL);
     return 1;
+}
+
+/* An instance of a tuple type (a NamedTuple) from its items (a new reference, taken), as
+ * tuple.__new__(type, items) makes it (the type's own __new__ is Python code). */
+static PyObject *make_tuple(PyObject *type, PyObject *items) {
+    if (!items) return NULL;
+    PyObject *args = PyTuple_Pack(1, items);
+    Py_DECREF(items);
+    if (!args) return NULL;
+    PyObject *out = PyTuple_Type.tp_new((PyTypeObject *)type, args, NULL);
+    Py_DECREF(args);
+    return out;
 }
 
 #endif
