@@ -177,33 +177,38 @@ def repeat_real(path: pathlib.Path, n: int) -> None:
 
 
 def pair(data: pathlib.Path, events: int, out: pathlib.Path, reps: int) -> dict:
-    """Medians over ``reps`` alternating pairs: ratio VW/ours, each one's seconds and peak
-    MiB, and what each one wrote to stderr (warnings) in an untimed warm-up run first."""
+    """Medians over ``reps`` alternating pairs: ratio VW/ours, each one's seconds, CPU
+    seconds and peak MiB, and what each one wrote to stderr (warnings) in an untimed warm-up
+    run first."""
     ours = [sys.executable, "-m", "regcb_stream", "--dsjson", "-p", str(out), "--quiet"]
     vw = [sys.executable, "-c", VW, f"--cb_explore_adf --dsjson -d {data} -p {out} --quiet"]
     runs = {"ours": (ours, data), "vw": (vw, None)}
     ratios, seconds, memory = [], {"ours": [], "vw": []}, {"ours": [], "vw": []}
-    notes = {name: timed(*runs[name])[2] for name in runs}  # untimed warm-up runs
+    cpu = {"ours": [], "vw": []}
+    notes = {name: timed(*runs[name])[3] for name in runs}  # untimed warm-up runs
     for rep in range(reps):
         times = {}
         for name in ("ours", "vw") if rep % 2 else ("vw", "ours"):
             out.unlink(missing_ok=True)
-            times[name], peak, _ = timed(*runs[name])
+            times[name], peak, used, _ = timed(*runs[name])
             check_predictions(name, out, events)
             seconds[name].append(times[name])
             memory[name].append(peak)
+            cpu[name].append(used)
         ratios.append(times["vw"] / times["ours"])
     return {"ratio": statistics.median(ratios),
             **{f"{name}_s": statistics.median(seconds[name]) for name in seconds},
             **{f"{name}_mib": median_or_none(memory[name]) for name in memory},
+            **{f"{name}_cpu": median_or_none(cpu[name]) for name in cpu},
             "notes": notes}
 
 
-def timed(command: list[str], stdin: pathlib.Path | None) -> tuple[float, float | None, str]:
-    """Wall seconds, peak resident MiB (GNU time's ``%M``, measured from a small parent so
-    the fork of this interpreter does not count; None without GNU time) and the process's
-    own stderr (GNU time's line removed)."""
-    prefix = [GNU_TIME, "-f", "%M"] if GNU_TIME else []
+def timed(command: list[str], stdin: pathlib.Path | None
+          ) -> tuple[float, float | None, float | None, str]:
+    """Wall seconds, peak resident MiB and CPU seconds (GNU time's ``%M``, ``%U + %S``,
+    measured from a small parent so the fork of this interpreter does not count; None
+    without GNU time) and the process's own stderr (GNU time's line removed)."""
+    prefix = [GNU_TIME, "-f", "%M %U %S"] if GNU_TIME else []
     with open(stdin or os.devnull, "rb") as source:
         start = time.perf_counter()
         done = subprocess.run([*prefix, *command], stdin=source, stdout=subprocess.DEVNULL,
@@ -213,8 +218,11 @@ def timed(command: list[str], stdin: pathlib.Path | None) -> tuple[float, float 
         raise RuntimeError(f"{' '.join(command)} exited {done.returncode}: "
                            f"{done.stderr[-500:]}")
     lines = done.stderr.splitlines()
-    peak = int(lines.pop()) / 1024 if GNU_TIME else None
-    return wall, peak, "\n".join(lines)
+    peak = used = None
+    if GNU_TIME:
+        kib, user, system = lines.pop().split()
+        peak, used = int(kib) / 1024, float(user) + float(system)
+    return wall, peak, used, "\n".join(lines)
 
 
 def check_predictions(name: str, out: pathlib.Path, events: int) -> None:
@@ -283,6 +291,10 @@ def machine() -> str:
             f"vowpalwabbit {vowpalwabbit.__version__}")
 
 
+def cpu(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
 def mib(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}"
 
@@ -301,19 +313,20 @@ def report(rows: list[dict], args, seconds: float) -> str:
         "`Workspace(\"--cb_explore_adf --dsjson -d FILE -p OUT --quiet\")` in a fresh "
         "interpreter; each tool's default explorer. Ratio = VW's wall time / ours, median of "
         f"{args.reps} alternating pairs after a warm-up run of each; seconds, MB/s (input "
-        "MB over the median seconds) and peak resident MiB are medians too. Both tools wrote "
-        "one prediction line per event in every run (checked).",
+        "MB over the median seconds), CPU seconds (user + system: VW parses in a thread of "
+        "its own, so its CPU time exceeds its wall time) and peak resident MiB are medians "
+        "too. Both tools wrote one prediction line per event in every run (checked).",
         "",
         "| log | events | MB | reward rate | ours s | VW s | ours MB/s | VW MB/s | ratio | "
-        "ours MiB | VW MiB |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "ours CPU s | VW CPU s | ours MiB | VW MiB |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['log']} | {row['events']:,} | {row['mb']:.1f} | {row['reward']:.2f} | "
             f"{row['ours_s']:.2f} | {row['vw_s']:.2f} | {row['mb'] / row['ours_s']:.1f} | "
-            f"{row['mb'] / row['vw_s']:.1f} | {row['ratio']:.2f} | {mib(row['ours_mib'])} | "
-            f"{mib(row['vw_mib'])} |")
+            f"{row['mb'] / row['vw_s']:.1f} | {row['ratio']:.2f} | {cpu(row['ours_cpu'])} | "
+            f"{cpu(row['vw_cpu'])} | {mib(row['ours_mib'])} | {mib(row['vw_mib'])} |")
     fixed = rows[0]
     verdict = "PASS" if fixed["ratio"] >= BAR else "FAIL"
     size = ("" if args.events >= 100_000 else
