@@ -133,7 +133,7 @@ class Driver:
             from regcb_stream.io.dsjson import iter_dsjson_adf  # (json costs start-up)
 
             examples = iter_dsjson_adf(lines, on_error, self.progress.events_without_actions,
-                                       shared_text=True, first_line=first_line)
+                                       shared_text=True, first_line=first_line, runs=True)
         elif self.settings.adf:
             examples = iter_adf(lines, on_error, shared_text=True, first_line=first_line)
         if self.settings.adf:
@@ -160,7 +160,8 @@ class Driver:
     def _batches(self, records, ready):
         """Lists of the ADF examples available (at most ``MAX_BLOCK``, or ``MAX_ROWS``
         action lines, with as many actions each). A bad example ends the list before it;
-        a reward line (DSJSON) is yielded alone, after the list before it."""
+        a reward line (DSJSON) is yielded alone, after the list before it. ``records`` may
+        hold lists of examples read at once (``iter_dsjson_adf(..., runs=True)``)."""
         batch, rows, k, iterator = [], 0, -1, iter(records)
         while True:
             try:
@@ -170,20 +171,29 @@ class Driver:
             except Exception as error:
                 yield batch  # predictions before a bad example are written
                 raise error
-            if not isinstance(record, ADFExample):  # a reward line
-                yield batch
-                yield record
-                batch, rows = [], 0
-                continue
-            if len(record.actions) != k:
-                if batch:
+            run = record if type(record) is list else [record]
+            at = 0
+            while at < len(run):
+                if not isinstance(run[at], ADFExample):  # a reward line
                     yield batch
-                batch, rows, k = [], 0, len(record.actions)
-            batch.append(record)
-            rows += k
-            if len(batch) == MAX_BLOCK or rows >= MAX_ROWS or not ready():
-                yield batch
-                batch, rows = [], 0
+                    yield run[at]
+                    batch, rows, at = [], 0, at + 1
+                    continue
+                if len(run[at].actions) != k:
+                    if batch:
+                        yield batch
+                    batch, rows, k = [], 0, len(run[at].actions)
+                room = min(MAX_BLOCK - len(batch), -(-(MAX_ROWS - rows) // max(k, 1)))
+                stop, end = at + 1, min(len(run), at + room)
+                while stop < end and len(run[stop].actions) == k:
+                    stop += 1
+                batch += run[at:stop]
+                rows += k * (stop - at)
+                at = stop
+                if len(batch) == MAX_BLOCK or rows >= MAX_ROWS or (
+                        at == len(run) and not ready()):
+                    yield batch
+                    batch, rows = [], 0
         yield batch
 
     def _cb_batch(self, batch: list[tuple[int, str]], on_error: OnError | None) -> None:

@@ -124,7 +124,8 @@ def iter_dsjson(lines: Iterable[str], on_error: OnError | None = None
 
 def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
                     skipped: list | None = None, shared_text: bool = False,
-                    first_line: int = 1) -> Iterator[ADFExample | Reward]:
+                    first_line: int = 1, runs: bool = False
+                    ) -> Iterator[ADFExample | Reward | list[ADFExample]]:
     """The events of a DSJSON log as ADF examples (`vw_text.ADFExample`), and its reward
     lines as `Reward`: an event without actions is skipped and its line appended to
     ``skipped``; ``_skipLearn`` events are decided without a label; ``pdrop`` gives the
@@ -138,7 +139,8 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
     every bad line, take `parse_event`. With ``shared_text`` the shared features of the
     compiled reader's lines stay text (as ``iter_adf(..., shared_text=True)`` has them,
     for `vw_encode.AdfEncoder.encode_block`), the others are ``Features``. Lines are
-    numbered from ``first_line``.
+    numbered from ``first_line``. With ``runs``, a block whose every line the compiled
+    reader made into an example comes as one list of them.
 
     >>> line = ('{"_labelIndex": 0, "_label_cost": -1, "_label_probability": 0.5, '
     ...         '"c": {"u": {"age": 31}, "_multi": [{"x": 1}, {"x": 2}]}}')
@@ -156,6 +158,10 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
     while chunk := take(BLOCK):
         fast = [None] * len(chunk) if _dsjson is None else _dsjson.events(
             chunk, no + 1, *known)
+        if runs and set(map(type, fast)) == {ADFExample}:
+            no += len(chunk)
+            yield fast
+            continue
         for raw, event in zip(chunk, fast):
             no += 1
             if type(event) is ADFExample:
