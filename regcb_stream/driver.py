@@ -135,7 +135,8 @@ class Driver:
             examples = iter_dsjson_adf(lines, on_error, self.progress.events_without_actions,
                                        shared_text=True, first_line=first_line, runs=True)
         elif self.settings.adf:
-            examples = iter_adf(lines, on_error, shared_text=True, first_line=first_line)
+            examples = iter_adf(lines, on_error, shared_text=True, first_line=first_line,
+                                runs=True)
         if self.settings.adf:
             ready = getattr(lines, "ready", lambda: True)
             for batch in self._batches(examples, ready):
@@ -161,7 +162,7 @@ class Driver:
         """Lists of the ADF examples available (at most ``MAX_BLOCK``, or ``MAX_ROWS``
         action lines, with as many actions each). A bad example ends the list before it;
         a reward line (DSJSON) is yielded alone, after the list before it. ``records`` may
-        hold lists of examples read at once (``iter_dsjson_adf(..., runs=True)``)."""
+        hold lists of examples read at once (the readers' ``runs``)."""
         batch, rows, k, iterator = [], 0, -1, iter(records)
         while True:
             try:

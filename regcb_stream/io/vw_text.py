@@ -395,7 +395,8 @@ class _Reader:
 
 def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eof: bool = False,
              max_lines: int = 10_000, cache_size: int = 65_536,
-             shared_text: bool = False, first_line: int = 1) -> Iterator[ADFExample]:
+             shared_text: bool = False, first_line: int = 1, runs: bool = False
+             ) -> Iterator[ADFExample | list[ADFExample]]:
     """Yield ADF examples, each as soon as its terminating empty line is read.
 
     Parameters
@@ -417,6 +418,9 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
         are then found there.
     first_line : int
         The number of the first line (a part of a longer input).
+    runs : bool
+        Yield the whole examples the compiled reader takes at once (``shared_text``, from
+        a `ReadAhead`) as one list.
 
     Examples
     --------
@@ -447,7 +451,10 @@ def iter_adf(lines: Iterable[str], on_error: OnError | None = None, *, strict_eo
                 taken, n_lines = examples(memo, st.heads, max_lines, no + 1, ADFExample, Label,
                                           _ADF_TAIL)
                 no += n_lines
-                yield from taken
+                if runs and taken:
+                    yield taken
+                else:
+                    yield from taken
         elif not skipping:
             try:
                 st.add(st.parse(raw, text), no, text)
