@@ -134,10 +134,13 @@ def test_the_command_is_the_same_with_and_without_the_compiled_path(tmp_path, mo
     ("shared |s f0:0.5\n0:0:0.3 |a act1 w:0.6 act2 w:1.1\n|a act2 w:1.1 act2\n\n", 0),
     ("shared |s x\n\nshared |s y\n\nshared |s z\n|a a\n\n", 0),  # lone shared lines
     ("|\n\n x\n|a ac", 1),
+    ("shared |s f0:0.5 f1\x000.25\n\n|a act2 w:1.1\n|a act3", 0),  # a lone shared line,
+    ("shared |s f0:-0.6 \x0cf2:0.75", 0),  # slow: its rows (none) by the reference
 ])
 def test_inputs_the_fuzzer_found_end_with_a_status_not_a_traceback(tmp_path, text, status):
     """Found by benchmarks/reliability.py: each raised from the hashed ADF path (an empty
-    layout, a feature summed into one key, several examples without actions)."""
+    layout, a feature summed into one key, several examples without actions, a slow lone
+    shared line)."""
     data = tmp_path / "fuzz.dat"
     data.write_text(text)
     assert main(["--cb_explore_adf", "-q", "sa", "-d", str(data), "-p",

@@ -195,7 +195,8 @@ def _keyed_rows(rows: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     keys, values = np.zeros((1, len(rows), width), np.uint64), np.zeros((1, len(rows), width))
     for r, row in enumerate(rows):
         keys[0, r, : len(row)], values[0, r, : len(row)] = list(row), list(row.values())
-    return keys, values, np.arange(width) < np.array([[len(row)] for row in rows])
+    lengths = np.array([len(row) for row in rows], np.intp)[None, :, None]
+    return keys, values, np.arange(width) < lengths  # (no rows: (1, 0, L) too)
 
 
 def _merge_repeats(rows: EncodedRows) -> int:
