@@ -136,6 +136,8 @@ def test_the_command_is_the_same_with_and_without_the_compiled_path(tmp_path, mo
     ("|\n\n x\n|a ac", 1),
     ("shared |s f0:0.5 f1\x000.25\n\n|a act2 w:1.1\n|a act3", 0),  # a lone shared line,
     ("shared |s f0:-0.6 \x0cf2:0.75", 0),  # slow: its rows (none) by the reference
+    ("shared |s f0:0.5 f1:-1\n|a act0 w:0.1\n0:0:0.3333 |a act1 w:0.6\n|a act2\n\n"
+     "shared |s f2\n\nshared |s f0:0.25 f1:0.18 f2:0.94\n", 0),  # lone lines, two layouts
 ])
 def test_inputs_the_fuzzer_found_end_with_a_status_not_a_traceback(tmp_path, text, status):
     """Found by benchmarks/reliability.py: each raised from the hashed ADF path (an empty
