@@ -720,7 +720,7 @@ PyDoc_STRVAR(layout_fill_doc,
 "offsets[example] in hashes (uint32) and values (float64).  An entry's key is x1, or\n"
 "(x1 * FNV_PRIME) ^ x2 when crossed, where x is a token's hash (source < n) or one of\n"
 "the layout's constants; its value coef * s[first] * s[second], s = [1, token values].\n"
-"The compiled form of hashed_adf.layout_rows, written in place.");
+"The compiled form of hashed_adf.layout_rows, written in place (no rows: nothing).");
 
 static PyObject *py_layout_fill(PyObject *self, PyObject *args) {
     Py_buffer keys = {0}, value = {0}, present = {0}, ex = {0}, rw = {0}, from = {0};
@@ -736,7 +736,8 @@ static PyObject *py_layout_fill(PyObject *self, PyObject *args) {
                               &cross, &consts, &coef, &first, &second, &lpresent);
     Py_ssize_t cells = keys.len / 8, T = ex.len / 8, C = consts.len / 8;
     Py_ssize_t N = hashes.len / 4, E = offsets.len / 8, RL = R * L;
-    ok = ok && K > 0 && W > 0 && L >= 0 && L <= W && n >= 0 && cells % (K * W) == 0 &&
+    ok = ok && (T == 0 || (K > 0 && W > 0 && cells % (K * W) == 0)) && L >= 0 && L <= W &&
+         n >= 0 &&
          value.len == keys.len && present.len == cells && rw.len == ex.len &&
          from.len == ex.len && s1.len == RL * 8 && s2.len == RL * 8 && first.len == RL * 8 &&
          second.len == RL * 8 && coef.len == RL * 8 && cross.len == RL && lpresent.len == RL &&
@@ -750,7 +751,7 @@ static PyObject *py_layout_fill(PyObject *self, PyObject *args) {
     uint64_t *ko = keys.buf;
     double *vo = value.buf;
     char *po = present.buf;
-    Py_ssize_t examples = ok ? cells / (K * W) : 0;
+    Py_ssize_t examples = ok && T ? cells / (K * W) : 0;  /* (no rows to fill: nothing) */
     for (Py_ssize_t t = 0; ok && t < T; t++) {
         ok = e[t] >= 0 && e[t] < examples && e[t] < E && r[t] >= 0 && r[t] < K && f[t] >= 0 &&
              f[t] < R && off[e[t]] >= 0 && off[e[t]] + n <= N;

@@ -475,8 +475,6 @@ class AdfEncoder:
         present = np.zeros((n, k, width), bool)
         for part in parts:
             if isinstance(part, _Fill):
-                if not len(part.examples):  # (examples without action lines: no rows)
-                    continue
                 layout = part.layout
                 _scan.layout_fill(keys, value, present, k, width, part.examples, part.rows,
                                   part.from_rows, layout, *layout.source1.shape,
