@@ -21,6 +21,7 @@ from regcb_stream.oracles.bounded import BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle, resolve_prior
 from regcb_stream.oracles.vw import VWOracle
 from regcb_stream.random_features import RandomFeatures
+from regcb_stream.selection import ModelSelection
 
 ORACLES = {"ridge": RidgeOracle, "bounded": BoundedRidgeOracle, "vw": VWOracle}
 BUDGETS = (*schedules.BUDGETS, "auto")
@@ -151,6 +152,13 @@ class RegCB:
         nothing changes it hardly ever fires (docs/change_detection.md). Under a prior
         below the top of the reward range, the learner's own progress raises its residuals
         (better actions, more rewards above their prediction): hence not by default.
+    select_model
+        Where random features apply, with the ``online`` schedule and a fixed budget: also
+        learn the linear model (the same oracle on the contexts as they are) from every
+        label, and decide with whichever of the two has predicted the labels so far better
+        (`regcb_stream.selection`; ``model_selection`` shows the losses). False: the
+        random-features model alone. Delayed rewards (``decide_event``) keep the
+        random-features model alone.
 
     Examples
     --------
@@ -174,6 +182,10 @@ class RegCB:
     _room = None  # (oracle, models, features) it was last grown to hold (`_grow`)
     _transient = ("_room",)  # not saved (`regcb_stream.persist`)
     random_scale = 1.0
+    select_model = False  # (a learner saved before model selection: none)
+    _linear: RegCB | None = None  # the linear model beside, for model selection
+    _selection: ModelSelection | None = None
+    _is_linear = False  # whether this learner is another's linear model
 
     def __init__(
         self,
@@ -197,6 +209,7 @@ class RegCB:
         random_scale: float = 1.0,
         forget: float = 1.0,
         change_threshold: float | None = None,
+        select_model: bool = True,
     ):
         self.variant = variant
         self.oracle = oracle
@@ -217,6 +230,7 @@ class RegCB:
         self.random_scale = random_scale
         self.forget = forget
         self.change_threshold = change_threshold
+        self.select_model = select_model
         _check_params(self)
 
         self._rule = policies.decision_rule(variant)
@@ -252,11 +266,17 @@ class RegCB:
         self._next_rebuild = schedules.next_rebuild(schedule, 0)
         self._n_epochs = schedules.epochs_until(schedule, horizon) if horizon else 1
         self._change = _make_change_test(change_threshold, self._oracle, schedule, self._range)
+        if (select_model and self._encoder.expand is not None and schedule == "online"
+                and self._budget_kind in FIXED_BUDGETS):
+            self._linear = self._companion()
+            self._selection = ModelSelection()
 
     # -- decisions ---------------------------------------------------------------------
 
     def decide(self, context, actions: Sequence) -> Decision:
         """Bounds, plausible set and distribution for one context."""
+        if self._linear_leads():
+            return self._linear.decide(context, actions)
         if self._selector is None and self._n_frozen and self._one_row(context) \
                 and (models := self._known_labels(actions)) is not None:
             out = np.empty((4, len(models)))
@@ -270,6 +290,8 @@ class RegCB:
 
     def decide_many(self, contexts, actions: Sequence) -> Decision:
         """``decide`` for a block of contexts in one computation (rows of the arrays)."""
+        if self._linear_leads():
+            return self._linear.decide_many(contexts, actions)
         return self._decide(*self._rows(contexts, actions))
 
     def pmf(self, context, actions: Sequence) -> list[float]:
@@ -283,9 +305,15 @@ class RegCB:
 
     def predict(self, context, actions: Sequence) -> tuple[object, float, dict]:
         """Sample an action; return it, its probability and kwargs for ``learn``."""
+        leader = self._linear if self._linear_leads() else self
+        return leader._predict(context, actions, self._rng())
+
+    def _predict(self, context, actions: Sequence, rng: np.random.Generator
+                 ) -> tuple[object, float, dict]:
+        """``predict`` by this model, drawing from ``rng``."""
         if self._one_row(context) and (models := self._known_labels(actions)) is not None:
             if self._selector is None:
-                drawn = self._predict_dense(context, models, self._rng().random())
+                drawn = self._predict_dense(context, models, rng.random())
                 if drawn is not None:  # (None: a value is not finite; decide says which)
                     return actions[drawn[0]], drawn[1], {}
             elif self._n_frozen:
@@ -296,13 +324,13 @@ class RegCB:
                 pmfs = np.empty((len(roots), len(models)))
                 drawn = self._oracle.predict_auto(
                     values, models, self.intercept, roots, scale, selector.weights(),
-                    optimistic, self._range, tolerance, self._rng().random(), pmfs)
+                    optimistic, self._range, tolerance, rng.random(), pmfs)
                 if drawn is not None:
                     self._last = (context.copy(), list(actions), pmfs)  # as decide keeps it
                     return actions[drawn[0]], drawn[1], {"candidates": drawn[2]}
         decision = self.decide(context, actions)
         cdf = decision.pmf.cumsum()  # _sample's draw, for one row
-        index = min(int(cdf.searchsorted(self._rng().random() * cdf[-1], "right")), len(cdf) - 1)
+        index = min(int(cdf.searchsorted(rng.random() * cdf[-1], "right")), len(cdf) - 1)
         info = {} if decision.candidates is None else {
             "candidates": tuple(decision.candidates[:, index].tolist())}
         return actions[index], float(decision.pmf[index]), info
@@ -350,6 +378,14 @@ class RegCB:
         decision teaches the oracle only."""
         _check_prob(prob)
         self._check_reward(reward)
+        fitted = self._learn_label(context, action, reward, prob, weight, candidates)
+        if self._selecting():
+            self._selection.observe(float(reward), fitted, self._linear._learn_label(
+                context, action, reward, prob, weight, None))
+
+    def _learn_label(self, context, action, reward: float, prob: float, weight: float,
+                     candidates) -> float:
+        """``learn`` one checked label; return the fit's prediction of it before."""
         if (self._one_row(context) and self.schedule == "online" and action in self._labels
                 and not self._oracle._pending):
             fitted = self._oracle.learn_dense(self._row_values(context), self.intercept,
@@ -362,11 +398,12 @@ class RegCB:
                 self._rebuilt()
                 if self._change is not None:
                     self._test_change(np.array([float(reward)]), np.array([fitted]))
-                return
+                return fitted
         rows, models = self._played_rows([context], [action])
         if self._selector is not None:
             self._score_one(context, action, candidates, prob, reward)
-        self._learn_one(rows, int(models[0]), float(reward), float(weight))
+        fitted = self._learn_one(rows, int(models[0]), float(reward), float(weight))
+        return None if fitted is None else float(fitted[0])
 
     def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None,
                    candidates=None) -> None:
@@ -376,10 +413,18 @@ class RegCB:
         rewards = np.asarray(rewards, dtype=float)
         weights = np.ones(len(rewards)) if weights is None else np.asarray(weights, float)
         self._check_labels(rewards, np.ones(len(rewards)) if probs is None else probs)
+        fitted = self._learn_block(contexts, actions, rewards, probs, weights, candidates)
+        if self._selecting():
+            self._selection.observe_many(rewards, fitted, self._linear._learn_block(
+                contexts, actions, rewards, probs, weights, None))
+
+    def _learn_block(self, contexts, actions: Sequence, rewards: np.ndarray, probs,
+                     weights: np.ndarray, candidates) -> np.ndarray | None:
+        """``learn_many`` of checked labels by this model alone (`_learn_rows`' fits)."""
         rows, models = self._played_rows(contexts, actions)
         if self._selector is not None and candidates is not None and probs is not None:
             self._score(np.asarray(candidates, float), probs, rewards)
-        self._learn_rows(rows, models, rewards, weights)
+        return self._learn_rows(rows, models, rewards, weights)
 
     def replay(self, contexts, actions: Sequence, played, rewards, probs=None, weights=None
                ) -> Decision:
@@ -417,6 +462,21 @@ class RegCB:
         ([[1.0, 0.0], [0.0, 1.0]], 100)
         """
         played, rewards, probs, weights = self._checked_log(played, rewards, probs, weights)
+        decision = self._replay(contexts, actions, played, rewards, probs, weights)
+        if not self._selecting():
+            return decision
+        linear = self._linear._replay(contexts, actions, played, rewards, probs, weights)
+        rows = np.flatnonzero(played >= 0)  # each row decided by the leader before it
+        before = self._selection.observe_many(rewards[rows], *(
+            d.prediction[rows, played[rows]] for d in (decision, linear)))
+        leads = np.append(before, self._selection.linear_leads)[
+            np.searchsorted(rows, np.arange(len(played)))][:, None]
+        return Decision(*(np.where(leads, getattr(linear, part), getattr(decision, part))
+                          for part in ("pmf", "prediction", "low", "high")))
+
+    def _replay(self, contexts, actions: Sequence, played, rewards, probs, weights
+                ) -> Decision:
+        """``replay`` of a checked log by this model alone."""
         n, labelled = len(played), np.flatnonzero(played >= 0)
         encoded = isinstance(actions, EncodedRows)  # the joint class's rows, per context
         decisions, start, first = [], 0, 0  # labelled[first]: the first label from start
@@ -442,9 +502,9 @@ class RegCB:
                     self._test_change(rewards[rows], decision.prediction[rows - start,
                                                                          played[rows]])
             else:
-                decision = self.decide_many(contexts[block], offered)
+                decision = self._decide(*self._rows(contexts[block], offered))
                 if len(rows):
-                    self.learn_many(
+                    self._learn_block(
                         _take(contexts, rows), _played_actions(actions, rows, played[rows]),
                         rewards[rows], probs[rows], weights[rows],
                         None if decision.candidates is None
@@ -589,32 +649,42 @@ class RegCB:
         """
         n = len(contexts)
         u = self._rng().random(n) if uniforms is None else np.asarray(uniforms, dtype=float)
-        encoded = not self._is_joint(actions)
-        if encoded:  # checked and encoded once; rows are learned by model id
-            encoded_rows, models = self._rows(contexts, actions)
-            ids = np.arange(len(self._labels))[models]  # of the played rows
+        encoded = None  # checked and encoded once; rows are learned by model id
+        if not self._is_joint(actions):  # (by each model: model selection's two)
+            encoded = [self._rows(contexts, actions)]
+            if self._selecting():
+                encoded.append(self._linear._rows(contexts, actions))
+            learners = (self, self._linear)[:len(encoded)]
+            ids = [np.arange(len(learner._labels))[models]  # of the played rows
+                   for learner, (_, models) in zip(learners, encoded)]
         decisions, played, start = [], np.empty(n, dtype=np.intp), 0
         while start < n:
             stop = min(n, start + self._next_rebuild - self._n_labels)
-            if encoded:
-                decision = self._decide(encoded_rows.take(slice(start, stop)), models)
+            block = slice(start, stop)
+            if encoded is not None:
+                options = [learner._decide(x.take(block), models)
+                           for learner, (x, models) in zip(learners, encoded)]
+                decision = options[self._linear_leads()]
             else:
-                decision = self.decide_many(contexts[start:stop], actions)
-            index = _sample(decision.pmf, u[start:stop])
+                decision = self.decide_many(contexts[block], actions)
+            index = _sample(decision.pmf, u[block])
             rewards = _revealed(reveal(np.arange(start, stop), index), stop - start, start)
             rows = np.arange(stop - start)
             probs = decision.pmf[rows, index]
             if decision.candidates is not None:
                 self._score(decision.candidates[rows, :, index], probs, rewards)
-            if not encoded:
-                self.learn_many(contexts[start:stop], [actions[i] for i in index.tolist()],
+            if encoded is None:
+                self.learn_many(contexts[block], [actions[i] for i in index.tolist()],
                                 rewards, probs)
             else:
                 for reward in rewards.tolist():
                     self._check_reward(reward)
-                played_rows = encoded_rows.take((slice(start, stop), slice(0, 1)))
-                self._learn_rows(played_rows, ids[index], rewards, np.ones(stop - start),
-                                 decision.prediction[rows, index])  # (the fit's: online)
+                fits = [option.prediction[rows, index] for option in options]  # (online)
+                for learner, (x, _), own, fitted in zip(learners, encoded, ids, fits):
+                    learner._learn_rows(x.take((block, slice(0, 1))), own[index], rewards,
+                                        np.ones(stop - start), fitted)
+                if len(fits) > 1:
+                    self._selection.observe_many(rewards, *fits)
             decisions.append(decision)
             played[start:stop] = index
             start = stop
@@ -622,38 +692,50 @@ class RegCB:
             *((d.pmf, d.prediction, d.low, d.high) for d in decisions))))
 
     def _learn_rows(self, rows: SparseRows, models: np.ndarray, rewards: np.ndarray,
-                    weights: np.ndarray, fitted: np.ndarray | None = None) -> None:
+                    weights: np.ndarray, fitted: np.ndarray | None = None
+                    ) -> np.ndarray | None:
         """Teach the oracle rows ``(n, 1, L)``, rebuilding at the schedule's points (one
         row, the ``online`` schedule's case, by ``learn``: oracles learn a block as row by
-        row); ``fitted``: the fit's predictions of one row, if known (`_fitted`)."""
+        row); ``fitted``: the fit's predictions of one row, if known (`_fitted`). Returns
+        the fit's prediction of each row before its epoch learned it, if the change test or
+        model selection asks for them (else None)."""
         if len(rewards) == 1:
             return self._learn_one(rows, int(models[0]), float(rewards[0]), float(weights[0]),
                                    fitted)
-        x = self._oracle_examples(rows)
+        x, fits = self._oracle_examples(rows), []
         start = 0
         while start < len(rewards):
             stop = min(len(rewards), start + self._next_rebuild - self._n_labels,
                        start + self._labels_until_piece_end())
             block = slice(start, stop)
-            fitted = None if self._change is None else self._fitted(rows.take(block),
-                                                                    models[block])
+            fitted = None if not self._fits_needed() else self._fitted(rows.take(block),
+                                                                       models[block])
             self._oracle.learn_many(_part_of(x, block), models[block], rewards[block],
                                     weights[block])
             self._learned(stop - start)
-            if fitted is not None:
+            if fitted is not None and self._change is not None:
                 self._test_change(rewards[block], fitted)
+            fits.append(fitted)
             start = stop
+        return np.concatenate(fits) if self._fits_needed() else None
 
     def _learn_one(self, rows: SparseRows, model: int, reward: float, weight: float,
-                   fitted: np.ndarray | None = None) -> None:
+                   fitted: np.ndarray | None = None) -> np.ndarray | None:
         """Teach the oracle one row ``(1, 1, L)`` (``learn``), rebuilding at the schedule's
-        points; then the change test (``fitted``: the fit's prediction, if known)."""
-        if self._change is not None and fitted is None:
+        points; then the change test (``fitted``: the fit's prediction, if known). Returns
+        the prediction before, if the change test or model selection asks for it."""
+        if fitted is None and self._fits_needed():
             fitted = self._fitted(rows, np.array([model]))
         self._oracle.learn(self._example(rows), model, reward, weight)
         self._learned(1)
         if self._change is not None:
             self._test_change(np.array([reward]), fitted)
+        return fitted
+
+    def _fits_needed(self) -> bool:
+        """Whether learning needs the fit's predictions before (the change test's, and
+        model selection's: this learner's and its linear model's)."""
+        return self._change is not None or self._selection is not None or self._is_linear
 
     def _fitted(self, rows: SparseRows, models: np.ndarray) -> np.ndarray:
         """The current fit's predictions of labelled rows ``(n, 1, L)``, each under its own
@@ -696,6 +778,37 @@ class RegCB:
         return x.value[0, 0] if x.index is None else (x.index[0, 0], x.value[0, 0])
 
     # -- state -------------------------------------------------------------------------
+
+    def _companion(self) -> RegCB:
+        """The linear model of model selection: this learner without random features."""
+        linear = RegCB(
+            self.variant, oracle=self.oracle, beta=self.beta, schedule=self.schedule,
+            budget=self.budget, mellowness=self.mellowness, horizon=self.horizon,
+            budget_grid=self.budget_grid, reward_range=self.reward_range, seed=self.seed,
+            warm_start_epochs=self.warm_start_epochs,
+            allow_out_of_range=self.allow_out_of_range, cross=self.cross,
+            intercept=self.intercept, hash_bits=self.hash_bits, random_features=0,
+            forget=self.forget, change_threshold=self.change_threshold, select_model=False)
+        linear._is_linear = True
+        return linear
+
+    def _selecting(self) -> bool:
+        """Whether the linear model learns beside this one: dropped once the contexts
+        turn out to be dicts or the actions rows of features (no random features: the two
+        models are one)."""
+        if self._linear is not None and (self._encoder.expand is None or self._joint):
+            self._linear = self._selection = None
+        return self._linear is not None
+
+    def _linear_leads(self) -> bool:
+        """Whether the linear model decides (model selection, `regcb_stream.selection`)."""
+        return self._selection is not None and self._selection.linear_leads
+
+    @property
+    def model_selection(self) -> dict | None:
+        """With model selection (``select_model``): the leading model, each model's
+        prequential squared loss and the labels scored (None without)."""
+        return None if self._selection is None else self._selection.state()
 
     def _rng(self) -> np.random.Generator:
         """The generator of the draws (made at the first: importing numpy.random costs the
@@ -758,6 +871,7 @@ class RegCB:
         >>> learner.events["rewarded"], learner.n_labels
         (1, 1)
         """
+        self._linear = self._selection = None  # (the random-features model alone: `_lie`)
         self._lie()
         action, prob, info = self.predict(context, actions)
         for decision, reward in self._waiting().add(
@@ -884,6 +998,11 @@ class RegCB:
             self._selector = (BudgetSelector(self.budget_grid) if self._budget_kind == "auto"
                               else None)
         self._one_row_ready = self._one_row_oracle()
+        if self._linear is not None:  # (model selection needs a fixed budget)
+            if self._budget_kind in FIXED_BUDGETS:
+                self._linear.change_exploration(variant, **budget)
+            else:
+                self._linear = self._selection = None
 
     @property
     def oracle_in_use(self) -> str:
@@ -1175,10 +1294,13 @@ class RegCB:
         return np.fromiter((labels[a] for a in actions), dtype=np.intp, count=len(actions))
 
     def _played_ids(self, actions: Sequence) -> np.ndarray:
-        """Model ids of played actions, each of which must have been offered before."""
+        """Model ids of played actions, each of which must have been offered before (to
+        the learner whose linear model this is, if it is one: then new ones register)."""
         labels = self._labels
         unknown = [a for a in actions if a not in labels]
-        if unknown:
+        if unknown and self._is_linear:
+            self._register(list(dict.fromkeys(unknown)))
+        elif unknown:
             raise ValueError(f"action {unknown[0]!r} was never offered to this learner")
         return np.fromiter((labels[a] for a in actions), dtype=np.intp, count=len(actions))
 
@@ -1367,6 +1489,7 @@ def _check_params(learner: RegCB) -> None:
         "forget": _is_number(learner.forget) and 0 < learner.forget <= 1,
         "change_threshold": learner.change_threshold is None or (
             _is_number(learner.change_threshold) and learner.change_threshold >= 0),
+        "select_model": isinstance(learner.select_model, bool),
     }
     expected = {
         "variant": f"one of {policies.VARIANTS}",
@@ -1382,6 +1505,7 @@ def _check_params(learner: RegCB) -> None:
         "random_scale": "a finite number > 0",
         "forget": "a number in (0, 1]",
         "change_threshold": "None or a finite number >= 0",
+        "select_model": "True or False",
     }
     for name, ok in checks.items():
         if not ok:

@@ -53,10 +53,11 @@ def _classes() -> dict[str, type]:
     from regcb_stream.oracles.ridge import RidgeOracle, _Blocks
     from regcb_stream.oracles.vw import VWOracle, _State
     from regcb_stream.random_features import RandomFeatures
+    from regcb_stream.selection import ModelSelection
 
     classes = (RegCB, RidgeOracle, BoundedRidgeOracle, VWOracle, _State, _Blocks,
                FeatureEncoder, SlotColumns, BudgetSelector, PendingDecisions, RandomFeatures,
-               ChangeDetector)
+               ChangeDetector, ModelSelection)
     return {cls.__qualname__: cls for cls in classes}
 
 

@@ -1,0 +1,67 @@
+"""Model selection by prequential loss: the random-features model or the linear one.
+
+``RegCB()`` appends random Fourier features to dense contexts (`regcb_stream.random_features`),
+which fit rewards that are not linear in the context far better, but on a short, noisy stream
+that a linear model already fits, their extra dimensions are more to explore and more to
+estimate. The learner therefore also learns the linear model (the same oracle on the contexts
+as they are) from every label, and decides with whichever of the two has predicted the labels
+so far better: follow the leader on the prequential squared loss, ``sum_s (r_s - f_s(x_s,
+a_s))^2`` with ``f_s`` each model's fit *before* label ``s`` (Dawid, "Present position and
+potential developments: the prequential approach", JRSS A 1984). Both models learn the same
+labels, so each loss is measured on the same rounds, and only on rewards already revealed;
+the random-features model leads at a tie (before any label).
+
+What it does and does not guarantee: a model whose predictions are worse by a margin that
+grows with the stream loses the lead for good, so on a stream the linear model fits, the
+learner ends up deciding with it. A better prediction of the played actions' rewards is not
+a better decision everywhere (the loss counts only the actions played), and a switch of
+leader changes the plausible set at once: the regret bound of each model's RegCB is not
+carried over to the switching learner. Measured on the 16 UCI streams
+(``docs/model_selection.md``, ``benchmarks/model_selection.py``).
+
+>>> selection = ModelSelection()
+>>> selection.observe(1.0, 0.2, 0.9)   # reward, random-features fit, linear fit
+>>> selection.linear_leads, selection.state()["leader"]
+(True, 'linear')
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+MODELS = ("random features", "linear")
+
+
+class ModelSelection:
+    """Each model's prequential squared loss over the labels learned, and the leader."""
+
+    def __init__(self):
+        self.losses = [0.0, 0.0]  # random features, linear
+        self.labels = 0
+
+    @property
+    def linear_leads(self) -> bool:
+        """Whether the linear model has the smaller loss (ties: the random features)."""
+        return self.losses[1] < self.losses[0]
+
+    def observe(self, reward: float, features_fit: float, linear_fit: float) -> None:
+        """Score one label: its reward and each model's prediction before learning it."""
+        self.losses[0] += (reward - features_fit) ** 2
+        self.losses[1] += (reward - linear_fit) ** 2
+        self.labels += 1
+
+    def observe_many(self, rewards, features_fits, linear_fits) -> np.ndarray:
+        """Score labels in order; return the leader *before* each (True: linear), as the
+        rounds' decisions would have followed it."""
+        rewards = np.asarray(rewards, dtype=float)
+        before = np.empty(len(rewards), dtype=bool)
+        for i, (r, f, g) in enumerate(zip(rewards.tolist(), np.asarray(features_fits, float)
+                                          .tolist(), np.asarray(linear_fits, float).tolist())):
+            before[i] = self.linear_leads
+            self.observe(r, f, g)
+        return before
+
+    def state(self) -> dict:
+        """The leader, each model's prequential loss and the labels scored."""
+        return {"leader": MODELS[self.linear_leads], "labels": self.labels,
+                "losses": dict(zip(MODELS, self.losses))}
