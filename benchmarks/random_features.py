@@ -93,14 +93,15 @@ def run(task: tuple) -> dict:
     if stream == "realizable":
         variant, seed = rep
         return {"name": name, "stream": stream, "rep": rep, "seconds": 0.0,
-                "growth": growth(RegCB(variant, seed=seed, random_features=features(name, seed)))}
+                "growth": growth(RegCB(variant, seed=seed, random_features=features(name, seed),
+                                       select_model=False))}
     problem = problems.load_problem(stream, rep)
     if factor != 1.0:
         problem = dataclasses.replace(problem, **{
             part: dataclasses.replace(rounds, X=rounds.X * factor)
             for part, rounds in (("train", problem.train), ("hold", problem.hold))})
     algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
-    algo.learner = RegCB(seed=rep, random_features=features(name, rep))
+    algo.learner = RegCB(seed=rep, random_features=features(name, rep), select_model=False)
     record = protocol.run_protocol(algo, problem, rep)
     return {"name": name, "stream": stream, "rep": rep, "factor": factor,
             "progressive": record["progressive"], "seconds": record["seconds"]}
