@@ -6,8 +6,9 @@ Runs on the first 16,000 rounds of the clean ``letter`` stream (K=26, d=16, perm
 
 * ours, with RegCB's default budget and oracle: per-example API (``predict`` then ``learn``
   each round), both variants, schedules
-  ``"online"`` and ``"sqrt2"``; and with ``"online"``, the linear model
-  (``random_features=0``: without the default's 64 random features, not barred);
+  ``"online"`` and ``"sqrt2"``; and with ``"online"``, the random-features model alone
+  (``select_model=False``: without the linear model learned beside it) and the linear model
+  (``random_features=0``: without the default's 64 random features), neither barred;
 * ours, vectorized (``predict_many`` then ``learn_many`` per epoch block), both variants,
   schedules ``"sqrt2"`` and ``"doubling"``; each run is checked to play exactly the actions
   of the per-example API with the same seed and schedule;
@@ -60,9 +61,10 @@ VW = {"regcb": "elimination", "regcbopt": "optimistic"}
 
 
 def run_per_example(X, R, variant: str, beta: float | None, schedule: str, seed: int = 0,
-                    features: int | None = None) -> dict:
+                    **options) -> dict:
     """Stream ``(X, R)`` through ``predict`` and ``learn`` one round at a time (``beta``
-    None: RegCB's default budget; ``features``: ``random_features``, None the default's).
+    None: RegCB's default budget; ``options``: more of RegCB's parameters, e.g.
+    ``random_features=0``).
 
     Returns
     -------
@@ -72,7 +74,7 @@ def run_per_example(X, R, variant: str, beta: float | None, schedule: str, seed:
     actions = list(range(R.shape[1]))
     chosen = np.empty(len(X), dtype=np.int64)
     start = time.perf_counter()
-    learner = RegCB(variant, beta=beta, schedule=schedule, seed=seed, random_features=features)
+    learner = RegCB(variant, beta=beta, schedule=schedule, seed=seed, **options)
     for t, x in enumerate(X):
         action, prob, info = learner.predict(x, actions)
         chosen[t] = action
@@ -155,9 +157,9 @@ def configurations() -> list[dict]:
         _ours("per-example", run_per_example, variant, schedule)
         for variant, schedule in PER_EXAMPLE
     ]
-    rows += [  # the linear model: without the default's random features (not barred)
-        _ours("per-example", run_per_example, variant, "online", features=0)
-        for variant in VARIANTS
+    rows += [  # the random-features model alone, and the linear one (not barred)
+        _ours("per-example", run_per_example, variant, "online", **options)
+        for options in ({"select_model": False}, {"random_features": 0}) for variant in VARIANTS
     ]
     rows += [
         _ours("vectorized", run_vectorized, variant, schedule)
@@ -185,15 +187,14 @@ def configurations() -> list[dict]:
     return rows
 
 
-def _ours(kind: str, fn, variant: str, schedule: str, features: int | None = None) -> dict:
-    if features is None:
-        return {"name": f"ours {kind}, {variant}, `{schedule}` (default budget)", "kind": kind,
-                "variant": variant, "schedule": schedule,
-                "run": lambda X, R: fn(X, R, variant, None, schedule)}
-    return {"name": f"ours {kind}, {variant}, `{schedule}`, `random_features={features}`",
-            "kind": f"{kind} (random_features={features})", "variant": variant,
+def _ours(kind: str, fn, variant: str, schedule: str, **options) -> dict:
+    """A configuration of ours: the defaults, or with ``options`` (a kind of its own)."""
+    given = ", ".join(f"{k}={v}" for k, v in options.items())
+    return {"name": f"ours {kind}, {variant}, `{schedule}`"
+                    + (f", `{given}`" if options else " (default budget)"),
+            "kind": f"{kind} ({given})" if options else kind, "variant": variant,
             "schedule": schedule,
-            "run": lambda X, R: fn(X, R, variant, None, schedule, features=features)}
+            "run": lambda X, R: fn(X, R, variant, None, schedule, **options)}
 
 
 def measure(X: np.ndarray, R: np.ndarray, reps: int, log=print) -> list[dict]:

@@ -75,7 +75,9 @@ class RegCB:
     The defaults (``RegCB()``) were chosen by leave-one-dataset-out on 16 public streams
     (``docs/defaults.md``, ``docs/random_features.md``): the optimistic variant, the
     optimistic ridge oracle with ``l2 = 1``, VW's budget form with mellowness 1e-3, online
-    updates, and 64 random Fourier features appended to dense contexts. For actions given
+    updates, and 64 random Fourier features appended to dense contexts, with the linear
+    model learned beside them deciding while it predicts better (``select_model``,
+    ``docs/model_selection.md``). For actions given
     as dicts of features that every action shares (a ranking), the ridge shrinks toward the
     middle of the reward range with ``l2 = 3`` (``docs/joint_defaults.md``).
 
