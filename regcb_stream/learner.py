@@ -383,10 +383,10 @@ class RegCB:
         fitted = self._learn_label(context, action, reward, prob, weight, candidates)
         if self._selecting():
             self._selection.observe(float(reward), fitted, self._linear._learn_label(
-                context, action, reward, prob, weight, None))
+                context, action, reward, prob, weight, None), float(weight))
 
     def _learn_label(self, context, action, reward: float, prob: float, weight: float,
-                     candidates) -> float:
+                     candidates) -> float | None:
         """``learn`` one checked label; return the fit's prediction of it before."""
         if (self._one_row(context) and self.schedule == "online" and action in self._labels
                 and not self._oracle._pending):
@@ -418,7 +418,7 @@ class RegCB:
         fitted = self._learn_block(contexts, actions, rewards, probs, weights, candidates)
         if self._selecting():
             self._selection.observe_many(rewards, fitted, self._linear._learn_block(
-                contexts, actions, rewards, probs, weights, None))
+                contexts, actions, rewards, probs, weights, None), weights)
 
     def _learn_block(self, contexts, actions: Sequence, rewards: np.ndarray, probs,
                      weights: np.ndarray, candidates) -> np.ndarray | None:
@@ -470,7 +470,7 @@ class RegCB:
         linear = self._linear._replay(contexts, actions, played, rewards, probs, weights)
         rows = np.flatnonzero(played >= 0)  # each row decided by the leader before it
         before = self._selection.observe_many(rewards[rows], *(
-            d.prediction[rows, played[rows]] for d in (decision, linear)))
+            d.prediction[rows, played[rows]] for d in (decision, linear)), weights[rows])
         leads = np.append(before, self._selection.linear_leads)[
             np.searchsorted(rows, np.arange(len(played)))][:, None]
         return Decision(*(np.where(leads, getattr(linear, part), getattr(decision, part))

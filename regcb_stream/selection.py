@@ -7,7 +7,8 @@ estimate. The learner therefore also learns the linear model (the same oracle on
 as they are) from every label, and decides with whichever of the two has predicted the labels
 so far better: follow the leader on the prequential squared loss, ``sum_s (r_s - f_s(x_s,
 a_s))^2`` with ``f_s`` each model's fit *before* label ``s`` (Dawid, "Present position and
-potential developments: the prequential approach", JRSS A 1984). Both models learn the same
+potential developments: the prequential approach", JRSS A 1984), each label weighted as the
+regression weighs it. Both models learn the same
 labels, so each loss is measured on the same rounds, and only on rewards already revealed;
 the random-features model leads at a tie (before any label).
 
@@ -44,21 +45,25 @@ class ModelSelection:
         """Whether the linear model has the smaller loss (ties: the random features)."""
         return self.losses[1] < self.losses[0]
 
-    def observe(self, reward: float, features_fit: float, linear_fit: float) -> None:
-        """Score one label: its reward and each model's prediction before learning it."""
-        self.losses[0] += (reward - features_fit) ** 2
-        self.losses[1] += (reward - linear_fit) ** 2
+    def observe(self, reward: float, features_fit: float, linear_fit: float,
+                weight: float = 1.0) -> None:
+        """Score one label: its reward, each model's prediction before learning it, and its
+        weight in the regression."""
+        self.losses[0] += weight * (reward - features_fit) ** 2
+        self.losses[1] += weight * (reward - linear_fit) ** 2
         self.labels += 1
 
-    def observe_many(self, rewards, features_fits, linear_fits) -> np.ndarray:
+    def observe_many(self, rewards, features_fits, linear_fits, weights=None) -> np.ndarray:
         """Score labels in order; return the leader *before* each (True: linear), as the
         rounds' decisions would have followed it."""
         rewards = np.asarray(rewards, dtype=float)
+        weights = np.ones(len(rewards)) if weights is None else np.asarray(weights, float)
         before = np.empty(len(rewards), dtype=bool)
-        for i, (r, f, g) in enumerate(zip(rewards.tolist(), np.asarray(features_fits, float)
-                                          .tolist(), np.asarray(linear_fits, float).tolist())):
+        for i, label in enumerate(zip(rewards.tolist(), np.asarray(features_fits, float)
+                                      .tolist(), np.asarray(linear_fits, float).tolist(),
+                                      weights.tolist())):
             before[i] = self.linear_leads
-            self.observe(r, f, g)
+            self.observe(*label)
         return before
 
     def state(self) -> dict:

@@ -52,6 +52,8 @@ def test_the_leader_is_the_smaller_prequential_loss():
     assert before.tolist() == [False, True, False]
     assert selection.state() == {"leader": "random features", "labels": 3,
                                  "losses": {"random features": 0.75, "linear": 2.0}}
+    selection.observe_many([0.0], [1.0], [0.0], weights=[0.0])  # weighed as the regression
+    assert selection.losses == [0.75, 2.0]
 
 
 def test_linear_leads_on_a_linear_stream_and_features_on_a_nonlinear_one():
