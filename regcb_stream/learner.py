@@ -398,8 +398,8 @@ class RegCB:
                     self._score_one(context, action, candidates, prob, reward)
                 self._n_labels += 1
                 self._rebuilt()
-                if self._change is not None:
-                    self._test_change(np.array([float(reward)]), np.array([fitted]))
+                if self._change is not None and self._change.observe(float(reward), fitted):
+                    self._changed()
                 return fitted
         rows, models = self._played_rows([context], [action])
         if self._selector is not None:
@@ -752,8 +752,12 @@ class RegCB:
         change = self._change
         if (change.observe(float(rewards[0]), float(fitted[0])) if len(rewards) == 1
                 else change.observe_many(rewards, fitted)):
-            self._oracle.shrink(KEEP)
-            self._oracle.rebuild()
+            self._changed()
+
+    def _changed(self) -> None:
+        """A change detected: keep ``KEEP`` of every label's weight."""
+        self._oracle.shrink(KEEP)
+        self._oracle.rebuild()
 
     def _learned(self, n: int) -> None:
         """Count ``n`` labels just learned: close the oracle's piece at a piece's end,

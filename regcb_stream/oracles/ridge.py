@@ -494,9 +494,10 @@ class RidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
         """``learn`` then ``rebuild`` of a dense context's row in one compiled call (nothing
         may be pending): the fit's prediction of the row before the label (``moments``'s,
         bit for bit), or None if a value is not finite (nothing learned)."""
+        prior = self.prior_mean
         learned = _ridge.learn_dense(self._a, self._b, self._a_inv, self._theta, self._updates,
                                      model, context, intercept, self.dim,
-                                     self._stored(weight, None), y - self.prior_mean,
+                                     self._stored(weight, None), y - prior,
                                      self.refresh_every)
         if learned is None:
             return None
@@ -506,7 +507,7 @@ class RidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
             self.rebuild()
         elif stale:
             self._invert(model)
-        return fit + self.prior_mean
+        return fit + prior
 
     def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
               reward_range, tolerance, out, scoring=None):
