@@ -54,7 +54,7 @@ from regcb_stream.bench.harness.peers import LinUCBAlgorithm
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
 from regcb_stream.bench.runs import run_missing
-from regcb_stream.synthetic import LinearProblem
+from regcb_stream.synthetic import regret_growth
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -103,14 +103,7 @@ def run(task: tuple) -> dict:
 def realizable_growth(variant: str, seed: int = 0, n: int = 20_000) -> float:
     """R(T)/R(T/2) of ``RegCB(variant, seed=seed)`` (the defaults otherwise) on the
     realizable linear problem."""
-    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(n, seed=1)
-    learner, actions = RegCB(variant, seed=seed), list(range(5))
-    regret = np.empty(n)
-    for t, x in enumerate(X):
-        action, prob, info = learner.predict(x, actions)
-        regret[t] = means[t].max() - means[t, action]
-        learner.learn(x, action, rewards[t, action], prob, **info)
-    return float(regret.sum() / regret[: n // 2].sum())
+    return regret_growth(RegCB(variant, seed=seed), n)
 
 
 # -- tables -------------------------------------------------------------------------------

@@ -27,7 +27,6 @@ Runs are kept in ``results/model_selection.jsonl`` (resumable); writes
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import pathlib
 import sys
@@ -40,7 +39,7 @@ from regcb_stream.bench.harness import problems, protocol
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
 from regcb_stream.bench.runs import run_missing
-from regcb_stream.synthetic import LinearProblem
+from regcb_stream.synthetic import regret_growth
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -61,29 +60,16 @@ def run(task: tuple) -> dict:
     if stream == "realizable":
         variant, seed = rep
         return {"name": name, "stream": stream, "rep": rep, "factor": factor,
-                "seconds": 0.0, "growth": growth(RegCB(variant, seed=seed))}
+                "seconds": 0.0, "growth": regret_growth(RegCB(variant, seed=seed))}
     problem = problems.load_problem(stream, rep)
     if factor != 1.0:
-        problem = dataclasses.replace(problem, **{
-            part: dataclasses.replace(rounds, X=rounds.X * factor)
-            for part, rounds in (("train", problem.train), ("hold", problem.hold))})
+        problem = problem.scaled(factor)
     algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
     algo.learner = RegCB(seed=rep, **LEARNERS[name])
     record = protocol.run_protocol(algo, problem, rep)
     return {"name": name, "stream": stream, "rep": rep, "factor": factor,
             "progressive": record["progressive"], "seconds": record["seconds"],
             "selection": algo.learner.model_selection}
-
-
-def growth(learner: RegCB, n: int = 20_000) -> float:
-    """R(T)/R(T/2) of ``learner`` on the realizable linear problem of the defaults' bar."""
-    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(n, seed=1)
-    regret, actions = np.empty(n), list(range(5))
-    for t, x in enumerate(X):
-        action, prob, info = learner.predict(x, actions)
-        regret[t] = means[t].max() - means[t, action]
-        learner.learn(x, action, rewards[t, action], prob, **info)
-    return float(regret.sum() / regret[: n // 2].sum())
 
 
 def _means(rows: list[dict], factor: float = 1.0) -> dict:

@@ -42,7 +42,6 @@ Runs are kept in ``results/random_features.jsonl`` (resumable); writes
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import pathlib
@@ -59,7 +58,7 @@ from regcb_stream.bench.provenance import stamp
 from regcb_stream.bench.runs import run_missing
 from regcb_stream.learner import DEFAULT_RANDOM_FEATURES
 from regcb_stream.random_features import RandomFeatures
-from regcb_stream.synthetic import LinearProblem
+from regcb_stream.synthetic import regret_growth
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -93,29 +92,16 @@ def run(task: tuple) -> dict:
     if stream == "realizable":
         variant, seed = rep
         return {"name": name, "stream": stream, "rep": rep, "seconds": 0.0,
-                "growth": growth(RegCB(variant, seed=seed, random_features=features(name, seed),
-                                       select_model=False))}
+                "growth": regret_growth(RegCB(variant, seed=seed, select_model=False,
+                                              random_features=features(name, seed)))}
     problem = problems.load_problem(stream, rep)
     if factor != 1.0:
-        problem = dataclasses.replace(problem, **{
-            part: dataclasses.replace(rounds, X=rounds.X * factor)
-            for part, rounds in (("train", problem.train), ("hold", problem.hold))})
+        problem = problem.scaled(factor)
     algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
     algo.learner = RegCB(seed=rep, random_features=features(name, rep), select_model=False)
     record = protocol.run_protocol(algo, problem, rep)
     return {"name": name, "stream": stream, "rep": rep, "factor": factor,
             "progressive": record["progressive"], "seconds": record["seconds"]}
-
-
-def growth(learner: RegCB, n: int = 20_000) -> float:
-    """R(T)/R(T/2) of ``learner`` on the realizable linear problem of the defaults' bar."""
-    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(n, seed=1)
-    regret, actions = np.empty(n), list(range(5))
-    for t, x in enumerate(X):
-        action, prob, info = learner.predict(x, actions)
-        regret[t] = means[t].max() - means[t, action]
-        learner.learn(x, action, rewards[t, action], prob, **info)
-    return float(regret.sum() / regret[: n // 2].sum())
 
 
 def _means(rows: list[dict], factor: float = 1.0) -> dict:

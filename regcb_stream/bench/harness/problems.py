@@ -79,6 +79,12 @@ class Problem:
     def n_actions(self) -> int:
         return self.train.R.shape[1]
 
+    def scaled(self, factor: float) -> Problem:
+        """The problem with every context multiplied by ``factor`` (contexts that are not
+        standardized)."""
+        return Problem(self.stream, self.rep, *(
+            Rounds(part.X * factor, part.R, part.mask) for part in (self.train, self.hold)))
+
 
 def stream_parts(stream: str) -> tuple[str, bool]:
     """``(data set, noisy)`` of a stream name.
