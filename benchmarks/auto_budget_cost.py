@@ -94,7 +94,8 @@ def main(argv=None) -> None:
         f"- {stamp()}; letter, first "
         f"{len(X):,} rounds, `online` schedule, default oracle; {args.pairs} interleaved pairs",
         "- ratio: time with `budget=\"auto\"` (4 candidates) over time with "
-        "`mellowness=1e-3`, median (min–max); the bar is at most 1.20",
+        "`mellowness=1e-3, select_model=False` (one model on both sides: model selection "
+        "applies to fixed budgets only), median (min–max); the bar is at most 1.20",
         "",
         "| loop | variant | rounds/s, fixed budget | auto / fixed time |",
         "|---|---|---:|---:|",
