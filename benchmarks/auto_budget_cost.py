@@ -3,8 +3,7 @@
 On the first rounds of the clean ``letter`` stream (K = 26, d = 16, permutation seed 0), with
 the default oracle and the ``online`` schedule, each of these loops runs with a fixed budget
 (``mellowness=1e-3``) and with ``budget="auto"`` (the default candidates), interleaved pair by
-pair so that a competing process slows both alike (one model on both sides: model selection,
-which applies to fixed budgets only, is off); the table gives the median time ratio:
+pair so that a competing process slows both alike; the table gives the median time ratio:
 
 * the per-example API: ``predict`` then ``learn`` every round;
 * ``RegCB.play``: the simulation loop of the benchmark harness;
@@ -35,7 +34,7 @@ from regcb_stream.bench.datasets import bandit_stream  # noqa: E402
 from regcb_stream.bench.provenance import stamp  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-FIXED = {"mellowness": 1e-3, "select_model": False}  # (model selection: fixed budgets only)
+FIXED = {"mellowness": 1e-3}
 AUTO = {"budget": "auto"}
 
 
@@ -94,8 +93,7 @@ def main(argv=None) -> None:
         f"- {stamp()}; letter, first "
         f"{len(X):,} rounds, `online` schedule, default oracle; {args.pairs} interleaved pairs",
         "- ratio: time with `budget=\"auto\"` (4 candidates) over time with "
-        "`mellowness=1e-3, select_model=False` (one model on both sides: model selection "
-        "applies to fixed budgets only), median (min–max); the bar is at most 1.20",
+        "`mellowness=1e-3`, median (min–max); the bar is at most 1.20",
         "",
         "| loop | variant | rounds/s, fixed budget | auto / fixed time |",
         "|---|---|---:|---:|",

@@ -92,13 +92,13 @@ def run(task: tuple) -> dict:
     if stream == "realizable":
         variant, seed = rep
         return {"name": name, "stream": stream, "rep": rep, "seconds": 0.0,
-                "growth": regret_growth(RegCB(variant, seed=seed, select_model=False,
+                "growth": regret_growth(RegCB(variant, seed=seed,
                                               random_features=features(name, seed)))}
     problem = problems.load_problem(stream, rep)
     if factor != 1.0:
         problem = problem.scaled(factor)
     algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
-    algo.learner = RegCB(seed=rep, random_features=features(name, rep), select_model=False)
+    algo.learner = RegCB(seed=rep, random_features=features(name, rep))
     record = protocol.run_protocol(algo, problem, rep)
     return {"name": name, "stream": stream, "rep": rep, "factor": factor,
             "progressive": record["progressive"], "seconds": record["seconds"]}

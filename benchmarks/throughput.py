@@ -6,9 +6,10 @@ Runs on the first 16,000 rounds of the clean ``letter`` stream (K=26, d=16, perm
 
 * ours, with RegCB's default budget and oracle: per-example API (``predict`` then ``learn``
   each round), both variants, schedules
-  ``"online"`` and ``"sqrt2"``; and with ``"online"``, the random-features model alone
-  (``select_model=False``: without the linear model learned beside it) and the linear model
-  (``random_features=0``: without the default's 64 random features), neither barred;
+  ``"online"`` and ``"sqrt2"``; and with ``"online"``, with model selection
+  (``select_model=True``: the linear model learned beside the random-features one) and the
+  linear model alone (``random_features=0``: without the default's 64 random features),
+  neither barred;
 * ours, vectorized (``predict_many`` then ``learn_many`` per epoch block), both variants,
   schedules ``"sqrt2"`` and ``"doubling"``; each run is checked to play exactly the actions
   of the per-example API with the same seed and schedule;
@@ -157,9 +158,9 @@ def configurations() -> list[dict]:
         _ours("per-example", run_per_example, variant, schedule)
         for variant, schedule in PER_EXAMPLE
     ]
-    rows += [  # the random-features model alone, and the linear one (not barred)
+    rows += [  # with model selection, and the linear model alone (not barred)
         _ours("per-example", run_per_example, variant, "online", **options)
-        for options in ({"select_model": False}, {"random_features": 0}) for variant in VARIANTS
+        for options in ({"select_model": True}, {"random_features": 0}) for variant in VARIANTS
     ]
     rows += [
         _ours("vectorized", run_vectorized, variant, schedule)

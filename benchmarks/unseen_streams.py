@@ -198,7 +198,7 @@ def _algorithm(name: str, n_actions: int, rep: int):
         algo.learner = RegCB(seed=rep, random_features=0)
     elif name.startswith(SETTING):
         algo.learner = RegCB(seed=rep, random_features=random_features(
-            name.removeprefix(SETTING), rep), select_model=False)  # (the map alone)
+            name.removeprefix(SETTING), rep))
     return algo
 
 

@@ -15,6 +15,11 @@ from regcb_stream.selection import ModelSelection
 from regcb_stream.synthetic import LinearProblem
 
 
+def selecting(seed, variant="optimistic"):
+    """A learner with model selection (``select_model=True``)."""
+    return RegCB(variant, seed=seed, select_model=True)
+
+
 def linear_stream(n=1500, seed=1):
     """The realizable linear problem: contexts and Bernoulli rewards (K = 5, d = 10)."""
     X, _, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(n, seed=seed)
@@ -59,7 +64,7 @@ def test_the_leader_is_the_smaller_prequential_loss():
 def test_linear_leads_on_a_linear_stream_and_features_on_a_nonlinear_one():
     learners = []
     for X, rewards in (linear_stream(), ring_stream()):
-        learner = RegCB(seed=0)
+        learner = selecting(0)
         learner.play(X, list(range(rewards.shape[1])), lambda t, i, R=rewards: R[t, i])
         learners.append(learner.model_selection)
     assert learners[0]["leader"] == "linear"
@@ -71,8 +76,8 @@ def test_linear_leads_on_a_linear_stream_and_features_on_a_nonlinear_one():
 def test_play_decides_as_decide_and_learn_round_by_round():
     X, rewards = linear_stream(800)
     u = np.random.default_rng(5).random(len(X))
-    played, decision = RegCB(seed=0).play(X, list(range(5)), lambda t, i: rewards[t, i], u)
-    by_round, pmfs, leaders = by_rounds(RegCB(seed=0), X, rewards, u)
+    played, decision = selecting(0).play(X, list(range(5)), lambda t, i: rewards[t, i], u)
+    by_round, pmfs, leaders = by_rounds(selecting(0), X, rewards, u)
     assert {"linear", "random features"} <= set(leaders)  # both decided some rounds
     assert np.array_equal(played, by_round)
     assert np.array_equal(decision.pmf, pmfs)
@@ -80,7 +85,7 @@ def test_play_decides_as_decide_and_learn_round_by_round():
 
 def test_predict_many_and_learn_many_follow_predict_and_learn():
     X, rewards = ring_stream(600)
-    one, block = RegCB(seed=2), RegCB(seed=2)
+    one, block = selecting(2), selecting(2)
     actions = list(range(3))
     for t, x in enumerate(X):
         action, prob, info = one.predict(x, actions)
@@ -96,7 +101,7 @@ def test_replay_decides_as_decide_then_learn():
     rng = np.random.default_rng(0)
     logged = np.where(rng.random(len(X)) < 0.9, rng.integers(0, 5, len(X)), -1)
     labels = rewards[np.arange(len(X)), np.maximum(logged, 0)]
-    learner, reference = RegCB(seed=0), RegCB(seed=0)
+    learner, reference = selecting(0), selecting(0)
     decision = learner.replay(X, list(range(5)), logged, labels)
     leaders = []
     for t, x in enumerate(X):
@@ -114,7 +119,7 @@ def test_decisions_depend_only_on_revealed_rewards():
     t = 250
     shuffled = rewards.copy()
     shuffled[t:] = np.random.default_rng(1).permutation(rewards[t:])
-    runs = [RegCB(seed=0).play(X, list(range(3)), lambda s, i, R=R: R[s, i])
+    runs = [selecting(0).play(X, list(range(3)), lambda s, i, R=R: R[s, i])
             for R in (rewards, shuffled)]
     assert np.array_equal(runs[0][1].pmf[:t + 1], runs[1][1].pmf[:t + 1])
     assert np.array_equal(runs[0][0][:t + 1], runs[1][0][:t + 1])
@@ -123,8 +128,8 @@ def test_decisions_depend_only_on_revealed_rewards():
 def test_a_model_file_resumes_the_selection(tmp_path):
     X, rewards = linear_stream(900, seed=2)
     u = np.random.default_rng(9).random(len(X))
-    whole, pmfs, _ = by_rounds(RegCB(seed=0), X, rewards, u)
-    first = RegCB(seed=0)
+    whole, pmfs, _ = by_rounds(selecting(0), X, rewards, u)
+    first = selecting(0)
     part, part_pmfs, _ = by_rounds(first, X[:450], rewards[:450], u[:450])
     save_model(tmp_path / "m.regcb", first, {})
     resumed, _ = load_model(tmp_path / "m.regcb")
@@ -141,33 +146,36 @@ def test_valid_distributions_and_the_same_run_by_seed(seed, k, variant):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(120, 3)) * rng.choice([0.01, 1.0, 100.0])
     rewards = rng.random((120, k))
-    runs = [RegCB(variant, seed=seed).play(X, list(range(k)), lambda t, i: rewards[t, i])
+    runs = [selecting(seed, variant).play(X, list(range(k)), lambda t, i: rewards[t, i])
             for _ in range(2)]
     pmf = runs[0][1].pmf
     assert np.all(pmf >= 0) and np.allclose(pmf.sum(axis=1), 1.0)
     assert np.array_equal(runs[0][0], runs[1][0]) and np.array_equal(pmf, runs[1][1].pmf)
 
 
-@pytest.mark.parametrize("kwargs", [{"select_model": False}, {"random_features": 0},
-                                    {"schedule": "sqrt2"}, {"budget": "auto"},
-                                    {"oracle": "vw"}])
+def test_not_the_default():
+    assert RegCB().model_selection is None
+
+
+@pytest.mark.parametrize("kwargs", [{"random_features": 0}, {"schedule": "sqrt2"},
+                                    {"budget": "auto"}, {"oracle": "vw"}])
 def test_no_selection_where_it_does_not_apply(kwargs):
-    assert RegCB(**kwargs).model_selection is None
+    assert RegCB(select_model=True, **kwargs).model_selection is None
 
 
 def test_dict_contexts_and_delayed_rewards_keep_one_model():
-    learner = RegCB(seed=0)
+    learner = selecting(0)
     assert learner.model_selection is not None
     action, prob, _ = learner.predict({"a": 1.0}, ["x", "y"])  # no random features for dicts
     learner.learn({"a": 1.0}, action, 1.0, prob)
     assert learner.model_selection is None
-    learner = RegCB(seed=0)
+    learner = selecting(0)
     learner.decide_event("e", np.ones(2), ["x", "y"])
     assert learner.model_selection is None
 
 
 def test_a_new_budget_reaches_the_linear_model():
-    learner = RegCB(seed=0)
+    learner = selecting(0)
     learner.change_exploration("elimination", mellowness=0.01)
     linear = learner._linear
     assert (linear.variant, linear.budget_in_force) == ("elimination", "mellowness 0.01")
