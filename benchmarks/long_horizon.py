@@ -1,0 +1,109 @@
+"""Regret growth at a long horizon: each configuration of the defaults' grid, with and
+without random features, on the realizable linear problem over 200,000 rounds.
+
+The defaults' bar measures the regret growth R(T)/R(T/2) at T = 20,000 rounds; the streams
+the defaults were chosen on have at most 48,842 rounds. A learner that stops exploring an
+action it underrates shows it only later: its regret then grows linearly (growth 2). This
+script runs every configuration of ``benchmarks/defaults.py``'s grid (the linear stage of
+the defaults: ``random_features=0``), the same with ``RegCB()``'s random features, and
+``RegCB(select_model=True)``, on the long realizable problem of ``docs/change_detection.md``
+(K = 5, d = 10, :data:`LONG_ROUNDS` rounds, seeds :data:`SEEDS`), and reports each one's
+cumulative regret and growth. It informs the choice; it does not make it.
+
+From the repository root::
+
+    .venv/bin/python benchmarks/long_horizon.py [--jobs 2]   # ~15 minutes on 2 cores
+
+Runs are kept in ``results/long_horizon.jsonl`` (resumable); writes ``docs/long_horizon.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from defaults import GRID  # noqa: E402  (the linear stage's configurations)
+from model_selection import LONG_ROUNDS, long_regret  # noqa: E402
+
+from regcb_stream import RegCB, RidgeOracle  # noqa: E402
+from regcb_stream.bench.provenance import stamp  # noqa: E402
+from regcb_stream.bench.runs import run_missing  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SEEDS = (0, 1)
+FEATURES = {"linear": {"random_features": 0}, "random features": {}}
+SELECTING = "RegCB(select_model=True)"
+
+
+def learner(name: str, features: str, seed: int) -> RegCB:
+    """A grid configuration (``name``) with or without random features, or model selection."""
+    if name == SELECTING:
+        return RegCB(seed=seed, select_model=True)
+    params = dict(GRID[name])
+    l2 = params.pop("l2")
+    return RegCB(oracle=RidgeOracle(l2=l2, prior="optimistic"), seed=seed,
+                 **FEATURES[features], **params)
+
+
+def run(task: tuple) -> dict:
+    name, features, seed = task
+    half, whole = long_regret(learner(name, features, seed), seed)
+    return {"name": name, "features": features, "seed": seed, "regret": [half, whole]}
+
+
+def report(rows: list[dict], command: str) -> str:
+    by = {(r["name"], r["features"], r["seed"]): r["regret"] for r in rows}
+    lines = [
+        "# Regret growth at a long horizon",
+        "",
+        f"- command: `{command}`",
+        f"- {stamp()}; the realizable linear problem (K = 5, d = 10), {LONG_ROUNDS:,} rounds, "
+        f"seeds {', '.join(map(str, SEEDS))}; cumulative regret at T and the growth "
+        "R(T)/R(T/2) (1.0: regret stopped growing, 2.0: linear)",
+        "- configurations: `benchmarks/defaults.py`'s grid (the optimistic ridge with its prior "
+        "weight l2, the budget's mellowness or the automatic budget), on the contexts as they "
+        "are (linear) and with `RegCB()`'s random features; and model selection",
+        "",
+        "| configuration | " + " | ".join(f"{f}, seed {s}" for f in FEATURES for s in SEEDS)
+        + " | largest growth, linear | largest growth, random features |",
+        "|---|" + "---:|" * (len(FEATURES) * len(SEEDS) + 2),
+    ]
+    for name in GRID:
+        cells, worst = [], {}
+        for features in FEATURES:
+            growth = []
+            for seed in SEEDS:
+                half, whole = by[(name, features, seed)]
+                growth.append(whole / half)
+                cells.append(f"{whole:,.0f} ({whole / half:.2f})")
+            worst[features] = max(growth)
+        lines.append(f"| {name} | " + " | ".join(cells) + " | "
+                     + " | ".join(f"{worst[f]:.2f}" for f in FEATURES) + " |")
+    selecting = [by[(SELECTING, "-", seed)] for seed in SEEDS]
+    lines += ["", f"{SELECTING}: " + "; ".join(
+        f"seed {s} {w:,.0f} ({w / h:.2f})" for s, (h, w) in zip(SEEDS, selecting)) + ".",
+        "", "`RegCB()` is `opti l2=1 mellowness=0.001` with random features."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--results", default=str(ROOT / "results" / "long_horizon.jsonl"))
+    parser.add_argument("--output", default=str(ROOT / "docs" / "long_horizon.md"))
+    args = parser.parse_args(argv)
+    tasks = [(n, f, s) for n in GRID for f in FEATURES for s in SEEDS]
+    tasks += [(SELECTING, "-", s) for s in SEEDS]
+    rows, _ = run_missing(args.results, tasks, run,
+                          lambda r: (r["name"], r["features"], r["seed"]), args.jobs)
+    command = "python benchmarks/long_horizon.py" + (" " + " ".join(argv) if argv else "")
+    text = report(rows, command)
+    pathlib.Path(args.output).write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
