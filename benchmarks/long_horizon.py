@@ -34,7 +34,7 @@ from regcb_stream.bench.runs import run_missing  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SEEDS = (0, 1)
-FEATURES = {"linear": {"random_features": 0}, "random features": {}}
+FEATURES = {"linear": {"random_features": 0}, "random features": {"random_features": 64}}
 SELECTING = "RegCB(select_model=True)"
 
 
