@@ -65,7 +65,7 @@ from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
 from regcb_stream.bench.provenance import stamp  # noqa: E402
 from regcb_stream.bench.runs import run_missing  # noqa: E402
 from regcb_stream.change import DEFAULT_THRESHOLD  # noqa: E402
-from regcb_stream.synthetic import LinearProblem  # noqa: E402
+from regcb_stream.synthetic import played_regret  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 THRESHOLDS = (0.0, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0)
@@ -111,11 +111,8 @@ def run(task: tuple) -> dict:
 def long_run(task: tuple) -> dict:
     """Cumulative regret at a few checkpoints, and the alarms, on the long problem."""
     name, seed = task
-    X, mean, rewards = LinearProblem.make(n_actions=5, dim=10, seed=seed).sample(
-        LONG_ROUNDS, seed=seed + 1)
     learner = RegCB(seed=seed, change_threshold=TESTED[name])
-    played, _ = learner.play(X, list(range(5)), lambda rows, i: rewards[rows, i])
-    regret = np.cumsum(mean.max(axis=1) - mean[np.arange(LONG_ROUNDS), played])
+    regret = played_regret(learner, LONG_ROUNDS, seed)
     return {"name": name, "stream": f"long-{seed}", "rep": seed,
             "regret": float(regret[-1]), "alarms": learner.changes_detected or 0}
 

@@ -49,7 +49,7 @@ from regcb_stream.bench.harness import problems, protocol  # noqa: E402
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
 from regcb_stream.bench.provenance import stamp  # noqa: E402
 from regcb_stream.bench.runs import run_missing  # noqa: E402
-from regcb_stream.synthetic import LinearProblem  # noqa: E402
+from regcb_stream.synthetic import played_regret  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FACTORS = (1.0, 0.9999, 0.9995, 0.999, 0.998)
@@ -110,12 +110,9 @@ def long_regret(rounds: int = LONG_ROUNDS, checkpoints=LONG_CHECKPOINTS
                 ) -> dict[str, dict[int, float]]:
     """Each factor's cumulative regret at ``checkpoints`` on the realizable linear problem
     (``RegCB(seed=0, forget=gamma).play``, the same draws)."""
-    X, mean, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(rounds, seed=1)
     out = {}
     for name, forget in FORGETFUL.items():
-        played, _ = RegCB(seed=0, forget=forget).play(X, list(range(5)),
-                                                      lambda rows, i: rewards[rows, i])
-        regret = np.cumsum(mean.max(axis=1) - mean[np.arange(rounds), played])
+        regret = played_regret(RegCB(seed=0, forget=forget), rounds)
         out[name] = {t: float(regret[t - 1]) for t in checkpoints if t <= rounds}
     return out
 

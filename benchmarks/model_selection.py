@@ -44,7 +44,7 @@ from regcb_stream.bench.harness import problems, protocol
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
 from regcb_stream.bench.runs import run_missing
-from regcb_stream.synthetic import LinearProblem, regret_growth
+from regcb_stream.synthetic import played_regret, regret_growth
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -83,10 +83,7 @@ def run(task: tuple) -> dict:
 
 def long_regret(learner: RegCB, seed: int) -> list[float]:
     """Cumulative regret at T/2 and T on the long realizable problem of ``seed``."""
-    X, mean, rewards = LinearProblem.make(n_actions=5, dim=10, seed=seed).sample(
-        LONG_ROUNDS, seed=seed + 1)
-    played, _ = learner.play(X, list(range(5)), lambda rows, i: rewards[rows, i])
-    regret = np.cumsum(mean.max(axis=1) - mean[np.arange(LONG_ROUNDS), played])
+    regret = played_regret(learner, LONG_ROUNDS, seed)
     return [float(regret[LONG_ROUNDS // 2 - 1]), float(regret[-1])]
 
 

@@ -787,14 +787,7 @@ class RegCB:
 
     def _companion(self) -> RegCB:
         """The linear model of model selection: this learner without random features."""
-        linear = RegCB(
-            self.variant, oracle=self.oracle, beta=self.beta, schedule=self.schedule,
-            budget=self.budget, mellowness=self.mellowness, horizon=self.horizon,
-            budget_grid=self.budget_grid, reward_range=self.reward_range, seed=self.seed,
-            warm_start_epochs=self.warm_start_epochs,
-            allow_out_of_range=self.allow_out_of_range, cross=self.cross,
-            intercept=self.intercept, hash_bits=self.hash_bits, random_features=0,
-            forget=self.forget, change_threshold=self.change_threshold, select_model=False)
+        linear = self._fresh(random_features=0, select_model=False)
         linear._is_linear = True
         return linear
 
@@ -1024,10 +1017,14 @@ class RegCB:
 
     def clone(self) -> RegCB:
         """A fresh learner with the same parameters."""
+        return self._fresh()
+
+    def _fresh(self, **changes) -> RegCB:
+        """A fresh learner with the same parameters but ``changes``."""
         import inspect  # here: it costs the command's start-up a few milliseconds
 
         params = inspect.signature(type(self)).parameters
-        return type(self)(**{name: getattr(self, name) for name in params})
+        return type(self)(**{name: getattr(self, name) for name in params} | changes)
 
     # -- internals ---------------------------------------------------------------------
 

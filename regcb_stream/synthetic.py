@@ -51,6 +51,15 @@ def regret_growth(learner, n: int = 20_000) -> float:
     return float(regret.sum() / regret[: n // 2].sum())
 
 
+def played_regret(learner, n: int, seed: int = 0) -> np.ndarray:
+    """Cumulative regret of ``learner.play`` over ``n`` rounds of the problem of ``seed``
+    (K = 5, d = 10; its sample drawn with ``seed + 1``)."""
+    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=seed).sample(
+        n, seed=seed + 1)
+    played, _ = learner.play(X, list(range(5)), lambda rows, i: rewards[rows, i])
+    return np.cumsum(means.max(axis=1) - means[np.arange(n), played])
+
+
 def _unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
     rows = rng.standard_normal((n, dim))
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
