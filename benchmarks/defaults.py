@@ -3,7 +3,8 @@
 1. **Choice, leave one dataset out.** Every configuration of :data:`GRID` (variant, weight
    of the optimistic ridge prior, mellowness of VW's budget form ``c ln(K n)``, online
    updates; a linear model: ``random_features=0``, whose map
-   ``benchmarks/random_features.py`` chooses next, on top of this choice) runs on the 16 UCI
+   ``benchmarks/random_features.py`` chose with ``l2 = 1`` and mellowness 1e-3, the choice
+   of this script before the long-horizon rule below) runs on the 16 UCI
    streams x 5 repetitions of the harness's protocol
    (``regcb_stream.bench.harness``: same streams, holdout split and action draws as
    ``docs/results.md``). For each stream, the configuration with the best mean progressive
@@ -11,11 +12,17 @@
    this way earns on a stream it was not tuned on. "Best" is the smallest mean normalized
    relative loss (the paper's aggregate: per stream, the shortfall from the grid's best
    divided by the grid's range), so that every stream weighs alike whatever its spread; the
-   report gives the plain mean's choice too. The default is the configuration chosen on all
-   16.
-2. **What a new user gets.** ``RegCB()`` with no arguments (its linear part must be the
-   chosen configuration: the script checks; its random features are the setting of
-   ``docs/random_features.md``), next to each VW explorer at its default setting
+   report gives the plain mean's choice too. A configuration is eligible only if its regret
+   does not grow linearly at a long horizon: R(T)/R(T/2) <= :data:`MAX_GROWTH` at
+   T = :data:`LONG_ROUNDS` rounds of the realizable linear problem (K = 5, d = 10) for each
+   of :data:`LONG_SEEDS`, ten times the bar's horizon and four times the longest stream's
+   (an optimistic learner that stops exploring an action it underrates shows it late). The
+   linear model's default is the eligible configuration chosen on all 16; the report gives
+   the choice without the rule too.
+2. **What a new user gets.** ``RegCB()`` with no arguments (on dense contexts, the
+   random-features model of ``docs/random_features.md``; without random features, on dict
+   contexts or with ``random_features=0``, the linear model, which must be the chosen
+   configuration: the script checks), next to each VW explorer at its default setting
    (``--cb_explore_adf -q sa`` plus ``--epsilon 0.05``, ``--squarecb``, ``--regcb``,
    ``--regcbopt``, and ``--regcbopt --mellowness 0.001``), River's
    ``bandit.LinUCBDisjoint()`` with its defaults, and VW's best explorer tuned per stream
@@ -33,7 +40,7 @@
 
 From the repository root::
 
-    .venv/bin/python benchmarks/defaults.py [--jobs 2] [--reps 5]   # ~40 minutes on 2 cores
+    .venv/bin/python benchmarks/defaults.py [--jobs 2] [--reps 5]   # ~55 minutes on 2 cores
 
 Runs are kept in ``results/defaults.jsonl`` (resumable); writes ``docs/defaults.md``.
 """
@@ -54,7 +61,7 @@ from regcb_stream.bench.harness.peers import LinUCBAlgorithm
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
 from regcb_stream.bench.runs import run_missing
-from regcb_stream.synthetic import regret_growth
+from regcb_stream.synthetic import played_regret, regret_growth
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -69,9 +76,19 @@ DEFAULT = "RegCB()"
 LINUCB = "River LinUCBDisjoint()"
 PREFIXES = (1000, 4000)  # letter's early rounds
 MORE_REPS = 60  # repetitions in all where RegCB() trails a peer at its default
+LONG_ROUNDS, LONG_SEEDS = 200_000, range(4)  # the long-horizon rule of eligibility
+MAX_GROWTH = 1.6  # R(T)/R(T/2) at most this at T = LONG_ROUNDS, on every seed
 
 
 # -- one run ------------------------------------------------------------------------------
+
+def _linear_stage(name: str, seed: int) -> RegCB:
+    """A configuration of :data:`GRID`: the optimistic ridge over the contexts as they are."""
+    params = dict(GRID[name])
+    l2 = params.pop("l2")
+    return RegCB(oracle=RidgeOracle(l2=l2, prior="optimistic"), seed=seed,
+                 random_features=0, **params)
+
 
 def _algorithm(name: str, problem, rep: int):
     k = problem.n_actions
@@ -84,16 +101,24 @@ def _algorithm(name: str, problem, rep: int):
     if name == DEFAULT:
         return RegCBAlgorithm.defaults(k, rep)
     algo = RegCBAlgorithm("optimistic", "ridge", 1e-3, k, rep, "online")
-    params = dict(GRID[name])
-    l2 = params.pop("l2")
-    algo.learner = RegCB(oracle=RidgeOracle(l2=l2, prior="optimistic"), seed=rep,
-                         random_features=0, **params)  # the linear stage
+    algo.learner = _linear_stage(name, rep)
     return algo
 
 
+def long_regret(learner: RegCB, seed: int) -> list[float]:
+    """Cumulative regret at T/2 and T = :data:`LONG_ROUNDS` on the long realizable problem
+    of ``seed`` (the long problem of ``docs/change_detection.md``)."""
+    regret = played_regret(learner, LONG_ROUNDS, seed)
+    return [float(regret[LONG_ROUNDS // 2 - 1]), float(regret[-1])]
+
+
 def run(task: tuple) -> dict:
-    """Progressive reward of one (configuration, stream, repetition, prefix)."""
+    """Progressive reward of one (configuration, stream, repetition, prefix), or the regret
+    of one (configuration, seed) on the long realizable problem (stream ``"long"``)."""
     name, stream, rep, max_train = task
+    if stream == "long":
+        return {"name": name, "stream": stream, "rep": rep, "max_train": max_train,
+                "regret": long_regret(_linear_stage(name, rep), rep), "seconds": 0.0}
     problem = problems.load_problem(stream, rep, max_train=max_train)
     record = protocol.run_protocol(_algorithm(name, problem, rep), problem, rep)
     return {"name": name, "stream": stream, "rep": rep, "max_train": max_train,
@@ -112,7 +137,7 @@ def means_by(results: list[dict], max_train=None) -> dict:
     """Mean progressive reward per (name, stream) over the repetitions."""
     values = defaultdict(list)
     for r in results:
-        if r["max_train"] == max_train:
+        if r["max_train"] == max_train and r["stream"] != "long":
             values[(r["name"], r["stream"])].append(r["progressive"])
     return {key: float(np.mean(v)) for key, v in values.items()}
 
@@ -130,19 +155,36 @@ def mean_reward(means: dict, config: str, streams: list[str]) -> float:
     return float(np.mean([means[(config, s)] for s in streams]))
 
 
-def choose(means: dict, streams: list[str], criterion=relative_loss) -> str:
-    """The configuration of the grid that is best on ``streams``."""
+def choose(means: dict, streams: list[str], criterion=relative_loss, configs=GRID) -> str:
+    """The configuration of ``configs`` that is best on ``streams``."""
     sign = -1 if criterion is mean_reward else 1
-    return min(GRID, key=lambda g: sign * criterion(means, g, streams))
+    return min(configs, key=lambda g: sign * criterion(means, g, streams))
 
 
-def leave_one_out(means: dict, criterion=relative_loss) -> dict:
+def leave_one_out(means: dict, criterion=relative_loss, configs=GRID) -> dict:
     """Per held-out stream: the configuration best on the other streams and its score."""
     out = {}
     for held in STREAMS:
-        chosen = choose(means, [s for s in STREAMS if s != held], criterion)
+        chosen = choose(means, [s for s in STREAMS if s != held], criterion, configs)
         out[held] = (chosen, means[(chosen, held)])
     return out
+
+
+def long_growth(results: list[dict]) -> dict:
+    """The largest regret growth R(T)/R(T/2) over :data:`LONG_SEEDS` of each configuration
+    on the long realizable problem."""
+    worst = defaultdict(float)
+    for r in results:
+        if r["stream"] == "long":
+            half, whole = r["regret"]
+            worst[r["name"]] = max(worst[r["name"]], whole / half)
+    return dict(worst)
+
+
+def eligible(results: list[dict]) -> list[str]:
+    """The configurations whose regret does not grow linearly at the long horizon."""
+    worst = long_growth(results)
+    return [g for g in GRID if worst[g] <= MAX_GROWTH]
 
 
 def sweep_envelope(prefix: str = "VW ") -> dict:
@@ -166,9 +208,10 @@ def sweep_envelope(prefix: str = "VW ") -> dict:
 
 def report(results: list[dict], more: list[dict], growth: dict, seconds: float,
            reps: int) -> str:
-    means = means_by(results)
-    loo, loo_mean = leave_one_out(means), leave_one_out(means, mean_reward)
-    chosen_all = choose(means, list(STREAMS))
+    means, worst, ok = means_by(results), long_growth(results), eligible(results)
+    loo, loo_mean = leave_one_out(means, configs=ok), leave_one_out(means, mean_reward, ok)
+    loo_any = leave_one_out(means)
+    chosen_all = choose(means, list(STREAMS), configs=ok)
     envelope, own_tuned = sweep_envelope(), sweep_envelope("RegCB")
     peers = [DEFAULT, *VW_DEFAULTS, LINUCB]
     own_best = {s: max(means[(g, s)] for g in GRID) for s in STREAMS}
@@ -185,28 +228,40 @@ def report(results: list[dict], more: list[dict], growth: dict, seconds: float,
         "",
         "The grid: " + "; ".join(GRID) + ". Every configuration uses the optimistic ridge "
         "(`RidgeOracle(l2, prior=\"optimistic\")`), VW's budget form `c ln(K n)` and the "
-        "contexts as they are (`random_features=0`).",
+        "contexts as they are (`random_features=0`). Eligible: regret growth R(T)/R(T/2) "
+        f"<= {MAX_GROWTH} at T = {LONG_ROUNDS:,} rounds of the realizable linear problem "
+        f"(K = 5, d = 10) on each of seeds {LONG_SEEDS[0]}-{LONG_SEEDS[-1]} "
+        f"({len(ok)} of {len(GRID)} configurations).",
         "",
-        "| held-out stream | chosen on the other 15 | its held-out score | best in the grid "
-        "(tuned on the stream) |",
-        "|---|---|---:|---:|",
+        "| held-out stream | chosen on the other 15, among the eligible | its held-out score "
+        "| chosen without the rule | its held-out score | best in the grid (tuned on the "
+        "stream) |",
+        "|---|---|---:|---|---:|---:|",
     ]
     for s in STREAMS:
-        lines.append(f"| {s} | {loo[s][0]} | {loo[s][1]:.4f} | {own_best[s]:.4f} |")
+        lines.append(f"| {s} | {loo[s][0]} | {loo[s][1]:.4f} | {loo_any[s][0]} | "
+                     f"{loo_any[s][1]:.4f} | {own_best[s]:.4f} |")
     lines += [
-        f"| **mean** | | **{np.mean([loo[s][1] for s in STREAMS]):.4f}** | "
+        f"| **mean** | | **{np.mean([loo[s][1] for s in STREAMS]):.4f}** | | "
+        f"{np.mean([loo_any[s][1] for s in STREAMS]):.4f} | "
         f"{np.mean(list(own_best.values())):.4f} |",
         "",
-        f"Chosen on all 16 streams (the shipped default's linear part; `RegCB()` adds the "
-        f"random features of `docs/random_features.md`): **{chosen_all}** "
-        f"(mean normalized relative loss {relative_loss(means, chosen_all, STREAMS):.3f}). "
+        f"Chosen on all 16 streams among the eligible (the default of the linear model: "
+        f"dict contexts, `random_features=0`; `RegCB()` on dense contexts is the "
+        f"random-features model of `docs/random_features.md`): **{chosen_all}** "
+        f"(mean normalized relative loss {relative_loss(means, chosen_all, STREAMS):.3f}); "
+        f"without the rule: {choose(means, list(STREAMS))}. "
         "Choosing by the plain mean instead: held-out mean "
         f"{np.mean([loo_mean[s][1] for s in STREAMS]):.4f}, and on all 16 streams "
-        f"{choose(means, list(STREAMS), mean_reward)}.",
+        f"{choose(means, list(STREAMS), mean_reward, ok)}.",
         "",
-        "Mean progressive reward over the 16 streams of every configuration: " + "; ".join(
-            f"{g} {mean_reward(means, g, STREAMS):.4f}" for g in sorted(
-                GRID, key=lambda g: -mean_reward(means, g, STREAMS))) + ".",
+        "| configuration | mean progressive reward | mean normalized relative loss | "
+        f"largest growth at {LONG_ROUNDS:,} rounds | eligible |",
+        "|---|---:|---:|---:|:---:|",
+        *(f"| {g} | {mean_reward(means, g, STREAMS):.4f} | "
+          f"{relative_loss(means, g, STREAMS):.3f} | {worst[g]:.2f} | "
+          f"{'yes' if g in ok else 'no'} |"
+          for g in sorted(GRID, key=lambda g: -mean_reward(means, g, STREAMS))),
         "",
         "## What `RegCB()` gets, next to the peers at their defaults",
         "",
@@ -265,7 +320,7 @@ def _paired(results: list[dict]) -> dict:
     """``{(name, stream): {rep: progressive reward}}`` of the full-length runs."""
     per_rep = defaultdict(dict)
     for r in results:
-        if r["max_train"] is None:
+        if r["max_train"] is None and r["stream"] != "long":
             per_rep[(r["name"], r["stream"])][r["rep"]] = r["progressive"]
     return per_rep
 
@@ -308,16 +363,19 @@ def _error(diff: np.ndarray) -> float:
 
 
 def _defaults_match(chosen: str) -> str:
-    """A line saying whether ``RegCB()`` is the configuration chosen on all streams."""
+    """A line saying whether ``RegCB()``'s linear model (its defaults settle at the first
+    example: here a dict context) is the configuration chosen on all streams."""
     learner, params = RegCB(), GRID[chosen]
+    learner.decide({"x": 1.0}, [0, 1])
     oracle = learner._oracle
     same = (learner.variant == params["variant"] and oracle.l2 == params["l2"]
             and oracle.prior_mean == oracle.reward_range[1]  # optimistic for action labels
             and (learner.budget_selection is not None) == (params.get("budget") == "auto")
             and (params.get("budget") == "auto" or learner._mellowness == params["mellowness"]))
-    return ("\n`RegCB()` is this configuration: checked.\n" if same else
-            "\n**`RegCB()` is NOT the configuration chosen here: update the defaults in "
-            "`regcb_stream/learner.py` and rerun.**\n")
+    return ("\n`RegCB()`'s linear model is this configuration: checked.\n" if same else
+            "\n**`RegCB()`'s linear model is NOT the configuration chosen here: update "
+            "its defaults in `regcb_stream/learner.py` (`LINEAR_L2`; its budget is "
+            "`DEFAULT_MELLOWNESS`) and rerun.**\n")
 
 
 def main(argv=None) -> None:
@@ -332,6 +390,7 @@ def main(argv=None) -> None:
     tasks += [(n, "yahoo", r, None) for n in (DEFAULT, *VW_DEFAULTS) for r in range(args.reps)]
     tasks += [(n, "letter", r, m) for n in (DEFAULT, LINUCB) for r in range(args.reps)
               for m in PREFIXES]
+    tasks += [(n, "long", seed, None) for n in GRID for seed in LONG_SEEDS]
     results, _ = run_missing(args.results, tasks, run, _task_of, args.jobs,
                              order=lambda t: names.index(t[0]), context="spawn",
                              initializer=_single_thread)

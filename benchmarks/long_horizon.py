@@ -25,8 +25,7 @@ import pathlib
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from defaults import GRID  # noqa: E402  (the linear stage's configurations)
-from model_selection import LONG_ROUNDS, long_regret  # noqa: E402
+from defaults import GRID, LONG_ROUNDS, long_regret  # noqa: E402  (the linear stage's)
 
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
 from regcb_stream.bench.provenance import stamp  # noqa: E402

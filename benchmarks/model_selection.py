@@ -39,19 +39,21 @@ from collections import defaultdict
 
 import numpy as np
 
-from regcb_stream import RegCB
-from regcb_stream.bench.harness import problems, protocol
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
-from regcb_stream.bench.provenance import stamp
-from regcb_stream.bench.runs import run_missing
-from regcb_stream.synthetic import played_regret, regret_growth
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from defaults import LONG_ROUNDS, LONG_SEEDS, MAX_GROWTH, long_regret  # noqa: E402
+
+from regcb_stream import RegCB  # noqa: E402
+from regcb_stream.bench.harness import problems, protocol  # noqa: E402
+from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
+from regcb_stream.bench.provenance import stamp  # noqa: E402
+from regcb_stream.bench.runs import run_missing  # noqa: E402
+from regcb_stream.synthetic import regret_growth  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
 LEARNERS = {"RegCB()": {}, "RegCB(select_model=True)": {"select_model": True},
             "RegCB(random_features=0)": {"random_features": 0}}
 SELECTING = "RegCB(select_model=True)"
-LONG_ROUNDS, LONG_SEEDS = 200_000, (0, 1)
 SCALES = (10.0, 0.1)  # contexts not standardized: the streams' contexts times these
 MAP_SEEDS = range(8)
 PEERS = ("River LinUCBDisjoint()", "VW --epsilon 0.05", "VW --squarecb", "VW --regcb",
@@ -81,12 +83,6 @@ def run(task: tuple) -> dict:
             "selection": algo.learner.model_selection}
 
 
-def long_regret(learner: RegCB, seed: int) -> list[float]:
-    """Cumulative regret at T/2 and T on the long realizable problem of ``seed``."""
-    regret = played_regret(learner, LONG_ROUNDS, seed)
-    return [float(regret[LONG_ROUNDS // 2 - 1]), float(regret[-1])]
-
-
 def _means(rows: list[dict], factor: float = 1.0) -> dict:
     values = defaultdict(list)
     for r in rows:
@@ -110,7 +106,7 @@ def report(ours: list[dict], peers: list[dict], command: str, seconds: float) ->
         if r["stream"] == "long":
             long[r["name"]][r["rep"]] = r["regret"]
     eligible = [g for g in LEARNERS
-                if all(t / half <= 1.6 for half, t in long[g].values())]
+                if all(t / half <= MAX_GROWTH for half, t in long[g].values())]
     held_out = {s: means[(_choose(means, eligible, s), s)] for s in STREAMS}
     free = {s: _choose(means, LEARNERS, s) for s in STREAMS}
     linear_leads = defaultdict(list)
@@ -130,7 +126,7 @@ def report(ours: list[dict], peers: list[dict], command: str, seconds: float) ->
         "by the one with the smaller prequential squared loss so far "
         "(`regcb_stream/selection.py`); `RegCB()`: the random-features model alone (the "
         "default); `random_features=0`: the linear model alone",
-        f"- eligible as the default: regret growth R(T)/R(T/2) <= 1.6 on the realizable "
+        f"- eligible as the default: regret growth R(T)/R(T/2) <= {MAX_GROWTH} on the realizable "
         f"linear problem at T = {LONG_ROUNDS:,} (seeds "
         + ", ".join(map(str, LONG_SEEDS)) + ")",
         "",

@@ -28,7 +28,7 @@ from regcb_stream.budget import DEFAULT_GRID
 from regcb_stream.driver import Driver, StreamSettings
 from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.vw_text import VWParseError
-from regcb_stream.learner import DEFAULT_L2, DEFAULT_VARIANT, RegCB
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_VARIANT, LINEAR_L2, RegCB
 from regcb_stream.oracles.bounded import HEAD
 from regcb_stream.oracles.ridge import MAX_EXACT
 from regcb_stream.progress import ProgressTable
@@ -165,7 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "never)")
     own.add_argument("--ridge_l2", type=float, metavar="L2",
                      help=f"--oracle ridge: the ridge penalty, the weight of the prior "
-                          f"(default {DEFAULT_L2:g})")
+                          f"(default {LINEAR_L2:g} with --cb_explore, {DEFAULT_L2:g} with "
+                          f"ADF examples)")
     own.add_argument("--ridge_prior", choices=["auto", "optimistic", "midpoint", "zero"],
                      help="--oracle ridge: shrink predictions toward --cb_min_cost, so that an "
                           "action not yet tried looks best (optimistic), toward the middle "

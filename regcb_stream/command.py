@@ -15,7 +15,7 @@ import sys
 from regcb_stream import resume, shell
 from regcb_stream.driver import StreamSettings
 from regcb_stream.io.hashing import DEFAULT_BITS
-from regcb_stream.learner import DEFAULT_L2, DEFAULT_VARIANT, RegCB
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_VARIANT, LINEAR_L2, RegCB
 from regcb_stream.oracles.bounded import HEAD, BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
@@ -33,7 +33,8 @@ DSJSON_COSTS = (-1.0, 0.0)  # --dsjson's cost range: rewards in [0, 1], as Perso
 def make_learner(args) -> RegCB:
     """The learner the flags describe (costs become rewards -cost). Without a budget flag:
     RegCB's default budget, or VW's with ``--oracle vw`` (VW's regressor and decisions)."""
-    l2 = DEFAULT_L2 if args.ridge_l2 is None else args.ridge_l2
+    adf = args.cb_explore_adf or args.dsjson  # actions as labels otherwise: the linear model
+    l2 = args.ridge_l2 if args.ridge_l2 is not None else DEFAULT_L2 if adf else LINEAR_L2
     prior = {None: "auto", "zero": 0.0}.get(args.ridge_prior, args.ridge_prior)
     memory = None if args.oracle_memory is None else int(args.oracle_memory * 2**20)
     forget = 1.0 if args.forget is None else args.forget

@@ -30,6 +30,9 @@ DEFAULT_VARIANT = "optimistic"
 DEFAULT_L2 = 1.0  # the default oracle: RidgeOracle(l2=DEFAULT_L2, prior="auto")
 DEFAULT_SHARED_L2 = 3.0  # its least l2 for actions sharing every feature (docs/joint_defaults.md)
 DEFAULT_MELLOWNESS = 1e-3  # the default budget: c ln(K n) span^2 with this c
+# the default oracle's l2 for the linear model (actions as labels, the contexts as they are:
+# dict contexts, random_features=0), chosen with the long-horizon rule (docs/defaults.md)
+LINEAR_L2 = 10.0
 DEFAULT_BETA = 1e-3  # budget="beta" without a beta
 DEFAULT_RANDOM_FEATURES = 64  # appended to dense contexts (docs/random_features.md)
 FIXED_BUDGETS = ("beta", "summed", "mellowness")  # a function of the label count alone
@@ -75,7 +78,9 @@ class RegCB:
     The defaults (``RegCB()``) were chosen by leave-one-dataset-out on 16 public streams
     (``docs/defaults.md``, ``docs/random_features.md``): the optimistic variant, the
     optimistic ridge oracle with ``l2 = 1``, VW's budget form with mellowness 1e-3, online
-    updates, and 64 random Fourier features appended to dense contexts. For actions given
+    updates, and 64 random Fourier features appended to dense contexts. Without random
+    features (dict contexts, ``random_features=0``) the ridge has ``l2 = 10``: with ``l2 =
+    1`` the linear model's regret grows linearly at a long horizon. For actions given
     as dicts of features that every action shares (a ranking), the ridge shrinks toward the
     middle of the reward range with ``l2 = 3`` (``docs/joint_defaults.md``).
 
@@ -85,7 +90,8 @@ class RegCB:
         ``"optimistic"`` (the default) or ``"elimination"``.
     oracle
         None: ``RidgeOracle(l2=1, prior="auto")``, exact ridge regression shrinking
-        toward the best reward; for action feature dicts that share every feature,
+        toward the best reward (``l2 = 10`` without random features, actions given as
+        labels: the linear model); for action feature dicts that share every feature,
         ``RidgeOracle(l2=3, prior="midpoint")``, toward the middle of the reward range;
         ``"ridge"``: the paper's ridge (``l2 = 1``, toward 0);
         ``"vw"``: VW's default linear regressor with its sensitivity bounds; or an oracle
@@ -1190,6 +1196,7 @@ class RegCB:
         else:
             index, value = encoder.context_rows(contexts)
             index = None if index is None else _per_action(index, len(actions))
+            self._settle_model()
             value, models = _per_action(value, len(actions)), self._model_ids(actions)
         self._grow(max(len(self._labels), 1), encoder.dim)
         return SparseRows(index, value, encoder.dim), models
@@ -1204,10 +1211,20 @@ class RegCB:
             self._settle_prior(None, value[:0])  # a label before any decision
         else:
             index, value = encoder.context_rows(contexts)
+            self._settle_model()
             models = self._played_ids(actions)
         self._grow(max(len(self._labels), 1), encoder.dim)
         return SparseRows(None if index is None else index[:, None], value[:, None],
                           encoder.dim), models
+
+    def _settle_model(self) -> None:
+        """At the first example with actions as labels: the default oracle over the
+        contexts as they are (no random features: dict contexts, ``random_features=0``),
+        the linear model, takes ``l2 = LINEAR_L2``, chosen with the long-horizon rule
+        (``docs/defaults.md``): with the random-features model's ``l2 = 1`` its regret
+        grows linearly over 200,000 rounds of some realizable problems."""
+        if self.oracle is None and not self._labels and self._encoder.expand is None:
+            self._oracle.l2 = LINEAR_L2
 
     def _settle_prior(self, index: np.ndarray | None, value: np.ndarray) -> None:
         """Fix an oracle's ``prior="auto"`` at the first example with action feature rows
