@@ -1,5 +1,5 @@
 """Model selection (``RegCB(select_model=True)``): the random-features model or the linear
-one, by prequential loss, against each alone; and why it is not the default.
+one, by prequential loss, against each alone; and whether it should be the default.
 
 ``RegCB()`` appends random Fourier features to dense contexts (``docs/random_features.md``).
 With ``select_model=True`` it also learns the linear model from every label and decides with
@@ -147,8 +147,7 @@ def report(ours: list[dict], peers: list[dict], command: str, seconds: float) ->
         "",
         "A growth near 2 is a regret that grows linearly: the learner keeps playing a worse "
         "action at a steady rate. Model selection follows the linear model wherever it "
-        "predicts the labels better, and inherits its regret; switching between the two "
-        "costs too.",
+        "predicts the labels better, and inherits its regret.",
         "",
         "## Per stream, and the choice by leave one dataset out",
         "",

@@ -37,7 +37,8 @@ def logged(n: int, seed: int):
 def test_a_head_over_every_column_is_exact_ridge(variant):
     X, played, rewards = logged(1200, seed=0)
     actions = list(range(26))
-    exact = RegCB(variant, seed=0, random_features=0).replay(X, actions, played, rewards)
+    exact = RegCB(variant, oracle=RidgeOracle(prior="optimistic"), seed=0).replay(
+        X, actions, played, rewards)
     bounded = RegCB(variant, oracle=BoundedRidgeOracle(prior="optimistic", head=17), seed=0)
     assert_same(bounded.replay(X, actions, played, rewards), exact, atol=1e-7)
 

@@ -334,7 +334,7 @@ def test_optimistic_prior_flags(tmp_path):
     base = ["--cb_explore", "4", "--regcbopt", "--mellowness", "0.01", "-d", str(data),
             "-p", "-", "--quiet"]
     plain = run_cli(base)
-    optimistic = run_cli([*base, "--optimistic_prior", "--ridge_l2", "10"])
+    optimistic = run_cli([*base, "--optimistic_prior", "--ridge_l2", "3"])
     assert plain.returncode == optimistic.returncode == 0
     assert optimistic.stdout.count("\n\n") == 200 and optimistic.stdout != plain.stdout
     refused = run_cli([*base, "--oracle", "vw", "--optimistic_prior"])

@@ -115,7 +115,8 @@ def test_a_dropped_decision_takes_its_lie_away():
     learner.wait_for_rewards(window=2)
     for t in range(4):  # decision t lies about t - 1 and drops t - 2
         learner.decide_event(t, [1.0, float(t)], ["a", "b"])
-    oracle, eye = learner._oracle, np.eye(3)
+    oracle = learner._oracle
+    eye = oracle.l2 * np.eye(3)  # the prior alone
     assert learner.events["dropped"] == 2 and learner.n_labels == 0
     assert np.abs(oracle._b).max() > 0.1  # decision 2's lie (3 waits without one)
     learner.wait_for_rewards(window=5)  # the waiting decisions dropped, and the lie

@@ -122,7 +122,8 @@ def test_the_bounded_kernels_forget_as_the_numpy_reference(head):
     np.testing.assert_allclose(a.high, b.high, rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("oracle", [None, BoundedRidgeOracle(prior="optimistic")])
+@pytest.mark.parametrize("oracle", [RidgeOracle(prior="optimistic"),
+                                    BoundedRidgeOracle(prior="optimistic")])
 def test_it_follows_drift_that_the_ridge_never_forgetting_does_not(oracle):
     X, R = drifting(4000, seed=5)
     second_half = {}

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from regcb_stream import RegCB, RidgeOracle, checks
-from regcb_stream.learner import (DEFAULT_L2, DEFAULT_MELLOWNESS, DEFAULT_SHARED_L2,
-                                  LINEAR_L2)
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_SHARED_L2, LINEAR_L2
 from regcb_stream.oracles.base import SparseRows
 from regcb_stream.synthetic import LinearProblem
 
@@ -191,7 +190,6 @@ def test_the_linear_model_settles_its_own_l2_at_the_first_example(context, kwarg
     learner.learn(context, "a", 0.5)
     learner.decide(context, ["a", "b", "c"])
     assert learner._oracle.l2 == l2
-    assert learner._mellowness == DEFAULT_MELLOWNESS
 
 
 def test_the_linear_model_of_model_selection_has_the_linear_l2():
@@ -199,8 +197,6 @@ def test_the_linear_model_of_model_selection_has_the_linear_l2():
     learner.decide([1.0, 2.0], ["a", "b"])
     learner.learn([1.0, 2.0], "a", 0.5)
     assert (learner._oracle.l2, learner._linear._oracle.l2) == (DEFAULT_L2, LINEAR_L2)
-
-
 
 
 @pytest.mark.parametrize("prior", [float("nan"), "pessimistic", None])
