@@ -29,6 +29,7 @@ from defaults import GRID, LONG_ROUNDS, long_regret  # noqa: E402  (the linear s
 
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
 from regcb_stream.bench.provenance import stamp  # noqa: E402
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_MELLOWNESS, LINEAR_L2  # noqa: E402
 from regcb_stream.bench.runs import run_missing  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -84,7 +85,10 @@ def report(rows: list[dict], command: str) -> str:
     selecting = [by[(SELECTING, "-", seed)] for seed in SEEDS]
     lines += ["", f"{SELECTING}: " + "; ".join(
         f"seed {s} {w:,.0f} ({w / h:.2f})" for s, (h, w) in zip(SEEDS, selecting)) + ".",
-        "", "`RegCB()` is `opti l2=1 mellowness=0.001` with random features."]
+        "", f"`RegCB()` is `opti l2={DEFAULT_L2:g} mellowness={DEFAULT_MELLOWNESS:g}` with "
+        f"random features; without them (dict contexts, `random_features=0`) it is the "
+        f"linear model `opti l2={LINEAR_L2:g} mellowness={DEFAULT_MELLOWNESS:g}`, chosen with "
+        "the long-horizon rule of `docs/defaults.md` (seeds 0-3)."]
     return "\n".join(lines) + "\n"
 
 
