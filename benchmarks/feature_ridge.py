@@ -1,0 +1,158 @@
+"""The random-features model's ridge weight and budget, chosen with its features.
+
+``RegCB()`` on dense contexts is the ridge over the contexts and their random Fourier
+features (``docs/random_features.md``). Its prior weight ``l2 = 1`` and mellowness 1e-3 are
+those the features were chosen with: ``benchmarks/defaults.py``'s choice for the contexts as
+they are, before its long-horizon rule (which gives the linear model ``l2 = 10``). This
+script asks whether the random-features model would choose them for itself: every pair of
+:data:`GRID` (the optimistic ridge, the default variant, with the prior weights and the
+fixed budgets of the defaults' grid around the default) runs with ``RegCB()``'s features on
+the 16 UCI streams x 5 repetitions of the harness's protocol (the streams, holdout split and
+action draws of ``docs/defaults.md``), on the realizable linear problem of the defaults' bar
+(K = 5, d = 10, 20,000 rounds, both variants, :data:`MAP_SEEDS` maps) and on the long
+realizable problem (200,000 rounds, the seeds of ``benchmarks/defaults.py``'s long-horizon
+rule). A pair is eligible if its regret growth R(T)/R(T/2) is at most 1.6 on both; among the
+eligible, the pair is chosen by leave one dataset out (for each stream, the best mean
+progressive reward on the other 15), and the pair chosen on all 16 is compared with
+``RegCB()``'s (the script says whether they are the same).
+
+From the repository root::
+
+    .venv/bin/python benchmarks/feature_ridge.py [--jobs 2] [--reps 5]   # ~40 minutes
+
+Runs are kept in ``results/feature_ridge.jsonl`` (resumable); writes
+``docs/feature_ridge.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import sys
+from collections import defaultdict
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from defaults import LONG_SEEDS, MAX_GROWTH, long_regret  # noqa: E402
+
+from regcb_stream import RegCB, RidgeOracle  # noqa: E402
+from regcb_stream.bench.harness import problems, protocol  # noqa: E402
+from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
+from regcb_stream.bench.provenance import stamp  # noqa: E402
+from regcb_stream.bench.runs import run_missing  # noqa: E402
+from regcb_stream.learner import (DEFAULT_L2, DEFAULT_MELLOWNESS,  # noqa: E402
+                                  DEFAULT_RANDOM_FEATURES)
+from regcb_stream.random_features import RandomFeatures  # noqa: E402
+from regcb_stream.synthetic import regret_growth  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+STREAMS = problems.UCI_STREAMS
+GRID = {f"l2={l2:g} mellowness={m:g}": (l2, m) for l2 in (1.0, 3.0, 10.0)
+        for m in (3e-4, 1e-3, 3e-3)}
+MAP_SEEDS = range(8)
+VARIANTS = ("optimistic", "elimination")
+
+
+def learner(name: str, seed: int, variant: str = "optimistic") -> RegCB:
+    """``RegCB()``'s random-features model with the ridge weight and budget ``name``."""
+    l2, mellowness = GRID[name]
+    return RegCB(variant, oracle=RidgeOracle(l2=l2, prior="auto"), mellowness=mellowness,
+                 random_features=RandomFeatures(DEFAULT_RANDOM_FEATURES, seed=seed),
+                 seed=seed)
+
+
+def run(task: tuple) -> dict:
+    """Progressive reward of one (pair, stream, repetition); the regret growth of one (pair,
+    (variant, map seed)) on the realizable problem; or the regret at T/2 and T of one (pair,
+    seed) on the long one."""
+    name, stream, rep = task
+    row = {"name": name, "stream": stream, "rep": rep, "seconds": 0.0}
+    if stream == "realizable":
+        variant, seed = rep
+        return row | {"growth": regret_growth(learner(name, seed, variant))}
+    if stream == "long":
+        return row | {"regret": long_regret(learner(name, rep), rep)}
+    problem = problems.load_problem(stream, rep)
+    algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
+    algo.learner = learner(name, rep)
+    record = protocol.run_protocol(algo, problem, rep)
+    return row | {"progressive": record["progressive"], "seconds": record["seconds"]}
+
+
+def report(rows: list[dict], command: str) -> str:
+    values, growth = defaultdict(list), defaultdict(float)
+    for r in rows:
+        if "progressive" in r:
+            values[(r["name"], r["stream"])].append(r["progressive"])
+        elif r["stream"] == "realizable":
+            growth[(r["name"], "20,000")] = max(growth[(r["name"], "20,000")], r["growth"])
+        else:
+            half, whole = r["regret"]
+            growth[(r["name"], "200,000")] = max(growth[(r["name"], "200,000")], whole / half)
+    means = {key: float(np.mean(v)) for key, v in values.items()}
+    mean_of = {g: float(np.mean([means[(g, s)] for s in STREAMS])) for g in GRID}
+    eligible = [g for g in GRID
+                if max(growth[(g, "20,000")], growth[(g, "200,000")]) <= MAX_GROWTH]
+    best_on = {held: max(eligible, key=lambda g: np.mean([means[(g, s)] for s in STREAMS
+                                                         if s != held])) for held in STREAMS}
+    chosen = max(eligible, key=mean_of.get)
+    default = f"l2={DEFAULT_L2:g} mellowness={DEFAULT_MELLOWNESS:g}"
+    lines = [
+        "# The random-features model's ridge weight and budget",
+        "",
+        f"- command: `{command}`",
+        f"- {stamp()}; {len(rows)} runs, {sum(r['seconds'] for r in rows):.0f} s of runs",
+        "- protocol: the harness's (`docs/defaults.md`): 16 UCI streams x 5 repetitions, "
+        "progressive reward; `RegCB()`'s random features (`docs/random_features.md`) with the "
+        "optimistic ridge of prior weight l2 and VW's budget form with this mellowness",
+        f"- eligible: regret growth R(T)/R(T/2) <= {MAX_GROWTH} on the realizable linear problem "
+        f"(K = 5, d = 10) at T = 20,000 (both variants, maps {MAP_SEEDS.start}-"
+        f"{MAP_SEEDS.stop - 1}) and at T = 200,000 (seeds {LONG_SEEDS[0]}-{LONG_SEEDS[-1]})",
+        "",
+        "| stream | chosen on the other 15 | held out | " + " | ".join(GRID) + " |",
+        "|---|---|---:|" + "---:|" * len(GRID),
+    ]
+    for s in STREAMS:
+        lines.append(f"| {s} | {best_on[s]} | {means[(best_on[s], s)]:.4f} | "
+                     + " | ".join(f"{means[(g, s)]:.4f}" for g in GRID) + " |")
+    lines += [
+        f"| **mean** | | **{np.mean([means[(best_on[s], s)] for s in STREAMS]):.4f}** | "
+        + " | ".join(f"{mean_of[g]:.4f}" for g in GRID) + " |",
+        "| largest growth at 20,000 | | | "
+        + " | ".join(f"{growth[(g, '20,000')]:.2f}" for g in GRID) + " |",
+        "| largest growth at 200,000 | | | "
+        + " | ".join(f"{growth[(g, '200,000')]:.2f}" for g in GRID) + " |",
+        "",
+        f"Chosen on all 16 streams among the eligible ({len(eligible)} of {len(GRID)}): "
+        f"**{chosen}**; `RegCB()`'s: {default} (mean {mean_of[default]:.4f}).",
+        "",
+        "`RegCB()`'s ridge weight and budget are the pair chosen here: checked." if
+        chosen == default else "**`RegCB()`'s ridge weight and budget are NOT the pair chosen "
+        "here.**",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--results", default=str(ROOT / "results" / "feature_ridge.jsonl"))
+    parser.add_argument("--output", default=str(ROOT / "docs" / "feature_ridge.md"))
+    args = parser.parse_args(argv)
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    tasks = [(g, s, r) for g in GRID for s in STREAMS for r in range(args.reps)]
+    tasks += [(g, "realizable", [v, m]) for g in GRID for v in VARIANTS for m in MAP_SEEDS]
+    tasks += [(g, "long", seed) for g in GRID for seed in LONG_SEEDS]
+    rows, _ = run_missing(args.results, tasks, run,
+                          lambda r: (r["name"], r["stream"], r["rep"]), args.jobs)
+    command = "python benchmarks/feature_ridge.py" + (" " + " ".join(argv) if argv else "")
+    text = report(rows, command)
+    pathlib.Path(args.output).write_text(text, encoding="utf-8")
+    print(text)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
