@@ -14,7 +14,9 @@ realizable problem (200,000 rounds, the seeds of ``benchmarks/defaults.py``'s lo
 rule). A pair is eligible if its regret growth R(T)/R(T/2) is at most 1.6 on both; among the
 eligible, the pair is chosen by leave one dataset out (for each stream, the best mean
 progressive reward on the other 15), and the pair chosen on all 16 is compared with
-``RegCB()``'s (the script says whether they are the same).
+``RegCB()``'s (the script says whether they are the same), each of the two next to the
+peers at their defaults (``benchmarks/defaults.py``'s runs, ``results/defaults.jsonl``: the
+same protocol and seeds).
 
 From the repository root::
 
@@ -27,6 +29,7 @@ Runs are kept in ``results/feature_ridge.jsonl`` (resumable); writes
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
 import sys
@@ -35,7 +38,7 @@ from collections import defaultdict
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from defaults import LONG_SEEDS, MAX_GROWTH, long_regret  # noqa: E402
+from defaults import LINUCB, LONG_SEEDS, MAX_GROWTH, VW_DEFAULTS, long_regret  # noqa: E402
 
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
 from regcb_stream.bench.harness import problems, protocol  # noqa: E402
@@ -81,7 +84,18 @@ def run(task: tuple) -> dict:
     return row | {"progressive": record["progressive"], "seconds": record["seconds"]}
 
 
-def report(rows: list[dict], command: str) -> str:
+def peer_means(path: str, reps: int) -> dict:
+    """Mean progressive reward per (peer at its default, stream) over the first ``reps``
+    repetitions of ``benchmarks/defaults.py``'s runs."""
+    values = defaultdict(list)
+    for r in map(json.loads, open(path, encoding="utf-8")):
+        if r["name"] in (*VW_DEFAULTS, LINUCB) and r["stream"] in STREAMS \
+                and r["max_train"] is None and r["rep"] < reps:
+            values[(r["name"], r["stream"])].append(r["progressive"])
+    return {key: float(np.mean(v)) for key, v in values.items()}
+
+
+def report(rows: list[dict], command: str, peers: dict) -> str:
     values, growth = defaultdict(list), defaultdict(float)
     for r in rows:
         if "progressive" in r:
@@ -128,6 +142,12 @@ def report(rows: list[dict], command: str) -> str:
         f"Chosen on all 16 streams among the eligible ({len(eligible)} of {len(GRID)}): "
         f"**{chosen}**; `RegCB()`'s: {default} (mean {mean_of[default]:.4f}).",
         "",
+        "At or above each peer at its default (streams of 16): " + "; ".join(
+            f"{g}: " + ", ".join(
+                f"{p} {sum(means[(g, s)] >= peers[(p, s)] for s in STREAMS)}"
+                for p in (*VW_DEFAULTS, LINUCB)) for g in dict.fromkeys((chosen, default)))
+        + ".",
+        "",
         "`RegCB()`'s ridge weight and budget are the pair chosen here: checked." if
         chosen == default else "**`RegCB()`'s ridge weight and budget are NOT the pair chosen "
         "here.**",
@@ -140,6 +160,7 @@ def main(argv=None) -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--results", default=str(ROOT / "results" / "feature_ridge.jsonl"))
+    parser.add_argument("--peers", default=str(ROOT / "results" / "defaults.jsonl"))
     parser.add_argument("--output", default=str(ROOT / "docs" / "feature_ridge.md"))
     args = parser.parse_args(argv)
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
@@ -149,7 +170,7 @@ def main(argv=None) -> None:
     rows, _ = run_missing(args.results, tasks, run,
                           lambda r: (r["name"], r["stream"], r["rep"]), args.jobs)
     command = "python benchmarks/feature_ridge.py" + (" " + " ".join(argv) if argv else "")
-    text = report(rows, command)
+    text = report(rows, command, peer_means(args.peers, args.reps))
     pathlib.Path(args.output).write_text(text, encoding="utf-8")
     print(text)
 
