@@ -93,10 +93,7 @@ def test_predict_many_and_learn_many_follow_predict_and_learn():
         index, probs = block.predict_many(X[t:t + 1], actions)
         block.learn_many(X[t:t + 1], index.tolist(), rewards[t, index], probs)
         assert (action, prob) == (int(index[0]), float(probs[0]))
-    (a, b) = (one.model_selection, block.model_selection)
-    assert (a["leader"], a["labels"]) == (b["leader"], b["labels"])
-    for model, loss in a["losses"].items():  # the compiled one-row fit and the block's
-        assert loss == pytest.approx(b["losses"][model], rel=1e-12, abs=0)  # may round apart
+    assert one.model_selection == block.model_selection
 
 
 def test_replay_decides_as_decide_then_learn():
