@@ -74,8 +74,6 @@ MAP_SEEDS = range(8)  # the maps drawn on the realizable problem
 SCALES = (10.0, 0.1)  # contexts not standardized: the streams' contexts times these
 VARIANTS = ("optimistic", "elimination")
 LINEAR = "RegCB(random_features=0)"
-BASE = {"mellowness": 1e-3}  # the budget the features were chosen with (``RegCB()``'s is
-# the pair chosen with the features afterwards: docs/feature_ridge.md)
 PEERS = ("River LinUCBDisjoint()", "VW --epsilon 0.05", "VW --squarecb", "VW --regcb",
          "VW --regcbopt", "VW --regcbopt --mellowness 0.001")
 
@@ -96,13 +94,13 @@ def run(task: tuple) -> dict:
     if stream == "realizable":
         variant, seed = rep
         return {"name": name, "stream": stream, "rep": rep, "seconds": 0.0,
-                "growth": regret_growth(RegCB(variant, seed=seed, **BASE,
+                "growth": regret_growth(RegCB(variant, seed=seed,
                                               random_features=features(name, seed)))}
     problem = problems.load_problem(stream, rep)
     if factor != 1.0:
         problem = problem.scaled(factor)
     algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
-    algo.learner = RegCB(seed=rep, **BASE, random_features=features(name, rep))
+    algo.learner = RegCB(seed=rep, random_features=features(name, rep))
     record = protocol.run_protocol(algo, problem, rep)
     return {"name": name, "stream": stream, "rep": rep, "factor": factor,
             "progressive": record["progressive"], "seconds": record["seconds"]}

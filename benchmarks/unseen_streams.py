@@ -79,9 +79,6 @@ from regcb_stream.bench.provenance import stamp
 from regcb_stream.bench.runs import run_missing
 from regcb_stream.random_features import RandomFeatures
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from random_features import BASE  # noqa: E402  (the budget the settings were chosen with)
-
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SYNTHETIC_ROUNDS = 5000
 DRIFT_ROUNDS = 10_000
@@ -200,7 +197,7 @@ def _algorithm(name: str, n_actions: int, rep: int):
     if name == LINEAR:
         algo.learner = RegCB(seed=rep, random_features=0)
     elif name.startswith(SETTING):
-        algo.learner = RegCB(seed=rep, **BASE, random_features=random_features(
+        algo.learner = RegCB(seed=rep, random_features=random_features(
             name.removeprefix(SETTING), rep))
     return algo
 

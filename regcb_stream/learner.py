@@ -33,7 +33,6 @@ DEFAULT_MELLOWNESS = 1e-3  # the default budget: c ln(K n) span^2 with this c
 # the default oracle's l2 for the linear model (actions as labels, the contexts as they are:
 # dict contexts, random_features=0), chosen with the long-horizon rule (docs/defaults.md)
 LINEAR_L2 = 10.0
-FEATURES_MELLOWNESS = 3e-3  # the default budget with random features (docs/feature_ridge.md)
 DEFAULT_BETA = 1e-3  # budget="beta" without a beta
 DEFAULT_RANDOM_FEATURES = 64  # appended to dense contexts (docs/random_features.md)
 FIXED_BUDGETS = ("beta", "summed", "mellowness")  # a function of the label count alone
@@ -77,11 +76,10 @@ class RegCB:
     schedule). The decision state is frozen within an epoch and rebuilt at its end.
 
     The defaults (``RegCB()``) were chosen by leave-one-dataset-out on 16 public streams
-    (``docs/defaults.md``, ``docs/random_features.md``, ``docs/feature_ridge.md``): the
-    optimistic variant, online updates, 64 random Fourier features appended to dense
-    contexts and the optimistic ridge oracle with ``l2 = 1`` over them, with VW's budget
-    form at mellowness 3e-3. Without random features (dict contexts,
-    ``random_features=0``) the ridge has ``l2 = 10`` and the mellowness is 1e-3: with ``l2 =
+    (``docs/defaults.md``, ``docs/random_features.md``): the optimistic variant, the
+    optimistic ridge oracle with ``l2 = 1``, VW's budget form with mellowness 1e-3, online
+    updates, and 64 random Fourier features appended to dense contexts. Without random
+    features (dict contexts, ``random_features=0``) the ridge has ``l2 = 10``: with ``l2 =
     1`` the linear model's regret grows linearly at a long horizon. For actions given
     as dicts of features that every action shares (a ranking), the ridge shrinks toward the
     middle of the reward range with ``l2 = 3`` (``docs/joint_defaults.md``).
@@ -113,7 +111,7 @@ class RegCB:
         (`regcb_stream.budget`). None: ``"beta"`` if ``beta`` is given, else
         ``"mellowness"``.
     mellowness
-        VW's c0 (default 1e-3, 3e-3 with random features; VW's own default is 0.1).
+        VW's c0 (default 1e-3; VW's own default is 0.1).
     horizon
         Number of rounds, for ``budget="theory"``.
     budget_grid
@@ -196,7 +194,6 @@ class RegCB:
     _linear: RegCB | None = None  # the linear model beside, for model selection
     _selection: ModelSelection | None = None
     _is_linear = False  # whether this learner is another's linear model
-    _features_budget = False  # FEATURES_MELLOWNESS by default (settled at the first example)
 
     def __init__(
         self,
@@ -1108,9 +1105,7 @@ class RegCB:
 
     @property
     def _mellowness(self) -> float:
-        if self.mellowness is not None:
-            return self.mellowness
-        return FEATURES_MELLOWNESS if self._features_budget else DEFAULT_MELLOWNESS
+        return DEFAULT_MELLOWNESS if self.mellowness is None else self.mellowness
 
     def _budget(self, n_actions: int) -> float:
         return self._budget_after(self._n_frozen, n_actions)
@@ -1223,17 +1218,12 @@ class RegCB:
                           encoder.dim), models
 
     def _settle_model(self) -> None:
-        """At the first example with actions as labels, the model's own defaults: with
-        random features, mellowness ``FEATURES_MELLOWNESS`` if none is given, chosen with
-        the features (``docs/feature_ridge.md``); without them (dict contexts,
-        ``random_features=0``), the default oracle, the linear model, takes ``l2 =
-        LINEAR_L2``, chosen with the long-horizon rule (``docs/defaults.md``): with ``l2 =
-        1`` its regret grows linearly over 200,000 rounds of some realizable problems."""
-        if self._labels:
-            return
-        if self._encoder.expand is not None:
-            self._features_budget = True
-        elif self.oracle is None:
+        """At the first example with actions as labels: the default oracle over the
+        contexts as they are (no random features: dict contexts, ``random_features=0``),
+        the linear model, takes ``l2 = LINEAR_L2``, chosen with the long-horizon rule
+        (``docs/defaults.md``): with the random-features model's ``l2 = 1`` its regret
+        grows linearly over 200,000 rounds of some realizable problems."""
+        if self.oracle is None and not self._labels and self._encoder.expand is None:
             self._oracle.l2 = LINEAR_L2
 
     def _settle_prior(self, index: np.ndarray | None, value: np.ndarray) -> None:

@@ -9,8 +9,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from regcb_stream import RegCB, RidgeOracle, checks
-from regcb_stream.learner import (DEFAULT_L2, DEFAULT_MELLOWNESS, DEFAULT_SHARED_L2,
-                                  FEATURES_MELLOWNESS, LINEAR_L2)
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_SHARED_L2, LINEAR_L2
 from regcb_stream.oracles.base import SparseRows
 from regcb_stream.synthetic import LinearProblem
 
@@ -176,31 +175,21 @@ def test_the_default_oracle_is_optimistic_for_actions_given_as_labels():
     assert (learner._oracle.prior, learner._oracle.l2) == ("auto", LINEAR_L2)
 
 
-@pytest.mark.parametrize("context, kwargs, l2, mellowness", [
-    ({"x": 1.0}, {}, LINEAR_L2, DEFAULT_MELLOWNESS),  # dict contexts: the linear model
-    ([1.0, 2.0], {"random_features": 0}, LINEAR_L2, DEFAULT_MELLOWNESS),
-    ([1.0, 2.0], {}, DEFAULT_L2, FEATURES_MELLOWNESS),  # the random-features model
-    ({"x": 1.0}, {"oracle": RidgeOracle(l2=5.0)}, 5.0, DEFAULT_MELLOWNESS),  # l2 given
-    ([1.0, 2.0], {"mellowness": 0.01}, DEFAULT_L2, 0.01),  # mellowness given
+@pytest.mark.parametrize("context, kwargs, l2", [
+    ({"x": 1.0}, {}, LINEAR_L2),  # dict contexts: no random features, the linear model
+    ([1.0, 2.0], {"random_features": 0}, LINEAR_L2),
+    ([1.0, 2.0], {}, DEFAULT_L2),  # the random-features model
+    ({"x": 1.0}, {"oracle": RidgeOracle(l2=5.0)}, 5.0),  # an oracle given keeps its l2
 ])
-def test_each_model_settles_its_own_defaults_at_the_first_example(context, kwargs, l2,
-                                                                  mellowness):
-    """The default ridge over the contexts as they are (actions as labels) has its own
+def test_the_linear_model_settles_its_own_l2_at_the_first_example(context, kwargs, l2):
+    """The default ridge over the contexts as they are with actions as labels has its own
     weight (docs/defaults.md: with the random-features model's, its regret grows linearly
-    at a long horizon), the random-features model its own budget (docs/feature_ridge.md);
-    a parameter given keeps its value."""
+    at a long horizon)."""
     learner = RegCB(seed=0, **kwargs)
     learner.decide(context, ["a", "b"])
     learner.learn(context, "a", 0.5)
     learner.decide(context, ["a", "b", "c"])
-    assert (learner._oracle.l2, learner._mellowness) == (l2, mellowness)
-
-
-def test_a_learner_saved_before_the_features_budget_keeps_its_budget():
-    learner = RegCB(seed=0)
-    learner.decide([1.0, 2.0], ["a", "b"])
-    del learner._features_budget  # as a model file of before: the class default
-    assert learner._mellowness == DEFAULT_MELLOWNESS
+    assert learner._oracle.l2 == l2
 
 
 def test_the_linear_model_of_model_selection_has_the_linear_l2():
