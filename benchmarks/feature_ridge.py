@@ -13,10 +13,16 @@ action draws of ``docs/defaults.md``), on the realizable linear problem of the d
 realizable problem (200,000 rounds, the seeds of ``benchmarks/defaults.py``'s long-horizon
 rule). A pair is eligible if its regret growth R(T)/R(T/2) is at most 1.6 on both; among the
 eligible, the pair is chosen by leave one dataset out (for each stream, the best mean
-progressive reward on the other 15), and the pair chosen on all 16 is compared with
-``RegCB()``'s (the script says whether they are the same), each of the two next to the
-peers at their defaults (``benchmarks/defaults.py``'s runs, ``results/defaults.jsonl``: the
-same protocol and seeds).
+progressive reward on the other 15), each of the pair chosen on all 16 and ``RegCB()``'s
+next to the peers at their defaults (``benchmarks/defaults.py``'s runs,
+``results/defaults.jsonl``: the same protocol and seeds).
+
+The 16 streams chose the features too, and a pair that fits them may not fit others: the
+pair chosen and the incumbent (the pair the features were chosen with, ``l2 = 1`` and
+mellowness 1e-3) also run on the 20 streams of ``benchmarks/unseen_streams.py`` (16
+stationary, 4 drifting), on which no default was chosen. The default becomes the chosen pair
+only if it is at least the incumbent's mean there, on the stationary streams and on the
+drifting ones; the script says whether ``RegCB()``'s pair is the pair this rule gives.
 
 From the repository root::
 
@@ -38,6 +44,7 @@ from collections import defaultdict
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import unseen_streams as unseen  # noqa: E402  (the streams no default was chosen on)
 from defaults import LINUCB, LONG_SEEDS, MAX_GROWTH, VW_DEFAULTS, long_regret  # noqa: E402
 
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
@@ -56,6 +63,7 @@ GRID = {f"l2={l2:g} mellowness={m:g}": (l2, m) for l2 in (1.0, 3.0, 10.0)
         for m in (3e-4, 1e-3, 3e-3)}
 MAP_SEEDS = range(8)
 VARIANTS = ("optimistic", "elimination")
+INCUMBENT = "l2=1 mellowness=0.001"  # the pair the features were chosen with
 
 
 def learner(name: str, seed: int, variant: str = "optimistic") -> RegCB:
@@ -77,7 +85,8 @@ def run(task: tuple) -> dict:
         return row | {"growth": regret_growth(learner(name, seed, variant))}
     if stream == "long":
         return row | {"regret": long_regret(learner(name, rep), rep)}
-    problem = problems.load_problem(stream, rep)
+    load = unseen.load_problem if stream in unseen.UNSEEN else problems.load_problem
+    problem = load(stream, rep)
     algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
     algo.learner = learner(name, rep)
     record = protocol.run_protocol(algo, problem, rep)
@@ -95,7 +104,13 @@ def peer_means(path: str, reps: int) -> dict:
     return {key: float(np.mean(v)) for key, v in values.items()}
 
 
-def report(rows: list[dict], command: str, peers: dict) -> str:
+def choice(rows: list[dict]) -> str:
+    """The eligible pair with the best mean progressive reward on the 16 streams."""
+    return _summary(rows)[3]
+
+
+def _summary(rows: list[dict]) -> tuple:
+    """(means, growth, eligible pairs, the pair chosen on the 16 streams)."""
     values, growth = defaultdict(list), defaultdict(float)
     for r in rows:
         if "progressive" in r:
@@ -106,13 +121,25 @@ def report(rows: list[dict], command: str, peers: dict) -> str:
             half, whole = r["regret"]
             growth[(r["name"], "200,000")] = max(growth[(r["name"], "200,000")], whole / half)
     means = {key: float(np.mean(v)) for key, v in values.items()}
-    mean_of = {g: float(np.mean([means[(g, s)] for s in STREAMS])) for g in GRID}
     eligible = [g for g in GRID
                 if max(growth[(g, "20,000")], growth[(g, "200,000")]) <= MAX_GROWTH]
+    chosen = max(eligible, key=lambda g: np.mean([means[(g, s)] for s in STREAMS]))
+    return means, growth, eligible, chosen
+
+
+def report(rows: list[dict], command: str, peers: dict) -> str:
+    means, growth, eligible, chosen = _summary(rows)
+    mean_of = {g: float(np.mean([means[(g, s)] for s in STREAMS])) for g in GRID}
     best_on = {held: max(eligible, key=lambda g: np.mean([means[(g, s)] for s in STREAMS
                                                          if s != held])) for held in STREAMS}
-    chosen = max(eligible, key=mean_of.get)
     default = f"l2={DEFAULT_L2:g} mellowness={DEFAULT_MELLOWNESS:g}"
+    unseen_mean = {(g, part): float(np.mean([means[(g, s)] for s in streams]))
+                   for g in dict.fromkeys((chosen, INCUMBENT))
+                   for part, streams in (("stationary", unseen.STREAMS),
+                                         ("drifting", unseen.DRIFTING))}
+    validated = all(unseen_mean[(chosen, part)] >= unseen_mean[(INCUMBENT, part)]
+                    for part in ("stationary", "drifting"))
+    rule = chosen if validated else INCUMBENT
     lines = [
         "# The random-features model's ridge weight and budget",
         "",
@@ -148,9 +175,22 @@ def report(rows: list[dict], command: str, peers: dict) -> str:
                 for p in (*VW_DEFAULTS, LINUCB)) for g in dict.fromkeys((chosen, default)))
         + ".",
         "",
-        "`RegCB()`'s ridge weight and budget are the pair chosen here: checked." if
-        chosen == default else "**`RegCB()`'s ridge weight and budget are NOT the pair chosen "
-        "here.**",
+        "On the 20 streams no default was chosen on (`benchmarks/unseen_streams.py`, 5 "
+        "repetitions), mean progressive reward: " + "; ".join(
+            f"{g}: {len(unseen.STREAMS)} stationary {unseen_mean[(g, 'stationary')]:.4f}, "
+            f"{len(unseen.DRIFTING)} drifting {unseen_mean[(g, 'drifting')]:.4f}"
+            for g in dict.fromkeys((chosen, INCUMBENT))) + ". Per stream, the chosen pair "
+        "against the incumbent: " + ", ".join(
+            f"{s} {means[(chosen, s)] - means[(INCUMBENT, s)]:+.4f}" for s in unseen.UNSEEN)
+        + ".",
+        "",
+        f"The pair the rule gives: **{rule}** ("
+        + ("the chosen pair holds on the streams it was not chosen on" if validated else
+           "the chosen pair does not hold on the streams it was not chosen on: the "
+           "incumbent stays") + ").",
+        "",
+        "`RegCB()`'s ridge weight and budget are this pair: checked." if rule == default
+        else "**`RegCB()`'s ridge weight and budget are NOT this pair.**",
     ]
     return "\n".join(lines) + "\n"
 
@@ -167,8 +207,11 @@ def main(argv=None) -> None:
     tasks = [(g, s, r) for g in GRID for s in STREAMS for r in range(args.reps)]
     tasks += [(g, "realizable", [v, m]) for g in GRID for v in VARIANTS for m in MAP_SEEDS]
     tasks += [(g, "long", seed) for g in GRID for seed in LONG_SEEDS]
-    rows, _ = run_missing(args.results, tasks, run,
-                          lambda r: (r["name"], r["stream"], r["rep"]), args.jobs)
+    key = lambda r: (r["name"], r["stream"], r["rep"])  # noqa: E731
+    rows, _ = run_missing(args.results, tasks, run, key, args.jobs)
+    tasks += [(g, s, r) for g in dict.fromkeys((choice(rows), INCUMBENT))
+              for s in unseen.UNSEEN for r in range(args.reps)]
+    rows, _ = run_missing(args.results, tasks, run, key, args.jobs)
     command = "python benchmarks/feature_ridge.py" + (" " + " ".join(argv) if argv else "")
     text = report(rows, command, peer_means(args.peers, args.reps))
     pathlib.Path(args.output).write_text(text, encoding="utf-8")
