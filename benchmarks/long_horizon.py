@@ -8,7 +8,10 @@ script runs every configuration of ``benchmarks/defaults.py``'s grid (the linear
 the defaults: ``random_features=0``), the same with ``RegCB()``'s random features, and
 ``RegCB(select_model=True)``, on the long realizable problem of ``docs/change_detection.md``
 (K = 5, d = 10, :data:`LONG_ROUNDS` rounds, seeds :data:`SEEDS`), and reports each one's
-cumulative regret and growth. It informs the choice; it does not make it.
+cumulative regret and growth; and the same problem with its actions given as dicts of their
+own indicator features (VW's ADF examples with ``-q sa``: one joint model over the context,
+the indicators and their products), the default oracle at the settings of :data:`JOINT`
+(seeds :data:`JOINT_SEEDS`). It informs the choice; it does not make it.
 
 From the repository root::
 
@@ -24,11 +27,14 @@ import os
 import pathlib
 import sys
 
+import numpy as np
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from defaults import GRID, LONG_ROUNDS, long_regret  # noqa: E402  (the linear stage's)
 
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
 from regcb_stream.bench.provenance import stamp  # noqa: E402
+from regcb_stream.synthetic import LinearProblem  # noqa: E402
 from regcb_stream.learner import DEFAULT_L2, DEFAULT_MELLOWNESS, LINEAR_L2  # noqa: E402
 from regcb_stream.bench.runs import run_missing  # noqa: E402
 
@@ -36,6 +42,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 SEEDS = (0, 1)
 FEATURES = {"linear": {"random_features": 0}, "random features": {"random_features": 64}}
 SELECTING = "RegCB(select_model=True)"
+JOINT = {"defaults": {}, "l2=10": {"oracle": RidgeOracle(l2=10.0, prior="auto")},
+         "mellowness=0.01": {"mellowness": 0.01}, "mellowness=0.1": {"mellowness": 0.1}}
+JOINT_SEEDS = range(4)
 
 
 def learner(name: str, features: str, seed: int) -> RegCB:
@@ -48,9 +57,29 @@ def learner(name: str, features: str, seed: int) -> RegCB:
                  **FEATURES[features], **params)
 
 
+def joint_regret(learner: RegCB, seed: int) -> list[float]:
+    """Cumulative regret at T/2 and T of ``learner`` on the long problem of ``seed`` with
+    the actions given as dicts of their own indicator features, one round at a time."""
+    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=seed).sample(
+        LONG_ROUNDS, seed=seed + 1)
+    actions = [{f"a{k}": 1.0} for k in range(5)]
+    names = [f"x{i}" for i in range(X.shape[1])]
+    played = np.empty(LONG_ROUNDS, dtype=np.intp)
+    for t, x in enumerate(X.tolist()):
+        context = dict(zip(names, x))
+        action, prob, info = learner.predict(context, actions)
+        played[t] = actions.index(action)
+        learner.learn(context, action, rewards[t, played[t]], prob, **info)
+    regret = np.cumsum(means.max(axis=1) - means[np.arange(LONG_ROUNDS), played])
+    return [float(regret[LONG_ROUNDS // 2 - 1]), float(regret[-1])]
+
+
 def run(task: tuple) -> dict:
     name, features, seed = task
-    half, whole = long_regret(learner(name, features, seed), seed)
+    if features == "joint":
+        half, whole = joint_regret(RegCB(seed=seed, **JOINT[name]), seed)
+    else:
+        half, whole = long_regret(learner(name, features, seed), seed)
     return {"name": name, "features": features, "seed": seed, "regret": [half, whole]}
 
 
@@ -85,11 +114,24 @@ def report(rows: list[dict], command: str) -> str:
     selecting = [by[(SELECTING, "-", seed)] for seed in SEEDS]
     lines += ["", f"{SELECTING}: " + "; ".join(
         f"seed {s} {w:,.0f} ({w / h:.2f})" for s, (h, w) in zip(SEEDS, selecting)) + ".",
+        "", "Actions given as dicts of their own indicator features (ADF with `-q sa`; "
+        "the default oracle settles its prior optimistic, with `l2 = 1` and mellowness 1e-3):"
+        " cumulative regret at T and the growth,", "",
+        "| configuration | " + " | ".join(f"seed {s}" for s in JOINT_SEEDS)
+        + " | largest growth |",
+        "|---|" + "---:|" * (len(JOINT_SEEDS) + 1),
+        *(_joint_row(name, [by[(name, "joint", s)] for s in JOINT_SEEDS]) for name in JOINT),
         "", f"`RegCB()` is `opti l2={DEFAULT_L2:g} mellowness={DEFAULT_MELLOWNESS:g}` with "
         f"random features; without them (dict contexts, `random_features=0`) it is the "
         f"linear model `opti l2={LINEAR_L2:g} mellowness={DEFAULT_MELLOWNESS:g}`, chosen with "
         "the long-horizon rule of `docs/defaults.md` (seeds 0-3)."]
     return "\n".join(lines) + "\n"
+
+
+def _joint_row(name: str, regrets: list) -> str:
+    growth = [whole / half for half, whole in regrets]
+    return (f"| {name} | " + " | ".join(f"{whole:,.0f} ({g:.2f})" for (_, whole), g
+                                        in zip(regrets, growth)) + f" | {max(growth):.2f} |")
 
 
 def main(argv=None) -> None:
@@ -100,6 +142,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     tasks = [(n, f, s) for n in GRID for f in FEATURES for s in SEEDS]
     tasks += [(SELECTING, "-", s) for s in SEEDS]
+    tasks += [(n, "joint", s) for n in JOINT for s in JOINT_SEEDS]
     rows, _ = run_missing(args.results, tasks, run,
                           lambda r: (r["name"], r["features"], r["seed"]), args.jobs)
     command = "python benchmarks/long_horizon.py" + (" " + " ".join(argv) if argv else "")
