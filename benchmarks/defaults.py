@@ -82,12 +82,13 @@ MAX_GROWTH = 1.6  # R(T)/R(T/2) at most this at T = LONG_ROUNDS, on every seed
 
 # -- one run ------------------------------------------------------------------------------
 
-def _linear_stage(name: str, seed: int) -> RegCB:
-    """A configuration of :data:`GRID`: the optimistic ridge over the contexts as they are."""
+def grid_learner(name: str, seed: int, random_features: int = 0) -> RegCB:
+    """A configuration of :data:`GRID`: the optimistic ridge, over the contexts as they are
+    (the linear stage) or with ``random_features`` of ``RegCB()``'s kind."""
     params = dict(GRID[name])
     l2 = params.pop("l2")
     return RegCB(oracle=RidgeOracle(l2=l2, prior="optimistic"), seed=seed,
-                 random_features=0, **params)
+                 random_features=random_features, **params)
 
 
 def _algorithm(name: str, problem, rep: int):
@@ -101,7 +102,7 @@ def _algorithm(name: str, problem, rep: int):
     if name == DEFAULT:
         return RegCBAlgorithm.defaults(k, rep)
     algo = RegCBAlgorithm("optimistic", "ridge", 1e-3, k, rep, "online")
-    algo.learner = _linear_stage(name, rep)
+    algo.learner = grid_learner(name, rep)
     return algo
 
 
@@ -118,7 +119,7 @@ def run(task: tuple) -> dict:
     name, stream, rep, max_train = task
     if stream == "long":
         return {"name": name, "stream": stream, "rep": rep, "max_train": max_train,
-                "regret": long_regret(_linear_stage(name, rep), rep), "seconds": 0.0}
+                "regret": long_regret(grid_learner(name, rep), rep), "seconds": 0.0}
     problem = problems.load_problem(stream, rep, max_train=max_train)
     record = protocol.run_protocol(_algorithm(name, problem, rep), problem, rep)
     return {"name": name, "stream": stream, "rep": rep, "max_train": max_train,

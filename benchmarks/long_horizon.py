@@ -30,11 +30,11 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from defaults import GRID, LONG_ROUNDS, long_regret  # noqa: E402  (the linear stage's)
+from defaults import GRID, LONG_ROUNDS, grid_learner, long_regret  # noqa: E402
 
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
 from regcb_stream.bench.provenance import stamp  # noqa: E402
-from regcb_stream.synthetic import LinearProblem  # noqa: E402
+from regcb_stream.synthetic import realizable_sample  # noqa: E402
 from regcb_stream.learner import DEFAULT_L2, DEFAULT_MELLOWNESS, LINEAR_L2  # noqa: E402
 from regcb_stream.bench.runs import run_missing  # noqa: E402
 
@@ -51,17 +51,13 @@ def learner(name: str, features: str, seed: int) -> RegCB:
     """A grid configuration (``name``) with or without random features, or model selection."""
     if name == SELECTING:
         return RegCB(seed=seed, select_model=True)
-    params = dict(GRID[name])
-    l2 = params.pop("l2")
-    return RegCB(oracle=RidgeOracle(l2=l2, prior="optimistic"), seed=seed,
-                 **FEATURES[features], **params)
+    return grid_learner(name, seed, **FEATURES[features])
 
 
 def joint_regret(learner: RegCB, seed: int) -> list[float]:
     """Cumulative regret at T/2 and T of ``learner`` on the long problem of ``seed`` with
     the actions given as dicts of their own indicator features, one round at a time."""
-    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=seed).sample(
-        LONG_ROUNDS, seed=seed + 1)
+    X, means, rewards = realizable_sample(LONG_ROUNDS, seed)
     actions = [{f"a{k}": 1.0} for k in range(5)]
     names = [f"x{i}" for i in range(X.shape[1])]
     played = np.empty(LONG_ROUNDS, dtype=np.intp)

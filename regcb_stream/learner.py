@@ -163,9 +163,8 @@ class RegCB:
         also learn the linear model (the same oracle on the contexts as they are) from
         every label, and decide with whichever of the two has predicted the labels so far
         better (`regcb_stream.selection`; ``model_selection`` shows the losses). Not the
-        default (False: the random-features model alone): on the 16 UCI streams it is
-        ahead, but on a long realizable linear stream the linear model it then follows
-        under-explores and its regret grows linearly (``docs/model_selection.md``).
+        default (False: the random-features model alone), which leave-one-dataset-out on
+        the 16 UCI streams prefers (``docs/model_selection.md``).
         Delayed rewards (``decide_event``) keep the random-features model alone.
 
     Examples

@@ -38,11 +38,18 @@ class LinearProblem:
         return contexts, means, rewards
 
 
+def realizable_sample(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``n`` rounds (contexts, mean rewards, rewards) of the realizable problem of the
+    defaults' bar: K = 5, d = 10, the problem drawn with ``seed``, its sample with
+    ``seed + 1``."""
+    return LinearProblem.make(n_actions=5, dim=10, seed=seed).sample(n, seed=seed + 1)
+
+
 def regret_growth(learner, n: int = 20_000) -> float:
     """R(T)/R(T/2) of a learner's ``predict`` and ``learn`` over ``n`` rounds of the problem
-    of the defaults' bar (K = 5, d = 10; problem seed 0, sample seed 1): 1.0 when regret has
-    stopped growing, 2.0 when it grows linearly."""
-    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(n, seed=1)
+    of the defaults' bar (`realizable_sample` of seed 0): 1.0 when regret has stopped
+    growing, 2.0 when it grows linearly."""
+    X, means, rewards = realizable_sample(n)
     regret, actions = np.empty(n), list(range(5))
     for t, x in enumerate(X):
         action, prob, info = learner.predict(x, actions)
@@ -52,10 +59,9 @@ def regret_growth(learner, n: int = 20_000) -> float:
 
 
 def played_regret(learner, n: int, seed: int = 0) -> np.ndarray:
-    """Cumulative regret of ``learner.play`` over ``n`` rounds of the problem of ``seed``
-    (K = 5, d = 10; its sample drawn with ``seed + 1``)."""
-    X, means, rewards = LinearProblem.make(n_actions=5, dim=10, seed=seed).sample(
-        n, seed=seed + 1)
+    """Cumulative regret of ``learner.play`` over ``n`` rounds of `realizable_sample`'s
+    problem of ``seed``."""
+    X, means, rewards = realizable_sample(n, seed)
     played, _ = learner.play(X, list(range(5)), lambda rows, i: rewards[rows, i])
     return np.cumsum(means.max(axis=1) - means[np.arange(n), played])
 
