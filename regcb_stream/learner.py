@@ -30,6 +30,9 @@ DEFAULT_VARIANT = "optimistic"
 DEFAULT_L2 = 1.0  # the default oracle: RidgeOracle(l2=DEFAULT_L2, prior="auto")
 DEFAULT_SHARED_L2 = 3.0  # its least l2 for actions sharing every feature (docs/joint_defaults.md)
 DEFAULT_MELLOWNESS = 1e-3  # the default budget: c ln(K n) span^2 with this c
+# its c for actions with features of their own (one joint model: ADF with -q sa), chosen with
+# the long-horizon rule over twelve seeds (docs/joint_budget.md)
+JOINT_MELLOWNESS = 1e-2
 # the default oracle's l2 for the linear model (actions as labels, the contexts as they are:
 # dict contexts, random_features=0), chosen with the long-horizon rule (docs/defaults.md)
 LINEAR_L2 = 10.0
@@ -82,7 +85,9 @@ class RegCB:
     features (dict contexts, ``random_features=0``) the ridge has ``l2 = 10``: with ``l2 =
     1`` the linear model's regret grows linearly at a long horizon. For actions given
     as dicts of features that every action shares (a ranking), the ridge shrinks toward the
-    middle of the reward range with ``l2 = 3`` (``docs/joint_defaults.md``).
+    middle of the reward range with ``l2 = 3`` (``docs/joint_defaults.md``); for actions
+    with features of their own (VW's ADF with ``-q sa``: one joint model) the mellowness is
+    1e-2 (``docs/joint_budget.md``).
 
     Parameters
     ----------
@@ -111,7 +116,8 @@ class RegCB:
         (`regcb_stream.budget`). None: ``"beta"`` if ``beta`` is given, else
         ``"mellowness"``.
     mellowness
-        VW's c0 (default 1e-3; VW's own default is 0.1).
+        VW's c0 (default 1e-3, 1e-2 for actions with features of their own; VW's own
+        default is 0.1).
     horizon
         Number of rounds, for ``budget="theory"``.
     budget_grid
@@ -193,6 +199,7 @@ class RegCB:
     _linear: RegCB | None = None  # the linear model beside, for model selection
     _selection: ModelSelection | None = None
     _is_linear = False  # whether this learner is another's linear model
+    _class_mellowness = DEFAULT_MELLOWNESS  # the default's, settled at the first example
 
     def __init__(
         self,
@@ -1104,7 +1111,7 @@ class RegCB:
 
     @property
     def _mellowness(self) -> float:
-        return DEFAULT_MELLOWNESS if self.mellowness is None else self.mellowness
+        return self._class_mellowness if self.mellowness is None else self.mellowness
 
     def _budget(self, n_actions: int) -> float:
         return self._budget_after(self._n_frozen, n_actions)
@@ -1233,11 +1240,15 @@ class RegCB:
         of an action's indicator). If the actions share every feature (a ranking: optimism
         would favour rare feature values, not untried actions), the middle of the reward
         range with ``l2`` at least ``DEFAULT_SHARED_L2``, chosen by leave-one-dataset-out
-        on rankings made of the UCI sets (``docs/joint_defaults.md``)."""
+        on rankings made of the UCI sets (``docs/joint_defaults.md``). With features of
+        their own the default budget is ``JOINT_MELLOWNESS``: the context's main effects,
+        shared by every action, carry the level of the rewards over to an action never
+        played, so optimism alone no longer brings it back (``docs/joint_budget.md``)."""
         if getattr(self._oracle, "prior", None) != "auto":
             return
         if own_features(index, value):
             self._oracle.prior = "optimistic"
+            self._class_mellowness = JOINT_MELLOWNESS
         else:
             self._oracle.prior = "midpoint"
             self._oracle.l2 = max(self._oracle.l2, DEFAULT_SHARED_L2)
