@@ -45,7 +45,6 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from defaults import MAX_GROWTH, VW_DEFAULTS, LONG_ROUNDS  # noqa: E402
 from feature_ridge import peer_means  # noqa: E402
-from long_horizon import joint_regret  # noqa: E402
 
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
 from regcb_stream.bench.harness import problems, protocol  # noqa: E402
@@ -53,6 +52,7 @@ from regcb_stream.bench.harness.protocol import Step, sample  # noqa: E402
 from regcb_stream.bench.provenance import stamp  # noqa: E402
 from regcb_stream.bench.runs import run_missing  # noqa: E402
 from regcb_stream.learner import DEFAULT_L2, JOINT_MELLOWNESS  # noqa: E402
+from regcb_stream.synthetic import realizable_sample  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -65,6 +65,23 @@ def joint_learner(name: str, seed: int) -> RegCB:
     """``RegCB()`` with the ridge weight and mellowness of configuration ``name``."""
     l2, mellowness = GRID[name]
     return RegCB(oracle=RidgeOracle(l2=l2, prior="auto"), mellowness=mellowness, seed=seed)
+
+
+def joint_regret(learner: RegCB, seed: int) -> list[float]:
+    """Cumulative regret at T/2 and T of ``learner`` on the long realizable problem of
+    ``seed`` with the actions given as dicts of their own indicator features, one round at
+    a time."""
+    X, means, rewards = realizable_sample(LONG_ROUNDS, seed)
+    actions = [{f"a{k}": 1.0} for k in range(means.shape[1])]
+    names = [f"x{i}" for i in range(X.shape[1])]
+    played = np.empty(LONG_ROUNDS, dtype=np.intp)
+    for t, x in enumerate(X.tolist()):
+        context = dict(zip(names, x))
+        action, prob, info = learner.predict(context, actions)
+        played[t] = actions.index(action)
+        learner.learn(context, action, rewards[t, played[t]], prob, **info)
+    regret = np.cumsum(means.max(axis=1) - means[np.arange(LONG_ROUNDS), played])
+    return [float(regret[LONG_ROUNDS // 2 - 1]), float(regret[-1])]
 
 
 class JointAlgorithm:

@@ -200,6 +200,8 @@ class RegCB:
     _selection: ModelSelection | None = None
     _is_linear = False  # whether this learner is another's linear model
     _class_mellowness = DEFAULT_MELLOWNESS  # the default's, settled at the first example
+    _own_features: bool | None = False  # actions with features of their own (a learner
+    # saved before: settled as none)
 
     def __init__(
         self,
@@ -273,6 +275,7 @@ class RegCB:
         self._labels: dict = {}  # action label -> model id (product class)
         self._ids_of: dict[tuple, np.ndarray] = {}  # offered action list -> model ids
         self._joint: bool | None = None
+        self._own_features: bool | None = None  # joint rows: settled at the first example
         self._label_types: frozenset = frozenset()  # types of action labels seen
         self._n_labels = 0  # labels learned
         self._n_frozen = 0  # labels behind the frozen decision state
@@ -1198,7 +1201,7 @@ class RegCB:
             k = actions.index.shape[-2] if isinstance(actions, EncodedRows) else len(actions)
             index, value = (a.reshape(n, k, -1) for a in encoder.joint_rows(contexts, actions))
             models = np.zeros(k, dtype=np.intp)
-            self._settle_prior(index[0] if index is not None else None, value[0])
+            self._settle_joint(index[0] if index is not None else None, value[0])
         else:
             index, value = encoder.context_rows(contexts)
             index = None if index is None else _per_action(index, len(actions))
@@ -1214,7 +1217,7 @@ class RegCB:
         if self._is_joint(actions):
             index, value = encoder.joint_rows(contexts, actions, played=True)
             models = np.zeros(len(value), dtype=np.intp)
-            self._settle_prior(None, value[:0])  # a label before any decision
+            self._settle_joint(None, value[:0])  # a label before any decision
         else:
             index, value = encoder.context_rows(contexts)
             self._settle_model()
@@ -1232,23 +1235,32 @@ class RegCB:
         if self.oracle is None and not self._labels and self._encoder.expand is None:
             self._oracle.l2 = LINEAR_L2
 
-    def _settle_prior(self, index: np.ndarray | None, value: np.ndarray) -> None:
-        """Fix an oracle's ``prior="auto"`` at the first example with action feature rows
-        (``index``, ``value``: each offered action's row; dense columns if ``index`` is
-        None). Optimistic if some action's row has a feature no other action's has: an
-        action not yet tried looks best, as in the product class (VW's ``-q sa`` crosses
-        of an action's indicator). If the actions share every feature (a ranking: optimism
-        would favour rare feature values, not untried actions), the middle of the reward
+    def _settle_joint(self, index: np.ndarray | None, value: np.ndarray) -> None:
+        """At the first example with action feature rows (``index``, ``value``: each offered
+        action's row; dense columns if ``index`` is None), settle what depends on whether
+        some action's row has a feature no other action's has (`own_features`).
+
+        With features of their own (VW's ``-q sa`` crosses of an action's indicator) the
+        default budget is ``JOINT_MELLOWNESS``: the context's main effects, shared by every
+        action, carry the level of the rewards over to an action never played, so optimism
+        alone does not bring it back (``docs/joint_budget.md``). An oracle's
+        ``prior="auto"`` becomes optimistic: an action not yet tried looks best, as in the
+        product class. If the actions share every feature (a ranking: optimism would favour
+        rare feature values, not untried actions), it becomes the middle of the reward
         range with ``l2`` at least ``DEFAULT_SHARED_L2``, chosen by leave-one-dataset-out
-        on rankings made of the UCI sets (``docs/joint_defaults.md``). With features of
-        their own the default budget is ``JOINT_MELLOWNESS``: the context's main effects,
-        shared by every action, carry the level of the rewards over to an action never
-        played, so optimism alone no longer brings it back (``docs/joint_budget.md``)."""
-        if getattr(self._oracle, "prior", None) != "auto":
+        on rankings made of the UCI sets (``docs/joint_defaults.md``)."""
+        settle_prior = getattr(self._oracle, "prior", None) == "auto"
+        if self._own_features is not None and not settle_prior:
             return
-        if own_features(index, value):
+        own = own_features(index, value)
+        if self._own_features is None:
+            self._own_features = own
+            if own:
+                self._class_mellowness = JOINT_MELLOWNESS
+        if not settle_prior:
+            return
+        if own:
             self._oracle.prior = "optimistic"
-            self._class_mellowness = JOINT_MELLOWNESS
         else:
             self._oracle.prior = "midpoint"
             self._oracle.l2 = max(self._oracle.l2, DEFAULT_SHARED_L2)
@@ -1477,7 +1489,7 @@ def _make_change_test(threshold: float | None, oracle, schedule: str,
     """The change test of ``change_threshold`` (None: the default where it applies, a ridge
     oracle with the ``online`` schedule and the optimistic prior that does not forget
     already; 0: none). A prior of ``"auto"`` that settles on the midpoint drops the default
-    test (`RegCB._settle_prior`)."""
+    test (`RegCB._settle_joint`)."""
     applies = hasattr(oracle, "shrink") and schedule == "online"
     if threshold == 0 or threshold is None and (not applies or oracle.forget < 1.0
                                                 or not _optimistic(oracle, reward_range)):

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from regcb_stream import RegCB, RidgeOracle, checks
-from regcb_stream.learner import DEFAULT_L2, DEFAULT_SHARED_L2, LINEAR_L2
+from regcb_stream.learner import (DEFAULT_L2, DEFAULT_MELLOWNESS, DEFAULT_SHARED_L2,
+                                  JOINT_MELLOWNESS, LINEAR_L2)
 from regcb_stream.oracles.base import SparseRows
 from regcb_stream.synthetic import LinearProblem
 
@@ -190,6 +191,35 @@ def test_the_linear_model_settles_its_own_l2_at_the_first_example(context, kwarg
     learner.learn(context, "a", 0.5)
     learner.decide(context, ["a", "b", "c"])
     assert learner._oracle.l2 == l2
+
+
+@pytest.mark.parametrize("actions, kwargs, budget", [
+    (OWN, {}, JOINT_MELLOWNESS),  # one joint model: its own default budget
+    (OWN, {"oracle": RidgeOracle(prior="optimistic")}, JOINT_MELLOWNESS),  # any oracle
+    (OWN, {"mellowness": 0.05}, 0.05),  # a budget given is kept
+    (SHARED, {}, DEFAULT_MELLOWNESS),  # a ranking
+    (["a", "b"], {}, DEFAULT_MELLOWNESS),  # labels
+])
+def test_actions_with_features_of_their_own_settle_their_own_default_budget(actions, kwargs,
+                                                                           budget, tmp_path):
+    """docs/joint_budget.md: with the default budget the joint model's regret grows
+    linearly at a long horizon; settled at the first example, kept by a model file."""
+    from regcb_stream.persist import load_model, save_model
+
+    learner = RegCB(seed=0, **kwargs)
+    learner.decide({"user": 1.0}, actions)
+    learner.learn({"user": 1.0}, actions[0], 0.5, 0.5)
+    save_model(tmp_path / "m.regcb", learner, {})
+    restored, _ = load_model(tmp_path / "m.regcb")
+    for model in (learner, restored):
+        assert model.budget_in_force == f"mellowness {budget:g}"
+
+
+def test_a_learner_saved_before_the_joint_budget_keeps_the_default_budget():
+    learner = RegCB(seed=0)
+    del learner._own_features  # a model file of an earlier version: the class's value
+    learner.decide({"user": 1.0}, OWN)
+    assert learner.budget_in_force == f"mellowness {DEFAULT_MELLOWNESS:g}"
 
 
 def test_the_linear_model_of_model_selection_has_the_linear_l2():
