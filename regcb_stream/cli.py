@@ -129,7 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the optimistic variant (VW spells it --regcb --regcbopt)")
     regcb.add_argument("--mellowness", type=float,
                        help="loss budget c0 * ln(K n) * (cb_max_cost - cb_min_cost)^2 "
-                            "(default: RegCB's default budget, docs/defaults.md; VW's is 0.1)")
+                            "(default: RegCB's, 1e-3, or 1e-2 for ADF actions with features "
+                            "of their own: docs/defaults.md, docs/joint_budget.md; VW's is "
+                            "0.1)")
     regcb.add_argument("--first_only", action="store_true",
                        help="optimistic: all mass on the first of tied actions")
     own = parser.add_argument_group("regcb-stream's own")
