@@ -57,7 +57,7 @@ from regcb_stream.bench.harness import algorithms, problems, protocol
 from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream.bench.provenance import stamp
 from regcb_stream.bench.runs import run_missing
-from regcb_stream.learner import DEFAULT_L2, DEFAULT_SHARED_L2
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_SHARED_L2, JOINT_MELLOWNESS
 from regcb_stream.oracles.ridge import RidgeOracle
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -162,7 +162,8 @@ def report(rows: list[dict], command: str, seconds: float) -> str:
         "set as documents sharing every feature, relevance a random grade of the row's class",
         f"- ADF streams (`*-adf`): the first {ADF_ROUNDS:,} rounds of a UCI stream, each "
         "action's row its context, its indicator and their product (VW's `-q sa`): every "
-        "action has features of its own",
+        "action has features of its own, so every setting runs with the budget of that "
+        f"class (mellowness {JOINT_MELLOWNESS:g}, `docs/joint_budget.md`)",
         "- `RegCB()`: `prior=\"auto\"`, settled at the first decision: optimistic with "
         f"l2 = {DEFAULT_L2:g} (the product class's oracle) if some action's row has a "
         f"feature no other's has, else midpoint with l2 = {DEFAULT_SHARED_L2:g}",
