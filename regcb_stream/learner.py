@@ -199,9 +199,8 @@ class RegCB:
     _linear: RegCB | None = None  # the linear model beside, for model selection
     _selection: ModelSelection | None = None
     _is_linear = False  # whether this learner is another's linear model
-    _class_mellowness = DEFAULT_MELLOWNESS  # the default's, settled at the first example
-    _own_features: bool | None = False  # actions with features of their own (a learner
-    # saved before: settled as none)
+    _class_mellowness = DEFAULT_MELLOWNESS  # the default budget, settled at the first example
+    _own_features: bool | None = False  # (a learner saved before the joint budget: none)
 
     def __init__(
         self,
