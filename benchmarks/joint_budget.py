@@ -43,7 +43,8 @@ from collections import defaultdict
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from defaults import MAX_GROWTH, VW_DEFAULTS, LONG_ROUNDS  # noqa: E402
+from defaults import (LONG_ROUNDS, MAX_GROWTH, VW_DEFAULTS, choose, leave_one_out,  # noqa: E402
+                      long_growth, mean_reward)
 from feature_ridge import peer_means  # noqa: E402
 
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
@@ -124,25 +125,19 @@ def run(task: tuple) -> dict:
 def summary(rows: list[dict]) -> tuple[dict, dict, list[str]]:
     """(mean progressive reward per (configuration, stream), largest growth per
     configuration, the eligible configurations)."""
-    values, growth = defaultdict(list), defaultdict(float)
+    values = defaultdict(list)
     for r in rows:
-        if r["stream"] == "long":
-            half, whole = r["regret"]
-            growth[r["name"]] = max(growth[r["name"]], whole / half)
-        else:
+        if r["stream"] != "long":
             values[(r["name"], r["stream"])].append(r["progressive"])
     means = {key: float(np.mean(v)) for key, v in values.items()}
-    return means, dict(growth), [g for g in GRID if growth[g] <= MAX_GROWTH]
-
-
-def best(means: dict, configs: list[str], streams) -> str:
-    return max(configs, key=lambda g: np.mean([means[(g, s)] for s in streams]))
+    growth = long_growth(rows)
+    return means, growth, [g for g in GRID if growth[g] <= MAX_GROWTH]
 
 
 def report(rows: list[dict], peers: dict, command: str) -> str:
     means, growth, eligible = summary(rows)
-    held = {s: best(means, eligible, [t for t in STREAMS if t != s]) for s in STREAMS}
-    chosen = best(means, eligible, STREAMS)
+    held = {s: g for s, (g, _) in leave_one_out(means, mean_reward, eligible).items()}
+    chosen = choose(means, STREAMS, mean_reward, eligible)
     default = f"l2={DEFAULT_L2:g} mellowness={JOINT_MELLOWNESS:g}"
     mean_of = {g: np.mean([means[(g, s)] for s in STREAMS]) for g in GRID}
     lines = [

@@ -86,7 +86,7 @@ def report(rows: list[dict], command: str) -> str:
             for seed in SEEDS:
                 half, whole = by[(name, features, seed)]
                 growth.append(whole / half)
-                cells.append(f"{whole:,.0f} ({whole / half:.2f})")
+                cells.append(_cell(half, whole))
             worst[features] = max(growth)
         lines.append(f"| {name} | " + " | ".join(cells) + " | "
                      + " | ".join(f"{worst[f]:.2f}" for f in FEATURES) + " |")
@@ -101,7 +101,7 @@ def report(rows: list[dict], command: str) -> str:
           + " |" for seed in DEFAULT_SEEDS),
         "| growth above the rule's | " + " | ".join(", ".join(
             f"seed {seed}" for seed in DEFAULT_SEEDS
-            if _growth(*by[(n, "default", seed)]) > MAX_GROWTH) or "none" for n in DEFAULTS)
+            if _ratio(*by[(n, "default", seed)]) > MAX_GROWTH) or "none" for n in DEFAULTS)
         + " |",
         "", f"`RegCB()` is `opti l2={DEFAULT_L2:g} mellowness={DEFAULT_MELLOWNESS:g}` with "
         f"random features; without them (dict contexts, `random_features=0`) it is the "
@@ -111,12 +111,13 @@ def report(rows: list[dict], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _growth(half: float, whole: float) -> float:
+def _ratio(half: float, whole: float) -> float:
     return whole / half
 
 
 def _cell(half: float, whole: float) -> str:
-    return f"{whole:,.0f} ({whole / half:.2f})"
+    """Regret at T (growth)."""
+    return f"{whole:,.0f} ({_ratio(half, whole):.2f})"
 
 
 def main(argv=None) -> None:
