@@ -20,9 +20,11 @@ next to the peers at their defaults (``benchmarks/defaults.py``'s runs,
 The 16 streams chose the features too, and a pair that fits them may not fit others: the
 pair chosen and the incumbent (the pair the features were chosen with, ``l2 = 1`` and
 mellowness 1e-3) also run on the 20 streams of ``benchmarks/unseen_streams.py`` (16
-stationary, 4 drifting), on which no default was chosen. The default becomes the chosen pair
-only if it is at least the incumbent's mean there, on the stationary streams and on the
-drifting ones; the script says whether ``RegCB()``'s pair is the pair this rule gives.
+stationary, 4 drifting), on which no default was chosen. If the incumbent is eligible, the default
+becomes the chosen pair only if it is at least the incumbent's mean there, on the
+stationary streams and on the drifting ones; an ineligible incumbent cannot stay, and the
+chosen pair replaces it whatever the unseen streams say (they are reported). The script
+says whether ``RegCB()``'s pair is the pair this rule gives.
 
 From the repository root::
 
@@ -139,7 +141,7 @@ def report(rows: list[dict], command: str, peers: dict) -> str:
                                          ("drifting", unseen.DRIFTING))}
     validated = all(unseen_mean[(chosen, part)] >= unseen_mean[(INCUMBENT, part)]
                     for part in ("stationary", "drifting"))
-    rule = chosen if validated else INCUMBENT
+    rule = chosen if validated or INCUMBENT not in eligible else INCUMBENT
     lines = [
         "# The random-features model's ridge weight and budget",
         "",
@@ -186,6 +188,8 @@ def report(rows: list[dict], command: str, peers: dict) -> str:
         "",
         f"The pair the rule gives: **{rule}** ("
         + ("the chosen pair holds on the streams it was not chosen on" if validated else
+           "the incumbent is not eligible: the chosen pair replaces it although it does "
+           "not hold on the streams it was not chosen on" if INCUMBENT not in eligible else
            "the chosen pair does not hold on the streams it was not chosen on: the "
            "incumbent stays") + ").",
         "",

@@ -11,8 +11,7 @@ it back. This script chooses that class's ridge weight and mellowness as
 1. **Eligible**: on the realizable linear problem (K = 5, d = 10) over
    :data:`~defaults.LONG_ROUNDS` rounds, with the actions given as their own indicator
    features, the regret growth R(T)/R(T/2) is at most :data:`~defaults.MAX_GROWTH` on each
-   of the :data:`SEEDS` (one seed in a few dozen locks onto a worse action for good even at
-   budgets that pass four seeds, so this rule takes twelve).
+   of :data:`~defaults.LONG_SEEDS` (the product class's rule).
 2. **Chosen** among the eligible by leave-one-dataset-out on the 16 UCI streams under the
    harness's protocol (the streams, holdout split and action draws of ``docs/defaults.md``,
    5 repetitions), each stream's K actions given as ``{"a<k>": 1}``: the best mean on 15
@@ -43,8 +42,8 @@ from collections import defaultdict
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from defaults import (LONG_ROUNDS, MAX_GROWTH, VW_DEFAULTS, choose, leave_one_out,  # noqa: E402
-                      long_growth, mean_reward)
+from defaults import (LONG_ROUNDS, LONG_SEEDS, MAX_GROWTH, VW_DEFAULTS, choose,  # noqa: E402
+                      leave_one_out, long_growth, mean_reward)
 from feature_ridge import peer_means  # noqa: E402
 
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
@@ -59,7 +58,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
 GRID = {f"l2={l2:g} mellowness={c:g}": (l2, c)
         for l2 in (1.0, 3.0) for c in (1e-3, 3e-3, 1e-2, 3e-2)}
-SEEDS = range(12)  # of the long realizable problem
 
 
 def joint_learner(name: str, seed: int) -> RegCB:
@@ -150,8 +148,8 @@ def report(rows: list[dict], peers: dict, command: str) -> str:
         "`{\"a<k>\": 1}` (the joint model: context, indicators and their products); VW at "
         "its defaults with `-q sa` (`benchmarks/defaults.py`'s runs)",
         f"- eligible: regret growth R(T)/R(T/2) <= {MAX_GROWTH} at T = {LONG_ROUNDS:,} on "
-        f"the realizable linear problem with the same action dicts, seeds {SEEDS.start}-"
-        f"{SEEDS.stop - 1}",
+        "the realizable linear problem with the same action dicts, seeds "
+        f"{LONG_SEEDS.start}-{LONG_SEEDS.stop - 1}",
         "",
         "| stream | chosen on the other 15 | held out | " + " | ".join(GRID) + " | "
         + " | ".join(VW_DEFAULTS) + " |",
@@ -176,14 +174,14 @@ def report(rows: list[dict], peers: dict, command: str) -> str:
         "",
         f"The cumulative regret at T = {LONG_ROUNDS:,} per seed (growth):",
         "",
-        "| configuration | " + " | ".join(f"seed {s}" for s in SEEDS) + " |",
-        "|---|" + "---:|" * len(SEEDS),
+        "| configuration | " + " | ".join(f"seed {s}" for s in LONG_SEEDS) + " |",
+        "|---|" + "---:|" * len(LONG_SEEDS),
     ]
     regret = {(r["name"], r["rep"]): r["regret"] for r in rows if r["stream"] == "long"}
     for g in GRID:
         lines.append(f"| {g} | " + " | ".join(
             f"{regret[(g, s)][1]:,.0f} ({regret[(g, s)][1] / regret[(g, s)][0]:.2f})"
-            for s in SEEDS) + " |")
+            for s in LONG_SEEDS) + " |")
     lines += ["", f"`RegCB()`'s ridge weight and budget for actions with features of their "
               f"own ({default}) are the choice: checked." if chosen == default else
               f"**`RegCB()`'s ridge weight and budget for actions with features of their own "
@@ -200,7 +198,7 @@ def main(argv=None) -> None:
     parser.add_argument("--output", default=str(ROOT / "docs" / "joint_budget.md"))
     args = parser.parse_args(argv)
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    tasks = [(g, "long", s) for g in GRID for s in SEEDS]
+    tasks = [(g, "long", s) for g in GRID for s in LONG_SEEDS]
     tasks += [(g, s, r) for g in GRID for s in STREAMS for r in range(args.reps)]
     rows, _ = run_missing(args.results, tasks, run,
                           lambda r: (r["name"], r["stream"], r["rep"]), args.jobs)
