@@ -376,8 +376,8 @@ def _defaults_match(chosen: str) -> str:
             and (params.get("budget") == "auto" or learner._mellowness == params["mellowness"]))
     return ("\n`RegCB()`'s linear model is this configuration: checked.\n" if same else
             "\n**`RegCB()`'s linear model is NOT the configuration chosen here: update "
-            "its defaults in `regcb_stream/learner.py` (`LINEAR_L2`; its budget is "
-            "`DEFAULT_MELLOWNESS`) and rerun.**\n")
+            "its defaults in `regcb_stream/learner.py` (`LINEAR_L2`, `LINEAR_MELLOWNESS`) "
+            "and rerun.**\n")
 
 
 def main(argv=None) -> None:

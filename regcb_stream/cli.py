@@ -28,7 +28,8 @@ from regcb_stream.budget import DEFAULT_GRID
 from regcb_stream.driver import Driver, StreamSettings
 from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.vw_text import VWParseError
-from regcb_stream.learner import DEFAULT_L2, DEFAULT_VARIANT, LINEAR_L2, RegCB
+from regcb_stream.learner import (DEFAULT_L2, DEFAULT_VARIANT, JOINT_MELLOWNESS, LINEAR_L2,
+                                  LINEAR_MELLOWNESS, SHARED_MELLOWNESS, RegCB)
 from regcb_stream.oracles.bounded import HEAD
 from regcb_stream.oracles.ridge import MAX_EXACT
 from regcb_stream.progress import ProgressTable
@@ -129,9 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the optimistic variant (VW spells it --regcb --regcbopt)")
     regcb.add_argument("--mellowness", type=float,
                        help="loss budget c0 * ln(K n) * (cb_max_cost - cb_min_cost)^2 "
-                            "(default: RegCB's, 1e-3, or 1e-2 for ADF actions with features "
-                            "of their own: docs/defaults.md, docs/joint_budget.md; VW's is "
-                            "0.1)")
+                            f"(default: RegCB's, {LINEAR_MELLOWNESS:g} with --cb_explore, "
+                            f"{JOINT_MELLOWNESS:g} for ADF actions with features of their own, "
+                            f"{SHARED_MELLOWNESS:g} for ADF actions sharing every feature: "
+                            "docs/defaults.md, docs/joint_budget.md, docs/joint_defaults.md; "
+                            "VW's is 0.1)")
     regcb.add_argument("--first_only", action="store_true",
                        help="optimistic: all mass on the first of tied actions")
     own = parser.add_argument_group("regcb-stream's own")

@@ -25,17 +25,18 @@ from regcb_stream.selection import ModelSelection
 
 ORACLES = {"ridge": RidgeOracle, "bounded": BoundedRidgeOracle, "vw": VWOracle}
 BUDGETS = (*schedules.BUDGETS, "auto")
-# the defaults, chosen by leave-one-dataset-out on the 16 UCI streams (docs/defaults.md)
+# the defaults per model class, each chosen by leave-one-dataset-out on the 16 UCI streams;
+# a budget is the c of VW's form c ln(K n) span^2, among those that pass the long-horizon rule
+# (twelve seeds of 200,000 realizable rounds) where the class can fail it
 DEFAULT_VARIANT = "optimistic"
 DEFAULT_L2 = 1.0  # the default oracle: RidgeOracle(l2=DEFAULT_L2, prior="auto")
-DEFAULT_SHARED_L2 = 3.0  # its least l2 for actions sharing every feature (docs/joint_defaults.md)
-DEFAULT_MELLOWNESS = 1e-3  # the default budget: c ln(K n) span^2 with this c
-# its c for actions with features of their own (one joint model: ADF with -q sa), chosen with
-# the long-horizon rule over twelve seeds (docs/joint_budget.md)
-JOINT_MELLOWNESS = 1e-2
-# the default oracle's l2 for the linear model (actions as labels, the contexts as they are:
-# dict contexts, random_features=0), chosen with the long-horizon rule (docs/defaults.md)
-LINEAR_L2 = 10.0
+DEFAULT_MELLOWNESS = 3e-3  # random-features model, dense contexts (docs/feature_ridge.md)
+# the linear model: actions as labels, contexts as they are (dict contexts, random_features=0)
+LINEAR_L2, LINEAR_MELLOWNESS = 10.0, 3e-4  # (docs/defaults.md)
+JOINT_MELLOWNESS = 1e-2  # actions with features of their own: ADF, -q sa (docs/joint_budget.md)
+# actions sharing every feature (rankings): the least l2 (docs/joint_defaults.md) and the budget
+# that choice was made at
+DEFAULT_SHARED_L2, SHARED_MELLOWNESS = 3.0, 1e-3
 DEFAULT_BETA = 1e-3  # budget="beta" without a beta
 DEFAULT_RANDOM_FEATURES = 64  # appended to dense contexts (docs/random_features.md)
 FIXED_BUDGETS = ("beta", "summed", "mellowness")  # a function of the label count alone
@@ -78,16 +79,18 @@ class RegCB:
     Optimistic plays the largest ``High`` (with a ridge oracle, this is LinUCB on an epoch
     schedule). The decision state is frozen within an epoch and rebuilt at its end.
 
-    The defaults (``RegCB()``) were chosen by leave-one-dataset-out on 16 public streams
-    (``docs/defaults.md``, ``docs/random_features.md``): the optimistic variant, the
-    optimistic ridge oracle with ``l2 = 1``, VW's budget form with mellowness 1e-3, online
+    The defaults (``RegCB()``) were chosen by leave-one-dataset-out on 16 public streams,
+    each budget among those whose regret does not grow linearly over 200,000 rounds of a
+    realizable problem on any of twelve seeds (``docs/defaults.md``,
+    ``docs/random_features.md``, ``docs/feature_ridge.md``): the optimistic variant, the
+    optimistic ridge oracle with ``l2 = 1``, VW's budget form with mellowness 3e-3, online
     updates, and 64 random Fourier features appended to dense contexts. Without random
-    features (dict contexts, ``random_features=0``) the ridge has ``l2 = 10``: with ``l2 =
-    1`` the linear model's regret grows linearly at a long horizon. For actions given
-    as dicts of features that every action shares (a ranking), the ridge shrinks toward the
-    middle of the reward range with ``l2 = 3`` (``docs/joint_defaults.md``); for actions
-    with features of their own (VW's ADF with ``-q sa``: one joint model) the mellowness is
-    1e-2 (``docs/joint_budget.md``).
+    features (dict contexts, ``random_features=0``) the linear model has ``l2 = 10`` and
+    mellowness 3e-4. For actions given as dicts of features that every action shares (a
+    ranking), the ridge shrinks toward the middle of the reward range with ``l2 = 3`` and
+    mellowness 1e-3 (``docs/joint_defaults.md``); for actions with features of their own
+    (VW's ADF with ``-q sa``: one joint model) the mellowness is 1e-2
+    (``docs/joint_budget.md``).
 
     Parameters
     ----------
@@ -116,8 +119,9 @@ class RegCB:
         (`regcb_stream.budget`). None: ``"beta"`` if ``beta`` is given, else
         ``"mellowness"``.
     mellowness
-        VW's c0 (default 1e-3, 1e-2 for actions with features of their own; VW's own
-        default is 0.1).
+        VW's c0. None: the model class's, settled at the first example: 3e-3 with random
+        features, 3e-4 for the linear model, 1e-2 for actions with features of their own,
+        1e-3 for actions sharing every feature (VW's own default is 0.1).
     horizon
         Number of rounds, for ``budget="theory"``.
     budget_grid
@@ -199,7 +203,7 @@ class RegCB:
     _linear: RegCB | None = None  # the linear model beside, for model selection
     _selection: ModelSelection | None = None
     _is_linear = False  # whether this learner is another's linear model
-    _class_mellowness = DEFAULT_MELLOWNESS  # the default budget, settled at the first example
+    _class_mellowness = 1e-3  # (a learner saved before the budget was settled per class)
     _own_features: bool | None = False  # (a learner saved before the joint budget: none)
 
     def __init__(
@@ -275,6 +279,7 @@ class RegCB:
         self._ids_of: dict[tuple, np.ndarray] = {}  # offered action list -> model ids
         self._joint: bool | None = None
         self._own_features: bool | None = None  # joint rows: settled at the first example
+        self._class_mellowness = DEFAULT_MELLOWNESS  # the default budget: settled likewise
         self._label_types: frozenset = frozenset()  # types of action labels seen
         self._n_labels = 0  # labels learned
         self._n_frozen = 0  # labels behind the frozen decision state
@@ -1226,13 +1231,16 @@ class RegCB:
                           encoder.dim), models
 
     def _settle_model(self) -> None:
-        """At the first example with actions as labels: the default oracle over the
-        contexts as they are (no random features: dict contexts, ``random_features=0``),
-        the linear model, takes ``l2 = LINEAR_L2``, chosen with the long-horizon rule
-        (``docs/defaults.md``): with the random-features model's ``l2 = 1`` its regret
-        grows linearly over 200,000 rounds of some realizable problems."""
-        if self.oracle is None and not self._labels and self._encoder.expand is None:
-            self._oracle.l2 = LINEAR_L2
+        """At the first example with actions as labels: over the contexts as they are (no
+        random features: dict contexts, ``random_features=0``), the linear model's default
+        budget is ``LINEAR_MELLOWNESS`` and the default oracle takes ``l2 = LINEAR_L2``,
+        both chosen with the long-horizon rule (``docs/defaults.md``): with the
+        random-features model's its regret grows linearly over 200,000 rounds of some
+        realizable problems."""
+        if not self._labels and self._encoder.expand is None:
+            self._class_mellowness = LINEAR_MELLOWNESS
+            if self.oracle is None:
+                self._oracle.l2 = LINEAR_L2
 
     def _settle_joint(self, index: np.ndarray | None, value: np.ndarray) -> None:
         """At the first example with action feature rows (``index``, ``value``: each offered
@@ -1247,15 +1255,15 @@ class RegCB:
         product class. If the actions share every feature (a ranking: optimism would favour
         rare feature values, not untried actions), it becomes the middle of the reward
         range with ``l2`` at least ``DEFAULT_SHARED_L2``, chosen by leave-one-dataset-out
-        on rankings made of the UCI sets (``docs/joint_defaults.md``)."""
+        on rankings made of the UCI sets (``docs/joint_defaults.md``), and the default
+        budget is ``SHARED_MELLOWNESS``, the one that choice was made at."""
         settle_prior = getattr(self._oracle, "prior", None) == "auto"
         if self._own_features is not None and not settle_prior:
             return
         own = own_features(index, value)
         if self._own_features is None:
             self._own_features = own
-            if own:
-                self._class_mellowness = JOINT_MELLOWNESS
+            self._class_mellowness = JOINT_MELLOWNESS if own else SHARED_MELLOWNESS
         if not settle_prior:
             return
         if own:

@@ -10,7 +10,8 @@ from scipy.optimize import minimize
 
 from regcb_stream import RegCB, RidgeOracle, checks
 from regcb_stream.learner import (DEFAULT_L2, DEFAULT_MELLOWNESS, DEFAULT_SHARED_L2,
-                                  JOINT_MELLOWNESS, LINEAR_L2)
+                                  JOINT_MELLOWNESS, LINEAR_L2, LINEAR_MELLOWNESS,
+                                  SHARED_MELLOWNESS)
 from regcb_stream.oracles.base import SparseRows
 from regcb_stream.synthetic import LinearProblem
 
@@ -193,33 +194,42 @@ def test_the_linear_model_settles_its_own_l2_at_the_first_example(context, kwarg
     assert learner._oracle.l2 == l2
 
 
-@pytest.mark.parametrize("actions, kwargs, budget", [
-    (OWN, {}, JOINT_MELLOWNESS),  # one joint model: its own default budget
-    (OWN, {"oracle": RidgeOracle(prior="optimistic")}, JOINT_MELLOWNESS),  # any oracle
-    (OWN, {"mellowness": 0.05}, 0.05),  # a budget given is kept
-    (SHARED, {}, DEFAULT_MELLOWNESS),  # a ranking
-    (["a", "b"], {}, DEFAULT_MELLOWNESS),  # labels
+USER = {"user": 1.0}
+
+
+@pytest.mark.parametrize("context, actions, kwargs, budget", [
+    (USER, OWN, {}, JOINT_MELLOWNESS),  # one joint model: its own default budget
+    (USER, OWN, {"oracle": RidgeOracle(prior="optimistic")}, JOINT_MELLOWNESS),  # any oracle
+    (USER, OWN, {"mellowness": 0.05}, 0.05),  # a budget given is kept
+    (USER, SHARED, {}, SHARED_MELLOWNESS),  # a ranking
+    (USER, ["a", "b"], {}, LINEAR_MELLOWNESS),  # labels, dict contexts: the linear model
+    ([1.0, 2.0], ["a", "b"], {"random_features": 0}, LINEAR_MELLOWNESS),
+    ([1.0, 2.0], ["a", "b"], {"oracle": RidgeOracle()}, LINEAR_MELLOWNESS),  # any oracle
+    ([1.0, 2.0], ["a", "b"], {}, DEFAULT_MELLOWNESS),  # the random-features model
 ])
-def test_actions_with_features_of_their_own_settle_their_own_default_budget(actions, kwargs,
-                                                                           budget, tmp_path):
-    """docs/joint_budget.md: with the default budget the joint model's regret grows
-    linearly at a long horizon; settled at the first example, kept by a model file."""
+def test_each_model_class_settles_its_own_default_budget(context, actions, kwargs, budget,
+                                                         tmp_path):
+    """docs/defaults.md, docs/feature_ridge.md, docs/joint_budget.md: each class's budget
+    chosen with the long-horizon rule; settled at the first example, kept by a model file."""
     from regcb_stream.persist import load_model, save_model
 
     learner = RegCB(seed=0, **kwargs)
-    learner.decide({"user": 1.0}, actions)
-    learner.learn({"user": 1.0}, actions[0], 0.5, 0.5)
+    learner.decide(context, actions)
+    learner.learn(context, actions[0], 0.5, 0.5)
     save_model(tmp_path / "m.regcb", learner, {})
     restored, _ = load_model(tmp_path / "m.regcb")
     for model in (learner, restored):
         assert model.budget_in_force == f"mellowness {budget:g}"
 
 
-def test_a_learner_saved_before_the_joint_budget_keeps_the_default_budget():
+@pytest.mark.parametrize("context, actions", [(USER, OWN), (USER, ["a"]), ([1.0], ["a"])])
+def test_a_learner_saved_before_the_budget_settled_per_class_keeps_its_budget(context, actions):
     learner = RegCB(seed=0)
-    del learner._own_features  # a model file of an earlier version: the class's value
-    learner.decide({"user": 1.0}, OWN)
-    assert learner.budget_in_force == f"mellowness {DEFAULT_MELLOWNESS:g}"
+    learner.decide(context, actions)
+    learner.learn(context, actions[0], 0.5, 0.5)
+    del learner._own_features, learner._class_mellowness  # a model file of an earlier version
+    learner.decide(context, actions)
+    assert learner.budget_in_force == "mellowness 0.001"
 
 
 def test_the_linear_model_of_model_selection_has_the_linear_l2():
