@@ -52,6 +52,11 @@ bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/oracle_trees.py
 	$(BIN)/python benchmarks/defaults.py
 	$(BIN)/python benchmarks/random_features.py  # after defaults.py: it reads its runs
+	$(BIN)/python benchmarks/feature_ridge.py  # after defaults.py: it reads its runs
+	$(BIN)/python benchmarks/model_selection.py  # after defaults.py: it reads its runs
+	$(BIN)/python benchmarks/joint_budget.py  # after defaults.py: it reads its runs
+	$(BIN)/python benchmarks/joint_defaults.py
+	$(BIN)/python benchmarks/long_horizon.py
 	$(BIN)/python benchmarks/unseen_streams.py  # after random_features.py: it reads its runs
 	$(BIN)/python benchmarks/forgetting.py
 	$(BIN)/python benchmarks/change_detection.py

@@ -1,30 +1,30 @@
 """The random-features model's ridge weight and budget, chosen with its features.
 
 ``RegCB()`` on dense contexts is the ridge over the contexts and their random Fourier
-features (``docs/random_features.md``). Its prior weight ``l2 = 1`` and mellowness 1e-3 are
-those the features were chosen with: ``benchmarks/defaults.py``'s choice for the contexts as
-they are, before its long-horizon rule (which gives the linear model ``l2 = 10``). This
-script asks whether the random-features model would choose them for itself: every pair of
-:data:`GRID` (the optimistic ridge, the default variant, with the prior weights and the
-fixed budgets of the defaults' grid around the default) runs with ``RegCB()``'s features on
-the 16 UCI streams x 5 repetitions of the harness's protocol (the streams, holdout split and
-action draws of ``docs/defaults.md``), on the realizable linear problem of the defaults' bar
-(K = 5, d = 10, 20,000 rounds, both variants, :data:`MAP_SEEDS` maps) and on the long
-realizable problem (200,000 rounds, the seeds of ``benchmarks/defaults.py``'s long-horizon
-rule). A pair is eligible if its regret growth R(T)/R(T/2) is at most 1.6 on both; among the
-eligible, the pair is chosen by leave one dataset out (for each stream, the best mean
-progressive reward on the other 15), each of the pair chosen on all 16 and ``RegCB()``'s
-next to the peers at their defaults (``benchmarks/defaults.py``'s runs,
-``results/defaults.jsonl``: the same protocol and seeds).
+features (``docs/random_features.md``). The features were chosen with ``l2 = 1`` and
+mellowness 1e-3 (the incumbent): ``benchmarks/defaults.py``'s choice for the contexts as
+they are before its long-horizon rule. This script chooses the random-features model's own
+pair: every pair of :data:`GRID` (the optimistic ridge, the default variant, with the prior
+weights and the fixed budgets of the defaults' grid around the default) runs with
+``RegCB()``'s features on the 16 UCI streams x 5 repetitions of the harness's protocol (the
+streams, holdout split and action draws of ``docs/defaults.md``), on the realizable linear
+problem of the defaults' bar (K = 5, d = 10, 20,000 rounds, both variants, :data:`MAP_SEEDS`
+maps) and on the long realizable problem (200,000 rounds, the seeds of
+``benchmarks/defaults.py``'s long-horizon rule). A pair is eligible if its regret growth
+R(T)/R(T/2) is at most 1.6 on both; among the eligible, the pair is chosen by leave one
+dataset out (for each stream, the best mean progressive reward on the other 15), each of the
+pair chosen on all 16 and ``RegCB()``'s next to the peers at their defaults
+(``benchmarks/defaults.py``'s runs, ``results/defaults.jsonl``: the same protocol and
+seeds).
 
 The 16 streams chose the features too, and a pair that fits them may not fit others: the
 pair chosen and the incumbent (the pair the features were chosen with, ``l2 = 1`` and
 mellowness 1e-3) also run on the 20 streams of ``benchmarks/unseen_streams.py`` (16
-stationary, 4 drifting), on which no default was chosen. If the incumbent is eligible, the default
-becomes the chosen pair only if it is at least the incumbent's mean there, on the
+stationary, 4 drifting), on which no default was chosen. If the incumbent is eligible, the
+default becomes the chosen pair only if it is at least the incumbent's mean there, on the
 stationary streams and on the drifting ones; an ineligible incumbent cannot stay, and the
-chosen pair replaces it whatever the unseen streams say (they are reported). The script
-says whether ``RegCB()``'s pair is the pair this rule gives.
+chosen pair replaces it whatever the unseen streams say (they are reported). The script says
+whether ``RegCB()``'s pair is the pair this rule gives.
 
 From the repository root::
 
