@@ -132,7 +132,7 @@ def test_it_follows_drift_that_the_ridge_never_forgetting_does_not(oracle):
                         change_threshold=0)  # (forgetting alone)
         played, _ = learner.play(X, list(range(4)), lambda rows, i: R[rows, i])
         second_half[forget] = R[np.arange(2000, 4000), played[2000:]].mean()
-    assert second_half[0.995] > second_half[1.0] + 0.2
+    assert second_half[0.995] > second_half[1.0] + 0.15
 
 
 def test_an_action_left_unplayed_regains_its_width():

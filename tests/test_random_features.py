@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from regcb_stream import RegCB, RidgeOracle
-from regcb_stream.learner import DEFAULT_L2
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_MELLOWNESS
 from regcb_stream.bench.datasets import bandit_stream
 from regcb_stream.persist import dumps, loads
 from regcb_stream.random_features import RandomFeatures
@@ -94,15 +94,17 @@ def test_the_learner_equals_one_on_contexts_mapped_beforehand(budget):
     """Per example (float vectors on the compiled path, lists on the general one) and in
     blocks (``play``), the learner with random features plays as a learner without them
     on the contexts mapped by the same map (its seed is the learner's), with the same
-    ridge (the default oracle's l2 is the linear model's without random features)."""
+    ridge and budget (the default oracle's l2 and the default budget are the linear
+    model's without random features)."""
     mapped = RandomFeatures(32, seed=7)(X)
     ridge = RidgeOracle(l2=DEFAULT_L2, prior="auto")
-    want = per_example(RegCB(seed=7, oracle=ridge, random_features=0, **budget), mapped)
+    same = budget or {"mellowness": DEFAULT_MELLOWNESS}
+    want = per_example(RegCB(seed=7, oracle=ridge, random_features=0, **same), mapped)
     assert per_example(RegCB(seed=7, random_features=32, **budget), X) == want
     assert per_example(RegCB(seed=7, random_features=32, **budget), X, as_lists=True) == want
     u = np.random.default_rng(1).random(len(X))
     got = RegCB(seed=7, random_features=32, **budget).play(X, ACTIONS, lambda t, i: R[t, i], u)
-    linear = RegCB(seed=7, oracle=ridge, random_features=0, **budget)
+    linear = RegCB(seed=7, oracle=ridge, random_features=0, **same)
     expected = linear.play(mapped, ACTIONS, lambda t, i: R[t, i], u)
     assert np.array_equal(got[0], expected[0])
     np.testing.assert_array_equal(got[1].pmf, expected[1].pmf)
