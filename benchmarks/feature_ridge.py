@@ -47,7 +47,8 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import unseen_streams as unseen  # noqa: E402  (the streams no default was chosen on)
-from defaults import LINUCB, LONG_SEEDS, MAX_GROWTH, VW_DEFAULTS, long_regret  # noqa: E402
+from defaults import (LINUCB, LONG_SEEDS, MAX_GROWTH, VW_DEFAULTS, choose,  # noqa: E402
+                      leave_one_out, long_regret, mean_reward)
 
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
 from regcb_stream.bench.harness import problems, protocol  # noqa: E402
@@ -125,15 +126,14 @@ def _summary(rows: list[dict]) -> tuple:
     means = {key: float(np.mean(v)) for key, v in values.items()}
     eligible = [g for g in GRID
                 if max(growth[(g, "20,000")], growth[(g, "200,000")]) <= MAX_GROWTH]
-    chosen = max(eligible, key=lambda g: np.mean([means[(g, s)] for s in STREAMS]))
+    chosen = choose(means, STREAMS, mean_reward, eligible)
     return means, growth, eligible, chosen
 
 
 def report(rows: list[dict], command: str, peers: dict) -> str:
     means, growth, eligible, chosen = _summary(rows)
     mean_of = {g: float(np.mean([means[(g, s)] for s in STREAMS])) for g in GRID}
-    best_on = {held: max(eligible, key=lambda g: np.mean([means[(g, s)] for s in STREAMS
-                                                         if s != held])) for held in STREAMS}
+    best_on = {held: g for held, (g, _) in leave_one_out(means, mean_reward, eligible).items()}
     default = f"l2={DEFAULT_L2:g} mellowness={DEFAULT_MELLOWNESS:g}"
     unseen_mean = {(g, part): float(np.mean([means[(g, s)] for s in streams]))
                    for g in dict.fromkeys((chosen, INCUMBENT))
@@ -141,7 +141,8 @@ def report(rows: list[dict], command: str, peers: dict) -> str:
                                          ("drifting", unseen.DRIFTING))}
     validated = all(unseen_mean[(chosen, part)] >= unseen_mean[(INCUMBENT, part)]
                     for part in ("stationary", "drifting"))
-    rule = chosen if validated or INCUMBENT not in eligible else INCUMBENT
+    incumbent_stays = INCUMBENT in eligible and not validated
+    rule = INCUMBENT if incumbent_stays else chosen
     lines = [
         "# The random-features model's ridge weight and budget",
         "",
@@ -188,10 +189,10 @@ def report(rows: list[dict], command: str, peers: dict) -> str:
         "",
         f"The pair the rule gives: **{rule}** ("
         + ("the chosen pair holds on the streams it was not chosen on" if validated else
-           "the incumbent is not eligible: the chosen pair replaces it although it does "
-           "not hold on the streams it was not chosen on" if INCUMBENT not in eligible else
            "the chosen pair does not hold on the streams it was not chosen on: the "
-           "incumbent stays") + ").",
+           "incumbent stays" if incumbent_stays else
+           "the incumbent is not eligible: the chosen pair replaces it although it does "
+           "not hold on the streams it was not chosen on") + ").",
         "",
         "`RegCB()`'s ridge weight and budget are this pair: checked." if rule == default
         else "**`RegCB()`'s ridge weight and budget are NOT this pair.**",
