@@ -1,0 +1,484 @@
+"""Golden outputs: the command's ``-p`` output and progress table, and the Python API's
+distributions, pinned as SHA-256 hashes, through the public surface only (the commands and
+the names the README documents).
+
+They pin behaviour while the code moves: a change to any hash is a change of decisions, and
+must be named and explained where it is made. ``REGCB_GOLDEN=write pytest
+tests/test_golden.py`` rewrites ``tests/golden.json`` (only for such a named change).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from regcb_stream import RegCB
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+DATA, TRAIN = SHARED / "data", SHARED / "vw_tests" / "train-sets"
+GOLDEN = pathlib.Path(__file__).with_name("golden.json")
+WRITE = os.environ.get("REGCB_GOLDEN") == "write"
+BIN = pathlib.Path(sys.executable).parent
+_found: dict[str, str] = {}
+
+
+def needs(path: pathlib.Path) -> pathlib.Path:
+    if not path.exists():
+        pytest.skip(f"{path} is missing (it comes with ../shared)")
+    return path
+
+
+def digest(*parts) -> str:
+    """One hash of texts, bytes and float arrays (their exact bits)."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, str):
+            part = part.encode()
+        elif not isinstance(part, bytes):
+            array = np.asarray(part)
+            part = (array.astype(np.float64) if array.dtype.kind == "f" else
+                    array.astype(np.int64)).tobytes()
+        h.update(len(part).to_bytes(8, "little") + part)
+    return h.hexdigest()
+
+
+def check(name: str, value: str) -> None:
+    golden = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
+    if WRITE:
+        golden[name] = value
+        GOLDEN.write_text(json.dumps(dict(sorted(golden.items())), indent=1) + "\n")
+        return
+    assert name in golden, f"no golden hash for {name}: REGCB_GOLDEN=write to record one"
+    assert value == golden[name], f"{name}: the output changed"
+
+
+def letter(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``n`` letter rows, standardized, and every action's reward (the class)."""
+    table = np.loadtxt(gzip.open(needs(DATA / "letter.tsv.gz"), "rt"), delimiter="\t",
+                       skiprows=1, max_rows=n)
+    X, y = table[:, :-1], table[:, -1].astype(int) - 1
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return X, np.eye(26)[y]
+
+
+def logged_text(X, R, adf: bool, shared_features: bool = False, seed: int = 0) -> str:
+    """A uniformly logged VW stream (every fifth single-line example unlabelled)."""
+    n, k = R.shape
+    actions = np.random.default_rng(seed).integers(k, size=n)
+    out = []
+    for t, (x, r, a) in enumerate(zip(X.tolist(), R.tolist(), actions.tolist())):
+        context = "|s " + " ".join(f"f{j}:{v:.4f}" for j, v in enumerate(x))
+        label = f"{1 - r[a]:g}:{1 / k:.6f}"
+        if adf:
+            lines = [f"|a v:{(j + 1) / k:.4f} w:{(j % 3) / 2:g}" if shared_features
+                     else f"|a a{j}" for j in range(k)]
+            lines[a] = f"0:{label} {lines[a]}"
+            out.append("\n".join(["shared " + context, *lines]) + "\n\n")
+        else:
+            out.append((f"{a + 1}:{label} " if t % 5 else "") + context + "\n")
+    return "".join(out)
+
+
+def dsjson_text(X, R, rewards_later: bool, seed: int = 0) -> str:
+    """Letter as DSJSON events; with ``rewards_later``, every other event's reward comes
+    as a reward line some events later."""
+    n, k = R.shape
+    rng = np.random.default_rng(seed)
+    actions, delays = rng.integers(k, size=n), rng.integers(1, 40, size=n)
+    lines, due = [], {}
+    for t, (x, r, a) in enumerate(zip(X.tolist(), R.tolist(), actions.tolist())):
+        context = {"s": {f"f{j}": round(v, 4) for j, v in enumerate(x)},
+                   "_multi": [{"a": {f"a{j}": 1}} for j in range(k)]}
+        event = {"EventId": f"e{t}", "a": list(range(1, k + 1)), "c": context,
+                 "p": [1 / k] * k}
+        if rewards_later and t % 2:
+            due.setdefault(t + int(delays[t]), []).append((f"e{t}", r[a]))
+        else:
+            event = {"_label_cost": -r[a], "_label_probability": 1 / k,
+                     "_label_Action": a + 1, "_labelIndex": a, **event}
+        lines.append(json.dumps(event))
+        for event_id, value in due.pop(t, []):
+            lines.append(json.dumps({"EventId": event_id, "v": value}))
+    return "\n".join(lines) + "\n"
+
+
+def bag_of_words(n: int, k: int, adf: bool, seed: int = 0) -> str:
+    """A hashed sparse stream: each example a few words of a 5,000-word vocabulary, the
+    best action set by the first word; logged uniformly."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        words = rng.integers(5000, size=6)
+        a, best = int(rng.integers(k)), int(words[0]) % k
+        cost = 0 if a == best else 1
+        context = "|w " + " ".join(f"w{w}" for w in words.tolist())
+        if adf:
+            lines = [f"|a a{j}" for j in range(k)]
+            lines[a] = f"0:{cost}:{1 / k:g} {lines[a]}"
+            out.append("\n".join(["shared " + context, *lines]) + "\n\n")
+        else:
+            out.append(f"{a + 1}:{cost}:{1 / k:g} {context}\n")
+    return "".join(out)
+
+
+def command(args: list[str], stdin: str = "", program: str = "regcb-stream"
+            ) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(BIN / program), *args], input=stdin, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
+@pytest.fixture(scope="module")
+def streams(tmp_path_factory):
+    """The streams of the command's cases, written once."""
+    folder = tmp_path_factory.mktemp("golden")
+    X, R = letter(3000)
+    files = {
+        "letter.dat": logged_text(X, R, adf=False),
+        "letter_adf.dat": logged_text(X[:1200], R[:1200], adf=True),
+        "letter_rank.dat": logged_text(X[:800], R[:800], adf=True, shared_features=True),
+        "letter.json": dsjson_text(X[:1500], R[:1500], rewards_later=False),
+        "letter_late.json": dsjson_text(X[:1500], R[:1500], rewards_later=True),
+        "words.dat": bag_of_words(3000, 4, adf=False),
+        "words_adf.dat": bag_of_words(1500, 4, adf=True),
+    }
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+SINGLE = ["--cb_explore", "26"]
+ADF = ["--cb_explore_adf", "-q", "sa"]
+COMMAND_CASES = {
+    "single default": ("letter.dat", SINGLE),
+    "single elimination": ("letter.dat", [*SINGLE, "--regcb"]),
+    "single optimistic": ("letter.dat", [*SINGLE, "--regcb", "--regcbopt"]),
+    "single sqrt2": ("letter.dat", [*SINGLE, "--schedule", "sqrt2"]),
+    "single doubling elimination": ("letter.dat", [*SINGLE, "--schedule", "doubling",
+                                                   "--regcb"]),
+    "single vw oracle": ("letter.dat", [*SINGLE, "--oracle", "vw"]),
+    "single vw_compat": ("letter.dat", [*SINGLE, "--oracle", "vw", "--vw_compat", "--regcb",
+                                        "--regcbopt"]),
+    "single bounded": ("letter.dat", [*SINGLE, "--oracle", "bounded"]),
+    "single auto budget": ("letter.dat", [*SINGLE, "--auto_budget"]),
+    "single forget": ("letter.dat", [*SINGLE, "--forget", "0.999"]),
+    "single beta": ("letter.dat", [*SINGLE, "--beta", "0.01", "--ridge_prior", "zero"]),
+    "single legacy": ("letter.dat", [*SINGLE, "--cb_force_legacy"]),
+    "single first_only": ("letter.dat", [*SINGLE, "--regcbopt", "--first_only"]),
+    "single change test": ("letter.dat", [*SINGLE, "--change_threshold", "0.5"]),
+    "adf default": ("letter_adf.dat", ADF),
+    "adf elimination": ("letter_adf.dat", [*ADF, "--regcb"]),
+    "adf optimistic": ("letter_adf.dat", [*ADF, "--regcbopt"]),
+    "adf sqrt2": ("letter_adf.dat", [*ADF, "--schedule", "sqrt2"]),
+    "adf vw oracle": ("letter_adf.dat", [*ADF, "--oracle", "vw"]),
+    "adf vw_compat": ("letter_adf.dat", [*ADF, "--oracle", "vw", "--vw_compat", "--regcb"]),
+    "adf auto budget": ("letter_adf.dat", [*ADF, "--auto_budget"]),
+    "adf ranking": ("letter_rank.dat", ["--cb_explore_adf"]),
+    "adf ranking crossed": ("letter_rank.dat", ADF),
+    "dsjson": ("letter.json", ["--dsjson"]),
+    "dsjson vw_compat": ("letter.json", ["--dsjson", "--oracle", "vw", "--vw_compat",
+                                         "--regcb"]),
+    "hashed words": ("words.dat", ["--cb_explore", "4"]),
+    "hashed words 12 bits": ("words.dat", ["--cb_explore", "4", "-b", "12", "--regcb"]),
+    "hashed words adf": ("words_adf.dat", ["--cb_explore_adf", "-q", "wa"]),
+    "hashed words adf bounded": ("words_adf.dat", ["--cb_explore_adf", "-q", "wa",
+                                                   "--oracle", "bounded"]),
+}
+VW_CASES = {  # VW's own test files
+    "vw test 320": ("cb_load.dat", ["--cb_explore_adf", "-q", "UA", "--regcb",
+                                    "--mellowness", ".001", "--oracle", "vw", "--vw_compat"]),
+    "vw cb_load": ("cb_load.dat", ["--cb_explore_adf", "-q", "UA", "--regcb"]),
+    "vw cb_test.ldf": ("cb_test.ldf", ["--cb_explore_adf", "--regcb", "--noconstant"]),
+    "vw explore_eval_egreedy": ("explore_eval_egreedy.dat", ["--cb_explore_adf", "-q", "UA"]),
+    "vw decisionservice": ("decisionservice.json", ["--dsjson"]),
+    "vw dsjson_cb": ("dsjson_cb.json", ["--dsjson", "--regcbopt"]),
+    "vw cb_simple": ("cb_simple.json", ["--dsjson", "--oracle", "vw", "--vw_compat",
+                                        "--regcb"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMMAND_CASES))
+def test_command_predictions(name, streams):
+    """``-p`` output and the progress table on stderr, as a user runs the command."""
+    data, flags = COMMAND_CASES[name]
+    done = command([*flags, "-d", str(streams / data), "-p", "/dev/stdout"])
+    check(f"command {name}", digest(done.stdout, done.stderr))
+
+
+@pytest.mark.parametrize("name", sorted(VW_CASES))
+def test_command_on_vw_test_files(name):
+    data, flags = VW_CASES[name]
+    done = command([*flags, "-d", str(needs(TRAIN / data)), "-p", "/dev/stdout"])
+    check(f"command {name}", digest(done.stdout, done.stderr))
+
+
+def test_command_delayed_rewards_and_decision_log(streams, tmp_path):
+    log = tmp_path / "decisions.json"
+    done = command(["--dsjson", "--reward_wait", "25", "--default_reward", "0",
+                    "--decision_log", str(log), "-d", str(streams / "letter_late.json"),
+                    "-p", "/dev/stdout"])
+    check("command delayed rewards", digest(done.stdout, done.stderr, log.read_text()))
+
+
+def test_command_lenient_skips_bad_lines(streams):
+    lines = (streams / "letter.dat").read_text().splitlines(keepends=True)[:600]
+    lines[100], lines[300] = "1:0.5:2 |s f0:1\n", "x:y |s\n"
+    done = command([*SINGLE, "--lenient", "-p", "/dev/stdout"], "".join(lines))
+    check("command lenient", digest(done.stdout, done.stderr))
+
+
+@pytest.mark.parametrize("data, flags, cut", [
+    ("letter.dat", SINGLE, 1700),
+    ("letter.dat", [*SINGLE, "--schedule", "sqrt2", "--regcb"], 1000),
+    ("letter_adf.dat", ADF, 500 * 28),
+    ("letter_late.json", ["--dsjson", "--reward_wait", "25"], 800),
+    ("words.dat", ["--cb_explore", "4"], 2000),
+])
+def test_command_resume_split(data, flags, cut, streams, tmp_path):
+    """A stream split in two with ``-f``/``-i`` between: its outputs, and the second half
+    tested (``-t``) after."""
+    lines = (streams / data).read_text().splitlines(keepends=True)
+    model = tmp_path / "model.regcb"
+    first = command([*flags, "-p", "/dev/stdout", "-f", str(model), "--quiet"],
+                    "".join(lines[:cut]))
+    resumed = ["-i", str(model), "-p", "/dev/stdout", "--quiet"]
+    if "--reward_wait" in flags:
+        resumed += ["--reward_wait", "25"]
+    second = command([*resumed, "-f", str(model)], "".join(lines[cut:]))
+    tested = command(["-i", str(model), "-t", "-p", "/dev/stdout", "--quiet"],
+                     "".join(lines[cut:])) if "--reward_wait" not in flags else first
+    check(f"resume {data} {' '.join(flags)}", digest(first.stdout, second.stdout,
+                                                     tested.stdout))
+
+
+def test_ope_and_compare_commands(streams, tmp_path):
+    model = tmp_path / "model.regcb"
+    text = (streams / "letter.dat").read_text()
+    command([*SINGLE, "-f", str(model), "--quiet"], text[:len(text) // 2])
+    ope = command(["-d", str(streams / "letter.dat"), "--policy-model", str(model)],
+                  program="regcb-ope")
+    uniform = command(["-d", str(streams / "letter_adf.dat"), "--cb_explore_adf",
+                       "--policy", "constant:3"], program="regcb-ope")
+    compare = command([str(needs(TRAIN / "explore_eval_egreedy.dat")), "-q", "UA",
+                       "--quiet", "--json", "-"], program="regcb-compare")
+    check("commands ope and compare", digest(ope.stdout, uniform.stdout, compare.stdout))
+
+
+# -- the Python API --------------------------------------------------------------------
+
+
+def one_by_one(learner, X, actions, R, seed: int = 0):
+    """``predict`` and ``learn`` round by round; the draws and probabilities."""
+    played, probs = [], []
+    for x, r in zip(X, R):
+        action, prob, info = learner.predict(x, actions)
+        learner.learn(x, action, float(r[actions.index(action)]), prob, **info)
+        played.append(actions.index(action))
+        probs.append(prob)
+    return np.array(played), np.array(probs)
+
+
+def decision_parts(decision):
+    return decision.pmf, decision.prediction, decision.low, decision.high
+
+
+def test_regcb_defaults_round_by_round():
+    X, R = letter(3000)
+    learner = RegCB()
+    played, probs = one_by_one(learner, X, list(range(26)), R)
+    check("api RegCB() letter predict/learn", digest(played, probs, learner.pmf(
+        X[0], list(range(26))), str(learner.oracle_in_use), str(learner.budget_in_force)))
+
+
+def test_regcb_defaults_play_and_replay():
+    X, R = letter(3000)
+    learner = RegCB(seed=3)
+    played, decision = learner.play(X, list("abcdefghijklmnopqrstuvwxyz"),
+                                    lambda t, i: R[t, i])
+    logged = np.random.default_rng(1).integers(26, size=3000)
+    logged[::7] = -1
+    replayed = RegCB().replay(X, list(range(26)), logged, R[np.arange(3000), logged],
+                              np.full(3000, 1 / 26))
+    check("api RegCB() letter play and replay", digest(played, *decision_parts(decision),
+                                                        *decision_parts(replayed)))
+
+
+def test_regcb_defaults_on_dict_contexts():
+    X, R = letter(2000)
+    contexts = [{f"f{j}": v for j, v in enumerate(x) if v > -0.5} for x in X.tolist()]
+    learner = RegCB()
+    played, probs = one_by_one(learner, contexts, list(range(26)), R)
+    hashed = RegCB(hash_bits=6, variant="elimination")
+    played_h, probs_h = one_by_one(hashed, contexts, list(range(26)), R)
+    check("api RegCB() dict contexts", digest(played, probs, played_h, probs_h))
+
+
+def test_regcb_block_api():
+    X, R = letter(3000)
+    actions = list(range(26))
+    learner = RegCB("elimination", schedule="sqrt2", seed=5)
+    parts = []
+    for start in range(0, 3000, 250):
+        block = slice(start, start + 250)
+        index, probs = learner.predict_many(X[block], actions)
+        parts += [learner.pmf_many(X[block], actions), index, probs]
+        learner.learn_many(X[block], [actions[i] for i in index.tolist()],
+                           R[block][np.arange(250), index], probs)
+    check("api block forms", digest(*parts))
+
+
+def test_regcb_action_feature_dicts():
+    X, R = letter(1000)
+    own = [{f"a{j}": 1.0} for j in range(26)]
+    shared = [{"v": (j + 1) / 26, "w": (j % 3) / 2} for j in range(26)]
+    contexts = [{f"f{j}": v for j, v in enumerate(x)} for x in X.tolist()]
+    out = []
+    for actions in (own, shared):
+        learner = RegCB()
+        for context, r in zip(contexts, R):
+            decision = learner.decide(context, actions)
+            index = int(np.argmax(decision.pmf))
+            learner.learn(context, actions[index], float(r[index]), float(decision.pmf[index]))
+            out += decision_parts(decision)
+    check("api action feature dicts", digest(*out))
+
+
+@pytest.mark.parametrize("name, params", [
+    ("select_model", {"select_model": True}),
+    ("auto budget", {"budget": "auto"}),
+    ("forget", {"forget": 0.999}),
+    ("doubling elimination", {"variant": "elimination", "schedule": "doubling"}),
+    ("vw oracle", {"oracle": "vw", "random_features": 0}),
+    ("bounded oracle", {"oracle": "bounded"}),
+    ("paper ridge", {"oracle": "ridge", "beta": 1e-3, "warm_start_epochs": 2}),
+    ("summed budget", {"budget": "summed", "beta": 0.5, "schedule": "sqrt2"}),
+    ("theory budget", {"budget": "theory", "horizon": 2000, "schedule": "doubling"}),
+])
+def test_regcb_settings_play(name, params):
+    X, R = letter(2000)
+    learner = RegCB(**params)
+    played, decision = learner.play(X, list(range(26)), lambda t, i: R[t, i])
+    one = RegCB(**params)
+    played_one, probs = one_by_one(one, X[:300], list(range(26)), R[:300])
+    check(f"api settings {name}", digest(played, *decision_parts(decision), played_one,
+                                          probs, str(learner.model_selection),
+                                          str(learner.budget_selection)))
+
+
+def test_regcb_change_test_fires_on_a_drift():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 5))
+    W = rng.normal(size=(2, 4, 5))
+    scores = np.where(np.arange(4000)[:, None] < 2000, X @ W[0].T, X @ W[1].T)
+    R = (scores == scores.max(axis=1, keepdims=True)).astype(float)
+    learner = RegCB()
+    played, decision = learner.play(X, list(range(4)), lambda t, i: R[t, i])
+    assert learner.changes_detected >= 1
+    check("api change test", digest(played, *decision_parts(decision),
+                                     str(learner.changes_detected)))
+
+
+def test_regcb_delayed_rewards():
+    X, R = letter(2000)
+    actions = list(range(26))
+    learner = RegCB(seed=2)
+    learner.wait_for_rewards(window=30, default_reward=0.0)
+    waiting, out = [], []
+    rng = np.random.default_rng(0)
+    for t, x in enumerate(X):
+        action, prob = learner.decide_event(f"e{t}", x, actions)
+        out += [action, prob]
+        waiting.append((f"e{t}", float(R[t, action])))
+        if rng.random() < 0.4:
+            for event_id, reward in waiting[:-3] if rng.random() < 0.5 else waiting[:1]:
+                learner.reward_event(event_id, reward)
+            waiting = waiting[-3:] if len(waiting) > 3 else waiting[1:]
+    check("api delayed rewards", digest(np.array(out, float), str(learner.events),
+                                         learner.pmf(X[0], actions)))
+
+
+def test_regcb_saved_and_loaded_mid_stream(tmp_path):
+    from regcb_stream.persist import load_model, save_model
+
+    X, R = letter(2000)
+    actions = list(range(26))
+    whole = RegCB(seed=4)
+    played, probs = one_by_one(whole, X, actions, R)
+    first = RegCB(seed=4)
+    played_a, probs_a = one_by_one(first, X[:900], actions, R[:900])
+    save_model(tmp_path / "m.regcb", first, {})
+    second, _ = load_model(tmp_path / "m.regcb")
+    played_b, probs_b = one_by_one(second, X[900:], actions, R[900:])
+    assert (np.r_[played_a, played_b] == played).all() and (np.r_[probs_a, probs_b]
+                                                            == probs).all()
+    check("api save and load", digest(played, probs))
+
+
+def test_parallel_replay_equals_serial():
+    from regcb_stream import parallel
+
+    X, R = letter(3000)
+    logged = np.random.default_rng(1).integers(26, size=3000)
+    log = parallel.ArrayLog(X, list(range(26)), logged, R[np.arange(3000), logged],
+                            np.full(3000, 1 / 26))
+    serial = RegCB(schedule="doubling").replay(*log(0, 3000))
+    spread = parallel.replay(RegCB(schedule="doubling"), log, 3000, tasks=3, min_spread=1)
+    assert (spread == serial.pmf).all()
+    check("api parallel replay", digest(spread, *decision_parts(serial)))
+
+
+def test_other_oracles():
+    from river import linear_model
+    from sklearn.linear_model import Ridge
+
+    from regcb_stream.binsearch import ridge_penalty
+    from regcb_stream.oracles import BinSearchOracle, RiverOracle, TreesOracle
+
+    X, R = letter(600)
+    out = []
+    for oracle in (RiverOracle(linear_model.BayesianLinearRegression()),
+                   RiverOracle(linear_model.LinearRegression()),
+                   TreesOracle(n_estimators=10),
+                   BinSearchOracle(Ridge(1.0, fit_intercept=False), alpha=1e-4,
+                                   penalty=ridge_penalty(1.0))):
+        n, k = (40, 4) if isinstance(oracle, BinSearchOracle) else (600, 26)
+        learner = RegCB(oracle=oracle, schedule="sqrt2")
+        played, decision = learner.play(X[:n, :6], list(range(k)), lambda t, i: R[t, i])
+        out += [played, *decision_parts(decision)]
+    check("api other oracles", digest(*out))
+
+
+def test_river_policy_and_ope():
+    from regcb_stream.integrations.river import RegCBPolicy
+    from regcb_stream.ope import UniformPolicy, evaluate
+
+    X, R = letter(1500)
+    policy = RegCBPolicy(seed=0)
+    arms = list(range(26))
+    pulled = []
+    for x, r in zip(X, R):
+        context = {f"f{j}": v for j, v in enumerate(x.tolist())}
+        arm = policy.pull(arms, context)
+        policy.update(arm, context, float(r[arm]))
+        pulled.append(arm)
+    examples = list(iter_logged(X[:500], R[:500]))
+    estimates = [evaluate(p, examples) for p in (policy, UniformPolicy())]
+    check("api river policy and ope", digest(np.array(pulled), str(estimates)))
+
+
+def iter_logged(X, R):
+    import io
+
+    from regcb_stream.integrations.river import iter_vw
+
+    return iter_vw(io.StringIO(logged_text(X, R, adf=False)), n_actions=R.shape[1])
