@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # a path entry instead of an import hook: the command starts ~10 ms sooner
 EDITABLE := --config-settings editable_mode=compat
 # the compiled kernels' sources: an edit rebuilds them
-KERNELS := $(wildcard regcb_stream/*.c regcb_stream/*.h regcb_stream/io/*.c regcb_stream/io/*.h)
+KERNELS := $(wildcard regcb_stream/*.h regcb_stream/*/*.c regcb_stream/*/*.h)
 
 .PHONY: demo test bench clean
 
@@ -36,8 +36,8 @@ test: $(VENV)/.installed-test $(VENV)/.compiled
 # every benchmark behind the numbers in README.md and docs/ (several hours on 2 cores)
 bench: $(VENV)/.installed-test
 	$(BIN)/python -m pip install -q -e '.[bench]'
-	$(BIN)/python -m regcb_stream.bench
-	$(BIN)/python -m regcb_stream.bench --families regcb-elim:river_bayes regcb-opt:river_bayes \
+	$(BIN)/python -m bench
+	$(BIN)/python -m bench --families regcb-elim:river_bayes regcb-opt:river_bayes \
 		regcb-elim:ridge-summed regcb-opt:ridge-summed regcb-elim:gb5-summed regcb-opt:gb5-summed
 	$(BIN)/python benchmarks/gb5_speed.py --baseline 1d76a9b
 	$(BIN)/python benchmarks/gb5_speed.py --workload issue --baseline c4f73be --pairs 3 \

@@ -29,9 +29,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+from bench.provenance import stamp  # noqa: E402
 from regcb_stream import RegCB  # noqa: E402
-from regcb_stream.bench.datasets import bandit_stream  # noqa: E402
-from regcb_stream.bench.provenance import stamp  # noqa: E402
+from regcb_stream.datasets.uci import bandit_stream  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIXED = {"mellowness": 1e-3}

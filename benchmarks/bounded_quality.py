@@ -5,7 +5,7 @@ hands over past ``max_exact``: on these streams it never does) against the same 
 the bounded ridge from the start
 (``RegCB(oracle=BoundedRidgeOracle(prior="optimistic"))``: exact on its first 64 columns,
 diagonal beyond), on the 16 UCI streams and the yahoo sample x ``--reps`` repetitions of
-the harness's protocol (``regcb_stream.bench.harness``: the streams, holdout split and draws
+the harness's protocol (``bench.harness``: the streams, holdout split and draws
 of ``docs/results.md``), progressive reward. Where a stream has at most 64 features (with
 the intercept) the two are the same learner by construction; the table says which.
 
@@ -29,10 +29,10 @@ from collections import defaultdict
 
 import numpy as np
 
+from bench.harness import problems, protocol
+from bench.harness.regcb_algo import RegCBAlgorithm
+from bench.provenance import stamp
 from regcb_stream import BoundedRidgeOracle, RegCB, RidgeOracle
-from regcb_stream.bench.harness import problems, protocol
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
-from regcb_stream.bench.provenance import stamp
 from regcb_stream.oracles.bounded import HEAD
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

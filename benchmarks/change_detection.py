@@ -1,7 +1,7 @@
 """The change test's threshold (``RegCB(change_threshold=k)``, ``regcb-stream
 --change_threshold K``): chosen by leave-one-dataset-out, under a false-alarm constraint.
 
-``RegCB()`` watches its squared residuals with a Page-Hinkley test (`regcb_stream.change`)
+``RegCB()`` watches its squared residuals with a Page-Hinkley test (`regcb_stream.adapt.change`)
 and, when they rise past ``k ln t``, keeps 1% of every label's weight and explores anew. Where
 nothing changes the test should stay silent: an alarm throws away what the learner knew. This
 script runs ``RegCB(change_threshold=k)`` (the defaults otherwise; ``k = 0`` never tests, the
@@ -14,7 +14,7 @@ learner of before) for each ``k`` of :data:`THRESHOLDS` under the harness's prot
   of labels, at a price where nothing drifts);
 - on the 32 stationary streams (the 16 UCI streams and the 16 of ``docs/unseen_streams.md``),
   counting the alarms: each one there is a false alarm;
-- on the realizable linear problem (K = 5, d = 10, ``regcb_stream.synthetic``) over
+- on the realizable linear problem (K = 5, d = 10, ``regcb_stream.datasets.synthetic``) over
   :data:`LONG_ROUNDS` rounds and :data:`LONG_SEEDS` seeds, longer than any public stream: the
   cumulative regret and the alarms;
 - on the hashed sparse logs of ``benchmarks/high_dim.py`` (:data:`HASHED_EXAMPLES` examples,
@@ -59,13 +59,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import unseen_streams as unseen  # noqa: E402  (the drifting and the unseen streams)
 from forgetting import STATIONARY, load_problem  # noqa: E402  (the 32 stationary streams)
 
+from bench.harness import (
+    problems,
+    protocol,  # noqa: E402
+)
+from bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
+from bench.provenance import stamp  # noqa: E402
+from bench.runs import run_missing  # noqa: E402
 from regcb_stream import RegCB  # noqa: E402
-from regcb_stream.bench.harness import problems, protocol  # noqa: E402
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
-from regcb_stream.bench.provenance import stamp  # noqa: E402
-from regcb_stream.bench.runs import run_missing  # noqa: E402
-from regcb_stream.change import DEFAULT_THRESHOLD  # noqa: E402
-from regcb_stream.synthetic import played_regret  # noqa: E402
+from regcb_stream.adapt.change import DEFAULT_THRESHOLD  # noqa: E402
+from regcb_stream.datasets.synthetic import played_regret  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 THRESHOLDS = (0.0, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0)
@@ -235,7 +238,7 @@ def report(results: list[dict], longs: list[dict], noisy: list[dict], reps: int,
         f"- {stamp()}; {len(results)} runs, {seconds:.0f} s of runs",
         f"- protocol: the harness's (`docs/results.md`), {reps} repetitions, progressive "
         "reward; `RegCB(change_threshold=k)` is `RegCB()` with the change test at threshold "
-        "`k ln t` (`regcb_stream.change`), `k = 0` never testing",
+        "`k ln t` (`regcb_stream.adapt.change`), `k = 0` never testing",
         f"- eligible: no false alarm, on any run of the 32 stationary streams nor on the long "
         f"problem ({LONG_ROUNDS:,} rounds, seeds {', '.join(map(str, LONG_SEEDS))}), at the "
         f"threshold and at 1/{MARGIN:g} of it; and on the problems whose best action is the "

@@ -4,7 +4,7 @@ long it takes next to the serial run.
 Issue 19, item 4: replay large logs (VW text or DSJSON, files or globs) on a cluster with
 the same output as the serial run.
 
-The log: ``--events`` rounds of letter (its repetitions, `datasets.long_stream`) played
+The log: ``--events`` rounds of letter (its repetitions, `uci.long_stream`) played
 uniformly at random, written as VW text (`vw_logs`: single-line ``--cb_explore 26``, and
 ADF with ``-q sa``), split into ``--files`` files read through a glob pattern. Each
 command runs as a whole process (start-up, the local cluster's start and stop included),
@@ -33,8 +33,8 @@ import time
 
 import numpy as np
 
-from regcb_stream.bench import datasets, vw_logs
-from regcb_stream.bench.provenance import stamp
+from bench.provenance import stamp
+from regcb_stream.datasets import logs, uci
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FORMATS = {"single-line": ["--cb_explore", "26"], "ADF": ["--cb_explore_adf", "-q", "sa"]}
@@ -42,8 +42,8 @@ FORMATS = {"single-line": ["--cb_explore", "26"], "ADF": ["--cb_explore_adf", "-
 
 def write_log(folder: pathlib.Path, events: int, files: int, adf: bool) -> str:
     """The log in ``files`` files; the glob pattern that names them."""
-    X, R = datasets.long_stream("letter", events)
-    lines = vw_logs.logged_lines(X, R, adf=adf)
+    X, R = uci.long_stream("letter", events)
+    lines = logs.logged_lines(X, R, adf=adf)
     for i, part in enumerate(np.array_split(np.arange(events), files)):
         with open(folder / f"{'adf' if adf else 'text'}-{i:03d}.dat", "w") as out:
             out.writelines(lines[j] for j in part.tolist())
@@ -123,7 +123,7 @@ def report(args, results: dict, seconds: float) -> str:
         "epochs itself and sends each long one to the workers in parts: each worker reads "
         "and parses its part and decides it with the epoch's state; the command writes the "
         "parts' predictions and progress rows in order and learns their label statistics "
-        "(`regcb_stream/log_replay.py`).",
+        "(`regcb_stream/command/log_replay.py`).",
         "",
         "Why it is not faster here: the command, the scheduler and two workers share two "
         "cores, and what the parts send back goes through the command: every prediction "

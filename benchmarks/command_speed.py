@@ -36,8 +36,8 @@ import time
 import numpy as np
 import vowpalwabbit
 
-from regcb_stream.bench.datasets import long_stream
-from regcb_stream.bench.vw_logs import write_logged_stream
+from regcb_stream.datasets.logs import write_logged_stream
+from regcb_stream.datasets.uci import long_stream
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VW = "import sys; from vowpalwabbit import Workspace; Workspace(sys.argv[1]).finish()"

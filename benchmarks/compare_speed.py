@@ -5,7 +5,7 @@ Issue 17's bar: comparing RegCB and five VW explorers on a 100,000-event log tak
 longer than running those five with ``vw --explore_eval`` one after another.
 
 Log: ``letter`` (K = 26, 16 features) played by a uniform logging policy, in VW's ADF
-format as the harness writes it (`regcb_stream.bench.vw_logs.write_logged_stream`: cost
+format as the harness writes it (`regcb_stream.datasets.logs.write_logged_stream`: cost
 1 - reward, probability 1/26); beyond letter's 20,000 rounds, further shuffles of it follow
 (seeds 0, 1, ...) up to ``--examples`` events.
 
@@ -13,7 +13,7 @@ Timed, whole processes (start-up included), wall clock, ``--reps`` interleaved r
 (the order rotates); the verdict is the median over the repetitions of the ratio
 regcb-compare / five VW runs:
 
-* ``python -m regcb_stream.compare LOG -q sa --quiet`` (RegCB's defaults in-process, its
+* ``python -m regcb_stream.evaluation.compare LOG -q sa --quiet`` (RegCB's defaults in-process, its
   five default VW explorers in processes beside it), output to /dev/null;
 * the five VW explorers (``--epsilon 0.05``, ``--squarecb``, ``--regcb``, ``--regcb
   --regcbopt``, ``--cover 3``), each ``vowpalwabbit.Workspace("--cb_explore_adf -q sa FLAGS
@@ -47,14 +47,14 @@ import time
 import numpy as np
 import vowpalwabbit
 
-from regcb_stream.bench.datasets import long_stream
-from regcb_stream.bench.provenance import code_version
-from regcb_stream.bench.vw_logs import write_logged_stream
-from regcb_stream.compare import DEFAULT_VW
+from bench.provenance import code_version
+from regcb_stream.datasets.logs import write_logged_stream
+from regcb_stream.datasets.uci import long_stream
+from regcb_stream.evaluation.compare import DEFAULT_VW
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VW = "import sys; from vowpalwabbit import Workspace; Workspace(sys.argv[1]).finish()"
-REGCB_ALONE = ("import sys; from regcb_stream.compare import compare; "
+REGCB_ALONE = ("import sys; from regcb_stream.evaluation.compare import compare; "
                "compare(sys.argv[1], vw=[], interactions=['sa'])")
 
 
@@ -80,14 +80,14 @@ def timed(command: list[str]) -> tuple[float, float]:
 def commands(log: pathlib.Path) -> dict:
     """What is timed: a list of processes run one after another, by name."""
     return {
-        "regcb-compare": [[sys.executable, "-m", "regcb_stream.compare", str(log), "-q", "sa",
+        "regcb-compare": [[sys.executable, "-m", "regcb_stream.evaluation.compare", str(log), "-q", "sa",
                            "--quiet"]],
         "five vw --explore_eval": [
             [sys.executable, "-c", VW,
              f"--cb_explore_adf -q sa {flags} --explore_eval -d {log} --quiet"]
             for flags in DEFAULT_VW],
         "regcb alone": [[sys.executable, "-c", REGCB_ALONE, str(log)]],
-        "regcb-compare --snips": [[sys.executable, "-m", "regcb_stream.compare", str(log),
+        "regcb-compare --snips": [[sys.executable, "-m", "regcb_stream.evaluation.compare", str(log),
                                    "-q", "sa", "--quiet", "--snips"]],
     }
 
@@ -157,7 +157,7 @@ def report(results: dict, args, seconds: float) -> str:
                      f"{statistics.median(results['cpu'][name]):.1f} |")
     lines += [
         "",
-        "- regcb-compare: `python -m regcb_stream.compare LOG -q sa --quiet` (RegCB's "
+        "- regcb-compare: `python -m regcb_stream.evaluation.compare LOG -q sa --quiet` (RegCB's "
         "defaults in this process, the five default VW explorers each running VW's own "
         "`--explore_eval` in a process of its own, beside it; their rows from VW's progress "
         "lines, `-P`).",

@@ -5,7 +5,7 @@ Issue 19's bar: the sweep on a local 2-worker cluster is no slower than today's 
 runner and gives the same results.
 
 Tasks: every ``--stride``-th run of the full sweep's repetition 0 (the task list of
-``python -m regcb_stream.bench``, its default families and streams, in its order), so that
+``python -m bench``, its default families and streams, in its order), so that
 the mix of families and streams is the sweep's. Each backend runs them all into a fresh
 results file: ``runner.run_sweep(tasks, path, jobs=2)`` (a ``multiprocessing`` pool of 2
 processes) and ``runner.run_sweep(tasks, path, jobs=2, scheduler="local")`` (a Dask
@@ -35,9 +35,9 @@ import time
 
 import dask
 
-from regcb_stream.bench.harness import runner
-from regcb_stream.bench.harness.cli import configure, parse_args
-from regcb_stream.bench.provenance import code_version
+from bench.harness import runner
+from bench.harness.cli import configure, parse_args
+from bench.provenance import code_version
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -102,7 +102,7 @@ def report(results: dict, args, tasks: list, seconds: float) -> str:
         "their timings.",
         "",
         f"Tasks: {len(tasks)} runs, every {args.stride}th run of the full sweep's "
-        "repetition 0 (`python -m regcb_stream.bench`'s task list: its families and streams "
+        "repetition 0 (`python -m bench`'s task list: its families and streams "
         f"in its proportions; {len({t.family for t in tasks})} families, "
         f"{len({t.stream for t in tasks})} streams). Each backend runs them into a fresh "
         "results file; the whole call is timed, cluster start-up included; the order "

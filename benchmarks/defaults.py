@@ -6,7 +6,7 @@
    ``benchmarks/random_features.py`` chose with ``l2 = 1`` and mellowness 1e-3, the choice
    of this script before the long-horizon rule below) runs on the 16 UCI
    streams x 5 repetitions of the harness's protocol
-   (``regcb_stream.bench.harness``: same streams, holdout split and action draws as
+   (``bench.harness``: same streams, holdout split and action draws as
    ``docs/results.md``). For each stream, the configuration with the best mean progressive
    reward on the *other* 15 is scored on it: those held-out scores are what a default chosen
    this way earns on a stream it was not tuned on. "Best" is the smallest mean normalized
@@ -32,7 +32,7 @@
    not depend on the length), the yahoo sample, and the regret growth R(T)/R(T/2) on the
    realizable linear problem (K = 5, d = 10, T = 20,000).
    The grid includes the automatic budget (``budget="auto"``: exponential weights over the
-   mellowness candidates :data:`AUTO_GRID`, ``regcb_stream/budget.py``).
+   mellowness candidates :data:`AUTO_GRID`, ``regcb_stream/explore/budget.py``).
 3. **Where ``RegCB()`` trails a peer.** For each (stream, peer at its default) where
    ``RegCB()``'s mean over the repetitions is below the peer's, both run on
    :data:`MORE_REPS` repetitions in all (the protocol's next seeds), and the report gives
@@ -56,13 +56,13 @@ from collections import defaultdict
 
 import numpy as np
 
+from bench.harness import algorithms, problems, protocol
+from bench.harness.peers import LinUCBAlgorithm
+from bench.harness.regcb_algo import RegCBAlgorithm
+from bench.provenance import stamp
+from bench.runs import run_missing
 from regcb_stream import RegCB, RidgeOracle
-from regcb_stream.bench.harness import algorithms, problems, protocol
-from regcb_stream.bench.harness.peers import LinUCBAlgorithm
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
-from regcb_stream.bench.provenance import stamp
-from regcb_stream.bench.runs import run_missing
-from regcb_stream.synthetic import played_regret, regret_growth
+from regcb_stream.datasets.synthetic import played_regret, regret_growth
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -97,7 +97,7 @@ def _algorithm(name: str, problem, rep: int):
     if name == LINUCB:
         return LinUCBAlgorithm(algorithms.LINUCB_DEFAULT, k, rep)
     if name in VW_DEFAULTS:
-        from regcb_stream.bench.harness.vw_algo import VWAlgorithm
+        from bench.harness.vw_algo import VWAlgorithm
 
         return VWAlgorithm(*VW_DEFAULTS[name], k, rep)
     if name == DEFAULT:

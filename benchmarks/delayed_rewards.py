@@ -48,9 +48,9 @@ import time
 import numpy as np
 from scipy import stats
 
+from bench.provenance import stamp
 from regcb_stream import RegCB
-from regcb_stream.bench.datasets import bandit_stream
-from regcb_stream.bench.provenance import stamp
+from regcb_stream.datasets.uci import bandit_stream
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BAR = 0.01

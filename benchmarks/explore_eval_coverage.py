@@ -16,7 +16,7 @@ For each (stream, log, learner) - RegCB's defaults, VW ``--epsilon 0.05``, VW ``
 * the verdict's estimate: ``compare(log, regcb=[""], vw=[...], interactions=["sa"],
   replays=R)`` (what ``regcb-compare -q sa --replays R`` prints): the progressive IPS reward,
   the mean of R replays (seeds 0..R-1), in its pooled interval;
-* explore-eval run here on the same R seeds (`regcb_stream.explore_eval`), recording each
+* explore-eval run here on the same R seeds (`regcb_stream.evaluation.explore_eval`), recording each
   example's stage (the number of examples the learner had learned when it scored it): the
   verdict's on-policy target, and the single-replay numbers (seed 0);
 * the on-policy value: the learner online on the same rounds, ``--seeds`` runs averaged
@@ -47,14 +47,20 @@ import numpy as np
 import vowpalwabbit
 from vowpalwabbit import Workspace
 
-from regcb_stream import command
-from regcb_stream.bench.datasets import bandit_stream
-from regcb_stream.bench.provenance import code_version
-from regcb_stream.bench.vw_explorers import adf_example_lines, run_vw
-from regcb_stream.cli import build_parser
-from regcb_stream.compare import compare, replay_order
-from regcb_stream.explore_eval import Explorer, RegCBExplorer, VWExplorer, explore_eval, read_log
-from regcb_stream.features import EncodedRows
+from bench.provenance import code_version
+from bench.vw_explorers import adf_example_lines, run_vw
+from regcb_stream.command import configure
+from regcb_stream.command.main import build_parser
+from regcb_stream.datasets.uci import bandit_stream
+from regcb_stream.evaluation.compare import compare, replay_order
+from regcb_stream.evaluation.explore_eval import (
+    Explorer,
+    RegCBExplorer,
+    VWExplorer,
+    explore_eval,
+    read_log,
+)
+from regcb_stream.features.encoder import EncodedRows
 from regcb_stream.io.vw_encode import AdfEncoder
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -119,7 +125,7 @@ def regcb_learner():
     and their stream settings."""
     args = build_parser().parse_args(["--cb_explore_adf", "-qsa"])
     args.cb_min_cost, args.cb_max_cost = -1.0, 0.0
-    return command.setup(args)
+    return configure.setup(args)
 
 
 def explorer_of(name: str) -> Explorer:

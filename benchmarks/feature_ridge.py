@@ -47,18 +47,28 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import unseen_streams as unseen  # noqa: E402  (the streams no default was chosen on)
-from defaults import (LINUCB, LONG_SEEDS, MAX_GROWTH, VW_DEFAULTS, choose,  # noqa: E402
-                      leave_one_out, long_regret, mean_reward)
+from defaults import (  # noqa: E402
+    LINUCB,
+    LONG_SEEDS,
+    MAX_GROWTH,
+    VW_DEFAULTS,
+    choose,
+    leave_one_out,
+    long_regret,
+    mean_reward,
+)
 
+from bench.harness import (
+    problems,
+    protocol,  # noqa: E402
+)
+from bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
+from bench.provenance import stamp  # noqa: E402
+from bench.runs import run_missing  # noqa: E402
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
-from regcb_stream.bench.harness import problems, protocol  # noqa: E402
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
-from regcb_stream.bench.provenance import stamp  # noqa: E402
-from regcb_stream.bench.runs import run_missing  # noqa: E402
-from regcb_stream.learner import (DEFAULT_L2, DEFAULT_MELLOWNESS,  # noqa: E402
-                                  DEFAULT_RANDOM_FEATURES)
-from regcb_stream.random_features import RandomFeatures  # noqa: E402
-from regcb_stream.synthetic import regret_growth  # noqa: E402
+from regcb_stream.datasets.synthetic import regret_growth  # noqa: E402
+from regcb_stream.features.random_features import RandomFeatures  # noqa: E402
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_MELLOWNESS, DEFAULT_RANDOM_FEATURES  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS

@@ -18,7 +18,7 @@ reward, 5 repetitions):
 The public streams are short (at most 49,097 rounds): a learner that forgets keeps a window
 of about ``1 / (1 - gamma)`` labels, and where nothing drifts its regret grows linearly once
 the stream is much longer than that. The script measures that price on the realizable
-linear problem (K = 5, d = 10, ``regcb_stream.synthetic.LinearProblem``) over
+linear problem (K = 5, d = 10, ``regcb_stream.datasets.synthetic.LinearProblem``) over
 :data:`LONG_ROUNDS` rounds: the cumulative regret of each factor at a few checkpoints.
 
 It also times the cost of forgetting: letter's first 16,000 rounds through ``RegCB.play``
@@ -44,12 +44,15 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import unseen_streams as unseen  # noqa: E402  (the drifting and the unseen streams)
 
+from bench.harness import (
+    problems,
+    protocol,  # noqa: E402
+)
+from bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
+from bench.provenance import stamp  # noqa: E402
+from bench.runs import run_missing  # noqa: E402
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
-from regcb_stream.bench.harness import problems, protocol  # noqa: E402
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
-from regcb_stream.bench.provenance import stamp  # noqa: E402
-from regcb_stream.bench.runs import run_missing  # noqa: E402
-from regcb_stream.synthetic import played_regret  # noqa: E402
+from regcb_stream.datasets.synthetic import played_regret  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FACTORS = (1.0, 0.9999, 0.9995, 0.999, 0.998)

@@ -43,8 +43,8 @@ import subprocess
 import sys
 import tempfile
 
-from regcb_stream.bench.datasets import data_dir
-from regcb_stream.bench.provenance import code_version
+from bench.provenance import code_version
+from regcb_stream.datasets.uci import data_dir
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RUNS = {"sweep": (("elimination", 1e-3), ("optimistic", 1e-4)),
@@ -52,8 +52,9 @@ RUNS = {"sweep": (("elimination", 1e-3), ("optimistic", 1e-4)),
 ISSUE_ROUNDS = 4000
 ONE_RUN = {"sweep": """
 import json, sys, time
-from regcb_stream.bench.harness import problems, protocol
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
+from bench.harness import problems
+from bench.harness import protocol
+from bench.harness.regcb_algo import RegCBAlgorithm
 stream, variant, beta = sys.argv[1], sys.argv[2], float(sys.argv[3])
 problem = problems.load_problem(stream, 0)
 algo = RegCBAlgorithm(variant, "gb5", beta, problem.n_actions, 0)
@@ -64,7 +65,7 @@ print(json.dumps({"seconds": time.perf_counter() - start, "n": record["n_train"]
 """, "issue": """
 import json, sys, time
 from regcb_stream import RegCB
-from regcb_stream.bench.datasets import bandit_stream
+from regcb_stream.datasets.uci import bandit_stream
 from regcb_stream.oracles.trees import TreesOracle
 stream, variant, beta = sys.argv[1], sys.argv[2], float(sys.argv[3])
 X, R = bandit_stream(stream, False, 0)
@@ -80,7 +81,7 @@ print(json.dumps({"seconds": time.perf_counter() - start, "n": len(X),
                   "progressive": total / len(X)}))
 """ % (ISSUE_ROUNDS, ISSUE_ROUNDS)}
 DATA = data_dir()  # (the baseline's checkout is elsewhere: this tree's data folder)
-OTHER_C = ["regcb_stream/_ridge.c", "regcb_stream/io/_scan.c", "regcb_stream/io/_dsjson.c"]
+OTHER_C = ["regcb_stream/oracles/_ridge.c", "regcb_stream/io/_scan.c", "regcb_stream/io/_dsjson.c"]
 
 
 def baseline_tree(revision: str, folder: pathlib.Path) -> pathlib.Path:

@@ -28,10 +28,10 @@ import time
 
 import numpy as np
 
-from regcb_stream.bench.harness import algorithms, problems, protocol, regcb_algo
-from regcb_stream.bench.harness.aggregate import width_slope
-from regcb_stream.bench.harness.claims import PAPER_SLOPES
-from regcb_stream.bench.provenance import stamp
+from bench.harness import algorithms, problems, protocol, regcb_algo
+from bench.harness.aggregate import width_slope
+from bench.harness.claims import PAPER_SLOPES
+from bench.provenance import stamp
 from regcb_stream.oracles.trees import TreesOracle
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

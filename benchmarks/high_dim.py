@@ -57,8 +57,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 from command_speed import VW, timed  # noqa: E402
 
 import regcb_stream  # noqa: E402
-from regcb_stream.bench.provenance import stamp  # noqa: E402
-from regcb_stream.bench.vw_explorers import vw_args  # noqa: E402
+from bench.provenance import stamp  # noqa: E402
+from bench.vw_explorers import vw_args  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 K = 10

@@ -42,17 +42,28 @@ from collections import defaultdict
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from defaults import (LONG_ROUNDS, LONG_SEEDS, MAX_GROWTH, VW_DEFAULTS, choose,  # noqa: E402
-                      leave_one_out, long_growth, mean_reward)
+from defaults import (  # noqa: E402
+    LONG_ROUNDS,
+    LONG_SEEDS,
+    MAX_GROWTH,
+    VW_DEFAULTS,
+    choose,
+    leave_one_out,
+    long_growth,
+    mean_reward,
+)
 from feature_ridge import peer_means  # noqa: E402
 
+from bench.harness import (
+    problems,
+    protocol,  # noqa: E402
+)
+from bench.harness.protocol import Step, sample  # noqa: E402
+from bench.provenance import stamp  # noqa: E402
+from bench.runs import run_missing  # noqa: E402
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
-from regcb_stream.bench.harness import problems, protocol  # noqa: E402
-from regcb_stream.bench.harness.protocol import Step, sample  # noqa: E402
-from regcb_stream.bench.provenance import stamp  # noqa: E402
-from regcb_stream.bench.runs import run_missing  # noqa: E402
+from regcb_stream.datasets.synthetic import realizable_sample  # noqa: E402
 from regcb_stream.learner import DEFAULT_L2, JOINT_MELLOWNESS  # noqa: E402
-from regcb_stream.synthetic import realizable_sample  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS

@@ -51,12 +51,12 @@ from collections import defaultdict
 
 import numpy as np
 
+from bench.harness import algorithms, problems, protocol
+from bench.harness.regcb_algo import RegCBAlgorithm
+from bench.provenance import stamp
+from bench.runs import run_missing
 from regcb_stream import RegCB
-from regcb_stream.bench import datasets
-from regcb_stream.bench.harness import algorithms, problems, protocol
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
-from regcb_stream.bench.provenance import stamp
-from regcb_stream.bench.runs import run_missing
+from regcb_stream.datasets import uci
 from regcb_stream.learner import DEFAULT_L2, DEFAULT_SHARED_L2, JOINT_MELLOWNESS
 from regcb_stream.oracles.ridge import RidgeOracle
 
@@ -65,7 +65,7 @@ PRIORS = {"optimistic": "optimistic", "midpoint": "midpoint", "zero": 0.0}
 L2 = (1.0, 3.0, 10.0, 30.0)
 SETTINGS = {f"prior={p} l2={l2:g}": (prior, l2) for p, prior in PRIORS.items() for l2 in L2}
 DEFAULT = "RegCB()"
-RANKING = tuple(f"{s}-rank{n}" for s in datasets.UCI_SETS for n in (251, 2000))
+RANKING = tuple(f"{s}-rank{n}" for s in uci.UCI_SETS for n in (251, 2000))
 ADF_SETS = ("vehicle", "yeast", "satimage", "page_blocks", "pendigits")
 ADF = tuple(f"{s}{noise}-adf" for s in ADF_SETS for noise in ("", "-noise"))
 STREAMS = RANKING + ADF
@@ -77,8 +77,8 @@ def ranking_problem(stream: str, rep: int) -> problems.Problem:
     """Rounds of ``DOCUMENTS`` rows of a set, relevance a random grade of the row's class."""
     name, n = stream.rsplit("-rank", 1)
     n = int(n)
-    X, y = datasets.load_multiclass(name)
-    rng = np.random.default_rng([rep, n, datasets.UCI_SETS.index(name)])
+    X, y = uci.load_multiclass(name)
+    rng = np.random.default_rng([rep, n, uci.UCI_SETS.index(name)])
     grades = np.zeros(1)
     while grades.min() == grades.max():
         grades = rng.integers(0, 5, y.max() + 1) / 4.0
@@ -89,7 +89,7 @@ def ranking_problem(stream: str, rep: int) -> problems.Problem:
 def adf_problem(stream: str, rep: int) -> problems.Problem:
     """A UCI stream's first rounds with each action's row ``[x, e_a, e_a (x) x]``."""
     name, noisy = problems.stream_parts(stream.removesuffix("-adf"))
-    X, R = datasets.bandit_stream(name, noisy, rep)
+    X, R = uci.bandit_stream(name, noisy, rep)
     X, R = X[:ADF_ROUNDS], R[:ADF_ROUNDS]
     (n, d), k = X.shape, R.shape[1]
     rows = np.zeros((n, k, d + k + k * d))

@@ -31,14 +31,12 @@ import pathlib
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from defaults import (GRID, LONG_ROUNDS, LONG_SEEDS, MAX_GROWTH, grid_learner,  # noqa: E402
-                      long_regret)
+from defaults import GRID, LONG_ROUNDS, LONG_SEEDS, MAX_GROWTH, grid_learner, long_regret  # noqa: E402
 
+from bench.provenance import stamp  # noqa: E402
+from bench.runs import run_missing  # noqa: E402
 from regcb_stream import RegCB  # noqa: E402
-from regcb_stream.bench.provenance import stamp  # noqa: E402
-from regcb_stream.learner import (DEFAULT_L2, DEFAULT_MELLOWNESS, LINEAR_L2,  # noqa: E402
-                                  LINEAR_MELLOWNESS)
-from regcb_stream.bench.runs import run_missing  # noqa: E402
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_MELLOWNESS, LINEAR_L2, LINEAR_MELLOWNESS  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SEEDS = (0, 1)

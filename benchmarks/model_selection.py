@@ -3,7 +3,7 @@ one, by prequential loss, against each alone; and whether it should be the defau
 
 ``RegCB()`` appends random Fourier features to dense contexts (``docs/random_features.md``).
 With ``select_model=True`` it also learns the linear model from every label and decides with
-whichever has predicted the labels so far better (`regcb_stream.selection`). Three learners
+whichever has predicted the labels so far better (`regcb_stream.adapt.selection`). Three learners
 run on the 16 UCI streams x 5 repetitions of the harness's protocol (the streams, holdout
 split and action draws of ``docs/defaults.md``): ``RegCB()`` (the random-features model
 alone), ``RegCB(select_model=True)`` and ``RegCB(random_features=0)`` (the linear model
@@ -42,12 +42,15 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from defaults import LONG_ROUNDS, LONG_SEEDS, MAX_GROWTH, long_regret  # noqa: E402
 
+from bench.harness import (
+    problems,
+    protocol,  # noqa: E402
+)
+from bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
+from bench.provenance import stamp  # noqa: E402
+from bench.runs import run_missing  # noqa: E402
 from regcb_stream import RegCB  # noqa: E402
-from regcb_stream.bench.harness import problems, protocol  # noqa: E402
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm  # noqa: E402
-from regcb_stream.bench.provenance import stamp  # noqa: E402
-from regcb_stream.bench.runs import run_missing  # noqa: E402
-from regcb_stream.synthetic import regret_growth  # noqa: E402
+from regcb_stream.datasets.synthetic import regret_growth  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -124,7 +127,7 @@ def report(ours: list[dict], peers: list[dict], command: str, seconds: float) ->
         "progressive reward (the mean reward of the actions played while learning)",
         "- `RegCB(select_model=True)`: both models learn every label; each round is decided "
         "by the one with the smaller prequential squared loss so far "
-        "(`regcb_stream/selection.py`); `RegCB()`: the random-features model alone (the "
+        "(`regcb_stream/adapt/selection.py`); `RegCB()`: the random-features model alone (the "
         "default); `random_features=0`: the linear model alone",
         f"- eligible as the default: regret growth R(T)/R(T/2) <= {MAX_GROWTH} on the realizable "
         f"linear problem at T = {LONG_ROUNDS:,} (seeds "

@@ -1,12 +1,12 @@
 """Where exact ridge should hand over to the bounded ridge: cost and quality against D.
 
-On the realizable linear problem (`regcb_stream.synthetic.LinearProblem`, K = 10 actions,
+On the realizable linear problem (`regcb_stream.datasets.synthetic.LinearProblem`, K = 10 actions,
 contexts on the unit sphere in d dimensions, D = d + 1 with the intercept), ``--rounds``
 rounds played on-policy (``RegCB.play``, the optimistic variant and the default budget)
 with three oracles: exact ridge (``RidgeOracle(prior="optimistic")`` with no hand-over),
 the bounded ridge with its default head of 64 columns, and VW's ``--regcbopt --mellowness
 0.001`` (the bake-off's best VW explorer, ``--cb_explore_adf -q sa``, driven from Python by
-the harness's runner, ``regcb_stream.bench.vw_explorers.run_vw``). For each d: microseconds
+the harness's runner, ``bench.vw_explorers.run_vw``). For each d: microseconds
 per round (decide, draw, learn; in process, best of ``--reps``) and progressive reward
 (mean reward of the played actions, mean over ``--reps`` seeds).
 
@@ -31,11 +31,11 @@ import time
 
 import numpy as np
 
+from bench.provenance import stamp
+from bench.vw_explorers import run_vw
 from regcb_stream import BoundedRidgeOracle, RegCB, RidgeOracle
-from regcb_stream.bench.provenance import stamp
-from regcb_stream.bench.vw_explorers import run_vw
+from regcb_stream.datasets.synthetic import LinearProblem
 from regcb_stream.oracles.ridge import MAX_EXACT
-from regcb_stream.synthetic import LinearProblem
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 K = 10

@@ -38,8 +38,8 @@ import time
 import numpy as np
 
 from regcb_stream import RegCB
-from regcb_stream.bench.datasets import bandit_stream
-from regcb_stream.bench.reference import uniform_reward
+from regcb_stream.datasets.uci import bandit_stream
+from regcb_stream.evaluation.reference import uniform_reward
 from regcb_stream.oracles.trees import TreesOracle
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ Two measurements:
 
 1. Throughput: rounds per second of the per-example ``predict``/``learn`` loop on the first
    8,000 rounds of clean ``letter`` for RegCB with each oracle (both variants, one budget
-   each), and of :func:`regcb_stream.bench.vw_explorers.run_vw`'s loop for each VW
+   each), and of :func:`bench.vw_explorers.run_vw`'s loop for each VW
    explorer, one after the other in the main process, before the sweep.
 2. Progressive reward on the 10 streams of ``benchmarks/progressive_reward.py`` (letter,
    optdigits, pendigits, satimage, vehicle; clean and noisy), seeds 0, 1, 2, with the same
@@ -59,9 +59,9 @@ import time
 import numpy as np
 from river import linear_model, optim
 
+from bench.vw_explorers import run_vw
 from regcb_stream import RegCB
-from regcb_stream.bench.datasets import bandit_stream
-from regcb_stream.bench.vw_explorers import run_vw
+from regcb_stream.datasets.uci import bandit_stream
 from regcb_stream.oracles.river import RiverOracle
 from regcb_stream.oracles.trees import TreesOracle
 
@@ -82,7 +82,7 @@ BUDGETS = {
     "gb5": [("beta", b) for b in (1e-4, 1e-5)] + [("mellowness", c) for c in (1e-3, 1e-4)],
 }
 ORACLE_NAMES = ("ridge", "ridge-optimistic", *BUDGETS)
-#: explorer -> parameter values (VW flags in ``regcb_stream.bench.vw_explorers.EXPLORERS``)
+#: explorer -> parameter values (VW flags in ``bench.vw_explorers.EXPLORERS``)
 EXPLORER_GRID = {
     "squarecb": (1.0, 10.0, 100.0, 1000.0),
     "epsilon": (0.01, 0.05, 0.1, 0.2),

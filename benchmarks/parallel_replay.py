@@ -1,4 +1,4 @@
-"""Epoch-synchronous parallel replay (`regcb_stream.parallel`): identical to one process
+"""Epoch-synchronous parallel replay (`regcb_stream.stream.parallel`): identical to one process
 for 1, 2, 4 and 8 workers, how much faster on 2, and a cost model for more.
 
 Issue 19's bars: state and decisions bitwise identical to one process for 1, 2, 4 and 8
@@ -6,7 +6,7 @@ workers on the ``sqrt2`` and ``doubling`` schedules; on this 2-core machine, 2 w
 learn a 1,000,000-event log at least 1.7 times as fast as one; a cost model fitted to
 measured per-epoch communication and compute predicts 8, 32 and 128 workers.
 
-The log: ``--events`` rounds of letter (its repetitions, `datasets.long_stream`) played
+The log: ``--events`` rounds of letter (its repetitions, `uci.long_stream`) played
 uniformly at random, stored as ``.npy`` files (`parallel.NpyLog`, memory-mapped where a
 part is read). The learner: ``RegCB(schedule=...)``, the defaults otherwise (optimistic,
 ridge, mellowness 1e-3).
@@ -43,10 +43,11 @@ import time
 import dask
 import numpy as np
 
-from regcb_stream import RegCB, parallel, persist
-from regcb_stream.bench import datasets
-from regcb_stream.bench.provenance import stamp
-from regcb_stream.cluster import connect
+from bench.provenance import stamp
+from regcb_stream import RegCB, persist
+from regcb_stream.datasets import uci
+from regcb_stream.stream import parallel
+from regcb_stream.stream.cluster import connect
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WORKERS = (1, 2, 4, 8)
@@ -243,7 +244,7 @@ def main() -> None:
     args = parser.parse_args()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
-        log = parallel.NpyLog.write(folder, *datasets.uniform_log("letter", args.events))
+        log = parallel.NpyLog.write(folder, *uci.uniform_log("letter", args.events))
         n = len(log)
         found = identity(log, n)
         measured = speed(log, n, args.pairs)

@@ -45,12 +45,16 @@ import time
 
 import numpy as np
 
+from bench.harness.regcb_algo import OPTIMISTIC_L2
+from bench.provenance import code_version
+from bench.vw_explorers import run_vw
 from regcb_stream import RegCB, RidgeOracle
-from regcb_stream.bench.datasets import bandit_stream
-from regcb_stream.bench.harness.regcb_algo import OPTIMISTIC_L2
-from regcb_stream.bench.provenance import code_version
-from regcb_stream.bench.reference import full_information_reward, learner_reward, uniform_reward
-from regcb_stream.bench.vw_explorers import run_vw
+from regcb_stream.datasets.uci import bandit_stream
+from regcb_stream.evaluation.reference import (
+    full_information_reward,
+    learner_reward,
+    uniform_reward,
+)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATASETS = ("letter", "optdigits", "pendigits", "satimage", "vehicle")

@@ -3,7 +3,7 @@ user gets with them next to the peers at their defaults.
 
 A linear oracle fits the UCI streams' rewards (a class indicator, or its noisy matrix) badly:
 a full-information ridge on satimage-noise plays worse than the bandit learners do. Random
-Fourier features (Rahimi and Recht, NIPS 2007; `regcb_stream.random_features`) make the same
+Fourier features (Rahimi and Recht, NIPS 2007; `regcb_stream.features.random_features`) make the same
 ridge a kernel ridge approximation: each dense context ``x`` (d features) gets ``D`` more,
 ``a (cos(w_j . x + b_j) - cos b_j)`` with ``w_j ~ N(0, I / d)`` and ``b_j ~ U[0, 2 pi)``,
 drawn once from the learner's seed (with ``direction``, of ``sqrt(d) x / |x|`` instead of
@@ -53,14 +53,14 @@ from collections import defaultdict
 
 import numpy as np
 
+from bench.harness import problems, protocol
+from bench.harness.regcb_algo import RegCBAlgorithm
+from bench.provenance import stamp
+from bench.runs import run_missing
 from regcb_stream import RegCB
-from regcb_stream.bench.harness import problems, protocol
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
-from regcb_stream.bench.provenance import stamp
-from regcb_stream.bench.runs import run_missing
+from regcb_stream.datasets.synthetic import regret_growth
+from regcb_stream.features.random_features import RandomFeatures
 from regcb_stream.learner import DEFAULT_RANDOM_FEATURES
-from regcb_stream.random_features import RandomFeatures
-from regcb_stream.synthetic import regret_growth
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -215,7 +215,7 @@ def _defaults_match(chosen: str) -> str:
                             default.normalize, default.scale)
     return ("\n`RegCB()` has this setting: checked.\n" if same else
             "\n**`RegCB()` does NOT have the setting chosen here: update "
-            "`regcb_stream/random_features.py` and `regcb_stream/learner.py` and rerun.**\n")
+            "`regcb_stream/features/random_features.py` and `regcb_stream/learner.py` and rerun.**\n")
 
 
 def _task_of(record: dict) -> tuple:

@@ -6,12 +6,12 @@
    or not; not with --oracle vw, which is refused at the start with exit 2 by design: those
    combinations are only checked to be refused}, on a single-line ``--cb_explore 4`` stream
    and an ADF ``--cb_explore_adf -q sa`` stream (generated from
-   `regcb_stream.synthetic.LinearProblem`, logged uniformly, every fifth example unlabelled,
+   `regcb_stream.datasets.synthetic.LinearProblem`, logged uniformly, every fifth example unlabelled,
    some tagged). Each combination is three processes fed on stdin: the whole stream
    (``-p -``), its first half with ``-f MODEL``, its second half with ``-i MODEL`` and no
    other flag; the two halves' outputs, concatenated, must equal the whole run's byte for
    byte. Two combinations run at a time.
-2. Fuzzing through the command's entry point: ``regcb_stream.cli.main(argv)`` is called in
+2. Fuzzing through the command's entry point: ``regcb_stream.command.main.main(argv)`` is called in
    this process on ``--fuzz`` mutated inputs (``-d FILE -p OUT --quiet`` with
    ``--cb_explore 4`` or ``--cb_explore_adf`` and a few other flags), each a mutation of a
    small valid input of either format (characters VW gives a meaning to, BOMs, bytes that
@@ -26,7 +26,7 @@
    a uniform random time in the first ``--window`` seconds of its saving, ``--kills``
    times. After each kill the model file must load (the previous or the new model, whole);
    then
-   ``regcb_stream.shell.remove_stale_temporaries`` and a save (what the command does before
+   ``regcb_stream.command.shell.remove_stale_temporaries`` and a save (what the command does before
    its own save) must leave no temporary file.
 
 From the repository root::
@@ -63,8 +63,8 @@ import warnings
 
 import numpy as np
 
-from regcb_stream.bench.provenance import stamp
-from regcb_stream.synthetic import LinearProblem
+from bench.provenance import stamp
+from regcb_stream.datasets.synthetic import LinearProblem
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 COMMAND = [sys.executable, "-m", "regcb_stream"]
@@ -349,7 +349,7 @@ def _alarm(signum, frame):
 
 
 def run_fuzz(n: int, seed: int, limit: float = 10.0) -> dict:
-    from regcb_stream.cli import main  # imported once; each input is one call
+    from regcb_stream.command.main import main  # imported once; each input is one call
 
     rng = random.Random(seed)
     seeds = fuzz_seeds()
@@ -485,7 +485,7 @@ CHILD = """
 import sys
 from regcb_stream import RegCB
 from regcb_stream.persist import save_model
-from regcb_stream.synthetic import LinearProblem
+from regcb_stream.datasets.synthetic import LinearProblem
 
 path, child, k, dim = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 X, _, R = LinearProblem.make(n_actions=k, dim=dim, seed=0).sample(3000, seed=1)
@@ -506,8 +506,8 @@ LABELS = {0: 3000, 1: 2000}  # n_labels of the learner saved with an even, odd "
 
 def run_kills(kills: int, seed: int, window: float) -> dict:
     from regcb_stream import RegCB
+    from regcb_stream.command.shell import remove_stale_temporaries
     from regcb_stream.persist import load_model, save_model
-    from regcb_stream.shell import remove_stale_temporaries
 
     rng = random.Random(seed)
     counts = {"kills": 0, "loads failed": 0, "wrong model": 0, "kills leaving a temporary": 0,
@@ -681,7 +681,7 @@ def fuzz_section(f: dict) -> tuple[list[str], bool]:
         "## 2. Fuzzing through the command's entry point",
         "",
         f"{c['inputs']:,} mutated inputs (seed {f['seed']}), each run by "
-        "`regcb_stream.cli.main([-d FILE, -p OUT, --quiet, FLAGS])` in one process, stderr "
+        "`regcb_stream.command.main.main([-d FILE, -p OUT, --quiet, FLAGS])` in one process, stderr "
         f"captured: {c['single']:,} mutations of single-line inputs, {c['adf']:,} of ADF "
         f"inputs ({c['other format']:,} run with the other format's flag); flags "
         "`--cb_explore 4` or `--cb_explore_adf` with one of: "

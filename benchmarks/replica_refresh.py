@@ -2,7 +2,7 @@
 
 Issue 19: the ``online`` schedule cannot be epoch-synchronous; in parallel, replicas serve
 decisions with the learner's state refreshed every N labels while one learner trains
-(`regcb_stream.replicas`). Measured: progressive reward against the refresh interval
+(`regcb_stream.stream.replicas`). Measured: progressive reward against the refresh interval
 N in {1, 10, 100, 1000} (N = 1: the online learner itself) on letter and two other UCI
 streams.
 
@@ -29,10 +29,10 @@ import time
 
 import numpy as np
 
+from bench.provenance import code_version
 from regcb_stream import RegCB
-from regcb_stream.bench.datasets import bandit_stream
-from regcb_stream.bench.provenance import code_version
-from regcb_stream.replicas import serve
+from regcb_stream.datasets.uci import bandit_stream
+from regcb_stream.stream.replicas import serve
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = ("letter", "satimage", "pendigits")
@@ -63,7 +63,7 @@ def report(results: dict, args, seconds: float) -> str:
         "",
         "What parallel means for the `online` schedule: one learner trains on every label; "
         "replicas decide with its state as of the last refresh, every N labels (its model "
-        "file bytes shipped and loaded: `regcb_stream.replicas`). Any number of replicas "
+        "file bytes shipped and loaded: `regcb_stream.stream.replicas`). Any number of replicas "
         "makes the same decisions, so one process measures them. N = 1 is the online "
         "learner itself (`tests/test_replicas.py` checks it bit for bit).",
         "",

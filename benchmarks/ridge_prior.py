@@ -1,7 +1,7 @@
 """How the optimistic ridge's weight was chosen: RegCB with the ridge oracle, prior 0 (the
 paper's) or at the top of the reward range, over penalties ``l2``, on the 16 UCI streams.
 
-Every run is the harness's protocol (``regcb_stream.bench.harness``: the same streams,
+Every run is the harness's protocol (``bench.harness``: the same streams,
 holdout split and action draws), RegCB with online updates, both variants, beta in
 {1e-5, 1e-6, 1e-7} (where the sweep's best settings fall), repetitions 0 and 1. The table
 gives, per stream and oracle, the best mean progressive reward over the 6 (variant, beta)
@@ -28,10 +28,10 @@ from collections import defaultdict
 
 import numpy as np
 
+from bench.harness import problems, protocol
+from bench.harness.regcb_algo import OPTIMISTIC_L2, RegCBAlgorithm
+from bench.provenance import stamp
 from regcb_stream import RegCB, RidgeOracle
-from regcb_stream.bench.harness import problems, protocol
-from regcb_stream.bench.harness.regcb_algo import OPTIMISTIC_L2, RegCBAlgorithm
-from regcb_stream.bench.provenance import stamp
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 ORACLES = ((1.0, 0.0), (1.0, "optimistic"), (3.0, "optimistic"), (10.0, "optimistic"),

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from regcb_stream.synthetic import LinearProblem
+from regcb_stream.datasets.synthetic import LinearProblem
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 K, DIM, CHUNK = 10, 8, 10_000

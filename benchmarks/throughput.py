@@ -14,7 +14,7 @@ Runs on the first 16,000 rounds of the clean ``letter`` stream (K=26, d=16, perm
   schedules ``"sqrt2"`` and ``"doubling"``; each run is checked to play exactly the actions
   of the per-example API with the same seed and schedule;
 * VW's ``--cb_explore_adf -q sa --regcb`` and ``--regcbopt`` (mellowness 1e-3, costs 1 - r)
-  through :func:`regcb_stream.bench.vw_explorers.run_vw` (its loop time), and VW's
+  through :func:`bench.vw_explorers.run_vw` (its loop time), and VW's
   single-line ``--cb_explore 26`` with each explorer (:func:`run_vw_single_line`).
 
 Bars: vectorized ≥ 10× VW ADF ``--regcb``; per-example with the default (``online``)
@@ -47,11 +47,11 @@ import time
 import numpy as np
 from vowpalwabbit import Workspace
 
+from bench.provenance import code_version
+from bench.vw_explorers import run_vw
 from regcb_stream import RegCB
-from regcb_stream.bench.datasets import bandit_stream
-from regcb_stream.bench.provenance import code_version
-from regcb_stream.bench.vw_explorers import run_vw
-from regcb_stream.schedules import rebuild_points
+from regcb_stream.datasets.uci import bandit_stream
+from regcb_stream.explore.schedules import rebuild_points
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 VARIANTS = ("elimination", "optimistic")  # each with RegCB's default budget and oracle

@@ -32,13 +32,13 @@ Every stream is turned into a bandit as the paper's UCI streams are: the classes
 actions, reward 1 for the true class, 0 otherwise; the columns standardized; repetition
 ``rep`` shuffles the rows of a stationary stream with seed ``rep``, keeps the harness's
 holdout (the last 20 %, at most 300 rows), and runs the harness's protocol
-(``regcb_stream.bench.harness.protocol``: progressive reward, the same draws for every
+(``bench.harness.protocol``: progressive reward, the same draws for every
 learner). The learners: ``RegCB()``, its
 linear part alone (``RegCB(random_features=0)``), VW's explorers at their defaults and
 River's ``bandit.LinUCBDisjoint()``, as in ``docs/defaults.md``; and VW's best explorer
 tuned on each stream: every VW family of the sweep (``--regcb``, ``--regcbopt``,
 ``--squarecb``, ``--epsilon``, ``--bag``, ``--cover``) over its grid of 8 settings
-(``regcb_stream.bench.harness.algorithms``), the best family at its best fixed setting,
+(``bench.harness.algorithms``), the best family at its best fixed setting,
 chosen on the very stream it is scored on (a ceiling no user gets). Where ``RegCB()``'s mean
 is below a peer at its default (VW's or River's), both run on :data:`MORE_REPS` repetitions
 in all, as in ``benchmarks/defaults.py``: whether the shortfall is the stream's or the few
@@ -70,14 +70,14 @@ from collections import defaultdict
 
 import numpy as np
 
+from bench.harness import algorithms, problems, protocol
+from bench.harness.peers import LinUCBAlgorithm
+from bench.harness.regcb_algo import RegCBAlgorithm
+from bench.provenance import stamp
+from bench.runs import run_missing
 from regcb_stream import RegCB
-from regcb_stream.bench import datasets
-from regcb_stream.bench.harness import algorithms, problems, protocol
-from regcb_stream.bench.harness.peers import LinUCBAlgorithm
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm
-from regcb_stream.bench.provenance import stamp
-from regcb_stream.bench.runs import run_missing
-from regcb_stream.random_features import RandomFeatures
+from regcb_stream.datasets import uci
+from regcb_stream.features.random_features import RandomFeatures
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SYNTHETIC_ROUNDS = 5000
@@ -168,7 +168,7 @@ def load(stream: str, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
     X = np.array([[float(x[k]) for k in keys] for x, _ in pairs])
     labels = [y for _, y in pairs]
     y = np.unique(np.array(labels, dtype=type(labels[0])), return_inverse=True)[1]
-    return datasets.standardize(X), y
+    return uci.standardize(X), y
 
 
 def load_problem(stream: str, rep: int) -> problems.Problem:
@@ -190,7 +190,7 @@ def _algorithm(name: str, n_actions: int, rep: int):
     if name == LINUCB:
         return LinUCBAlgorithm(algorithms.LINUCB_DEFAULT, n_actions, rep)
     if name in VW_DEFAULTS or name in VW_TUNED:
-        from regcb_stream.bench.harness.vw_algo import VWAlgorithm
+        from bench.harness.vw_algo import VWAlgorithm
 
         return VWAlgorithm(*(VW_DEFAULTS.get(name) or VW_TUNED[name]), n_actions, rep)
     algo = RegCBAlgorithm.defaults(n_actions, rep)

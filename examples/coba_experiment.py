@@ -29,7 +29,7 @@ from coba import (
     VowpalSquarecbLearner,
 )
 
-from regcb_stream.bench.datasets import load_multiclass
+from regcb_stream.datasets.uci import load_multiclass
 from regcb_stream.integrations.coba import MulticlassEnvironment, RegCBLearner
 
 LEARNERS = {  # legend label -> learner, in coba's learner_id order

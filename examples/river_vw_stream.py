@@ -82,8 +82,8 @@ def replay(policy: RegCBPolicy, log, adf: bool, n_actions: int | None):
 
 
 def vehicle_log(directory: str) -> pathlib.Path:
-    from regcb_stream.bench.datasets import bandit_stream
-    from regcb_stream.bench.vw_logs import write_logged_stream
+    from regcb_stream.datasets.logs import write_logged_stream
+    from regcb_stream.datasets.uci import bandit_stream
 
     path = pathlib.Path(directory) / "vehicle_logged.dat"
     X, R = bandit_stream("vehicle", False, 0)

@@ -5,7 +5,7 @@
 >>> learner.pmf([0.2, 0.4], ["left", "right"])
 [0.5, 0.5]
 
-The names below are imported on first use, so that ``import regcb_stream.cli`` does not
+The names below are imported on first use, so that ``import regcb_stream.command.main`` does not
 load numpy before the command sets its BLAS threads (and River, which takes a second to
 import, only loads with ``RiverOracle``).
 """

@@ -2,6 +2,6 @@
 
 import sys
 
-from regcb_stream.cli import main
+from regcb_stream.command.main import main
 
 sys.exit(main())

@@ -14,11 +14,15 @@ import time
 import numpy as np
 
 from regcb_stream import RegCB
-from regcb_stream.bench import datasets
-from regcb_stream.bench.reference import full_information_reward, learner_reward, uniform_reward
+from regcb_stream.datasets import uci
+from regcb_stream.datasets.synthetic import LinearProblem
+from regcb_stream.evaluation.reference import (
+    full_information_reward,
+    learner_reward,
+    uniform_reward,
+)
+from regcb_stream.features.random_features import RandomFeatures
 from regcb_stream.learner import DEFAULT_RANDOM_FEATURES
-from regcb_stream.random_features import RandomFeatures
-from regcb_stream.synthetic import LinearProblem
 
 
 def report(name: str, X: np.ndarray, R: np.ndarray) -> None:
@@ -41,7 +45,7 @@ def main() -> None:
     X, _, R = LinearProblem.make(n_actions=5, dim=10, seed=0).sample(20_000, seed=1)
     report("synthetic realizable linear problem", X, R)
     try:
-        X, R = datasets.bandit_stream("letter", noisy=False, seed=0)
+        X, R = uci.bandit_stream("letter", noisy=False, seed=0)
     except FileNotFoundError as missing:
         print(f"\nletter skipped: {missing}")
         return

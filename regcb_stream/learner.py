@@ -10,18 +10,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from regcb_stream import policies, schedules
+from regcb_stream import rules
+from regcb_stream.adapt.change import DEFAULT_THRESHOLD, KEEP, ChangeDetector
+from regcb_stream.adapt.events import PendingDecisions
+from regcb_stream.adapt.selection import ModelSelection
 from regcb_stream.bounds import clip_bounds
-from regcb_stream.budget import DEFAULT_GRID, BudgetSelector, candidate_decisions
-from regcb_stream.change import DEFAULT_THRESHOLD, KEEP, ChangeDetector
-from regcb_stream.events import PendingDecisions
-from regcb_stream.features import EncodedRows, FeatureEncoder
+from regcb_stream.explore import schedules
+from regcb_stream.explore.budget import DEFAULT_GRID, BudgetSelector, candidate_decisions
+from regcb_stream.features.encoder import EncodedRows, FeatureEncoder
+from regcb_stream.features.random_features import RandomFeatures
 from regcb_stream.oracles.base import Oracle, SparseRows
 from regcb_stream.oracles.bounded import BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle, resolve_prior
 from regcb_stream.oracles.vw import VWOracle
-from regcb_stream.random_features import RandomFeatures
-from regcb_stream.selection import ModelSelection
 
 ORACLES = {"ridge": RidgeOracle, "bounded": BoundedRidgeOracle, "vw": VWOracle}
 BUDGETS = (*schedules.BUDGETS, "auto")
@@ -42,7 +43,7 @@ DEFAULT_RANDOM_FEATURES = 64  # appended to dense contexts (docs/random_features
 FIXED_BUDGETS = ("beta", "summed", "mellowness")  # a function of the label count alone
 TIE_TOLERANCE = 1e-12  # bounds closer than this (times the reward span) are ties: rounding
 # noise must not decide; float32 oracles (VW's) differ by far more when they differ at all
-PIECE_LABELS = 2048  # labels summed per piece in the epoch schedules (regcb_stream.parallel)
+PIECE_LABELS = 2048  # labels summed per piece in the epoch schedules (regcb_stream.stream.parallel)
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class Decision:
     @property
     def plausible_size(self):
         """Size of the plausible set ``{a : High(a) >= max Low}`` (the paper's ``|A_t|``)."""
-        return policies.plausible(np.atleast_2d(self.low), np.atleast_2d(self.high)).sum(
+        return rules.plausible(np.atleast_2d(self.low), np.atleast_2d(self.high)).sum(
             axis=1
         ).reshape(np.shape(self.pmf)[:-1])
 
@@ -116,7 +117,7 @@ class RegCB:
         paper's experiments: the version space shrinks as labels come); ``"theory"``: the
         paper's theoretical schedule for a ``horizon``;
         ``"auto"``: chosen online among the mellowness values of ``budget_grid``
-        (`regcb_stream.budget`). None: ``"beta"`` if ``beta`` is given, else
+        (`regcb_stream.explore.budget`). None: ``"beta"`` if ``beta`` is given, else
         ``"mellowness"``.
     mellowness
         VW's c0. None: the model class's, settled at the first example: 3e-3 with random
@@ -146,7 +147,7 @@ class RegCB:
         share a weight, as in VW).
     random_features
         Append this many random Fourier features to every dense context
-        (`regcb_stream.random_features`): the linear oracle then fits rewards that are not
+        (`regcb_stream.features.random_features`): the linear oracle then fits rewards that are not
         linear in the context (0: none), for actions given as labels. None (the
         default): 64 with the default oracle where they apply; none for dict contexts
         (River's, the command line's), action feature dicts, or an oracle given. A
@@ -160,7 +161,7 @@ class RegCB:
         ridge oracles, with the ``online`` schedule). 0.999 follows a change within about a
         thousand labels; where nothing drifts, a window of labels costs (docs/forgetting.md).
     change_threshold
-        The change test's threshold (`regcb_stream.change`): when the squared residuals
+        The change test's threshold (`regcb_stream.adapt.change`): when the squared residuals
         rise past ``change_threshold * ln t``, the learner keeps 1% of every label's weight
         and explores anew. None (the default): 6, where it applies (a ridge oracle with
         the optimistic prior that never forgets, with the ``online`` schedule; with
@@ -172,7 +173,7 @@ class RegCB:
         True: where random features apply, with the ``online`` schedule and a fixed budget,
         also learn the linear model (the same oracle on the contexts as they are) from
         every label, and decide with whichever of the two has predicted the labels so far
-        better (`regcb_stream.selection`; ``model_selection`` shows the losses). Not the
+        better (`regcb_stream.adapt.selection`; ``model_selection`` shows the losses). Not the
         default (False: the random-features model alone), which leave-one-dataset-out on
         the 16 UCI streams prefers (``docs/model_selection.md``).
         Delayed rewards (``decide_event``) keep the random-features model alone.
@@ -252,14 +253,14 @@ class RegCB:
         self.select_model = select_model
         _check_params(self)
 
-        self._rule = policies.decision_rule(variant)
+        self._rule = rules.decision_rule(variant)
         self._range = (float(reward_range[0]), float(reward_range[1]))
         self._oracle = _make_oracle(oracle, self._range, forget)
         if getattr(self._oracle, "forget", 1.0) < 1.0 and schedule != "online":
             raise ValueError("forgetting needs the online schedule: an oracle that forgets "
                              "learns its labels in order")
         if schedule != "online" and hasattr(self._oracle, "take_piece"):
-            self._oracle.piecewise = True  # additive per piece: `regcb_stream.parallel`
+            self._oracle.piecewise = True  # additive per piece: `regcb_stream.stream.parallel`
         self._sparse_input = getattr(self._oracle, "sparse_input", False)
         self._encoder = FeatureEncoder(cross=cross, intercept=intercept, hash_bits=hash_bits,
                                        expand=_make_features(random_features, random_scale, seed,
@@ -565,7 +566,7 @@ class RegCB:
         the ``first``-th: the decisions of the frozen state, and the statistics of the
         labels appended to ``pieces`` at each piece's end (`RidgeOracle.take_piece`);
         those after the last stay open. The learner itself learns nothing
-        (`regcb_stream.parallel`'s parts)."""
+        (`regcb_stream.stream.parallel`'s parts)."""
         played, rewards, probs, weights = self._checked_log(played, rewards, probs, weights)
         if (played < 0).any():
             raise ValueError("no label: a parallel replay needs every example labelled")
@@ -767,7 +768,7 @@ class RegCB:
 
     def _test_change(self, rewards: np.ndarray, fitted: np.ndarray) -> None:
         """Show the change test labels just learned and their predictions before; keep
-        ``KEEP`` of every label's weight when it detects a change (`regcb_stream.change`)."""
+        ``KEEP`` of every label's weight when it detects a change (`regcb_stream.adapt.change`)."""
         change = self._change
         if (change.observe(float(rewards[0]), float(fitted[0])) if len(rewards) == 1
                 else change.observe_many(rewards, fitted)):
@@ -789,7 +790,7 @@ class RegCB:
 
     def _labels_until_piece_end(self, n_labels: int | None = None) -> int:
         """Labels until the open piece closes, after ``n_labels`` (default: those learned):
-        epoch schedules with a ridge oracle learn in pieces (`regcb_stream.parallel`),
+        epoch schedules with a ridge oracle learn in pieces (`regcb_stream.stream.parallel`),
         closed at every ``PIECE_LABELS``-th label and at every rebuild."""
         if not getattr(self._oracle, "piecewise", False):
             return 2**62
@@ -819,7 +820,7 @@ class RegCB:
         return self._linear is not None
 
     def _linear_leads(self) -> bool:
-        """Whether the linear model decides (model selection, `regcb_stream.selection`)."""
+        """Whether the linear model decides (model selection, `regcb_stream.adapt.selection`)."""
         return self._selection is not None and self._selection.linear_leads
 
     @property
@@ -878,7 +879,7 @@ class RegCB:
     def decide_event(self, event_id, context, actions: Sequence) -> tuple[object, float]:
         """``predict`` for a decision whose reward comes later (`reward_event`): sample an
         action, keep the decision under ``event_id``, return the action and its
-        probability. See `regcb_stream.events` for the window of waiting decisions.
+        probability. See `regcb_stream.adapt.events` for the window of waiting decisions.
 
         A decision still waiting for its reward when the next one is made is learned with
         a lie until its reward comes (`_lie`).
@@ -974,7 +975,7 @@ class RegCB:
     def wait_for_rewards(self, window: int = 10_000, default_reward: float | None = None
                          ) -> None:
         """Set the window of decisions waiting for their rewards, and the reward a decision
-        that times out is learned with (None: dropped); see `regcb_stream.events`. The
+        that times out is learned with (None: dropped); see `regcb_stream.adapt.events`. The
         decisions waiting so far are dropped."""
         for decision in self._waiting().waiting.values():
             if len(decision) > 4:  # (its lie unlearned)
@@ -1004,7 +1005,7 @@ class RegCB:
         ('elimination', 'mellowness 0.01')
         """
         if variant is not None:
-            self._rule = policies.decision_rule(variant)
+            self._rule = rules.decision_rule(variant)
             self.variant = variant
         if budget:
             self.beta, self.mellowness = budget.get("beta"), budget.get("mellowness")
@@ -1053,7 +1054,7 @@ class RegCB:
         if self._n_frozen == 0 or self._epoch <= self.warm_start_epochs:  # F_1 = F
             lo, hi = self._range
             prediction = self._oracle.predict(phi, models)
-            pmf = policies.uniform(n, k)
+            pmf = rules.uniform(n, k)
             candidates = None if self._selector is None else np.broadcast_to(
                 pmf[:, None, :], (n, len(self._selector.grid), k))
             return Decision(pmf, prediction, np.full((n, k), lo), np.full((n, k), hi),
@@ -1517,7 +1518,7 @@ def _optimistic(oracle, reward_range: tuple[float, float]) -> bool:
 def _check_params(learner: RegCB) -> None:
     """Validate the constructor's parameters, naming the one at fault."""
     checks = {
-        "variant": learner.variant in policies.VARIANTS,
+        "variant": learner.variant in rules.VARIANTS,
         "schedule": learner.schedule in schedules.SCHEDULES,
         "budget": learner.budget is None or learner.budget in BUDGETS,
         "beta": learner.beta is None or _is_number(learner.beta) and learner.beta >= 0,
@@ -1541,7 +1542,7 @@ def _check_params(learner: RegCB) -> None:
         "select_model": isinstance(learner.select_model, bool),
     }
     expected = {
-        "variant": f"one of {policies.VARIANTS}",
+        "variant": f"one of {rules.VARIANTS}",
         "schedule": f"one of {schedules.SCHEDULES}",
         "budget": f"None or one of {BUDGETS}",
         "beta": "None or a finite number >= 0",

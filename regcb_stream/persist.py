@@ -44,16 +44,16 @@ CONVERT = "python -m regcb_stream.persist convert"
 
 def _classes() -> dict[str, type]:
     """The classes a model file may name, by name: the only ones loading builds."""
-    from regcb_stream.budget import BudgetSelector
-    from regcb_stream.change import ChangeDetector
-    from regcb_stream.events import PendingDecisions
-    from regcb_stream.features import FeatureEncoder, SlotColumns
+    from regcb_stream.adapt.change import ChangeDetector
+    from regcb_stream.adapt.events import PendingDecisions
+    from regcb_stream.adapt.selection import ModelSelection
+    from regcb_stream.explore.budget import BudgetSelector
+    from regcb_stream.features.encoder import FeatureEncoder, SlotColumns
+    from regcb_stream.features.random_features import RandomFeatures
     from regcb_stream.learner import RegCB
     from regcb_stream.oracles.bounded import BoundedRidgeOracle
     from regcb_stream.oracles.ridge import RidgeOracle, _Blocks
     from regcb_stream.oracles.vw import VWOracle, _State
-    from regcb_stream.random_features import RandomFeatures
-    from regcb_stream.selection import ModelSelection
 
     classes = (RegCB, RidgeOracle, BoundedRidgeOracle, VWOracle, _State, _Blocks,
                FeatureEncoder, SlotColumns, BudgetSelector, PendingDecisions, RandomFeatures,
@@ -62,9 +62,9 @@ def _classes() -> dict[str, type]:
 
 
 def _functions() -> dict[str, object]:
-    from regcb_stream import policies
+    from regcb_stream import rules
 
-    return {"elimination": policies.elimination, "optimistic": policies.optimistic}
+    return {"elimination": rules.elimination, "optimistic": rules.optimistic}
 
 
 _TYPES = {t.__name__: t for t in (int, float, str, bool, bytes, type(None), np.int8, np.int16,

@@ -7,7 +7,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from regcb_stream.bench import datasets as ds
+from regcb_stream.datasets import uci as ds
 
 
 def need(filename: str) -> None:

@@ -9,8 +9,8 @@ import pytest
 from sklearn.linear_model import LinearRegression, Ridge
 
 from regcb_stream import RegCB, RidgeOracle
-from regcb_stream.binsearch import BinSearchOracle, binsearch, ridge_penalty
-from regcb_stream.synthetic import LinearProblem
+from regcb_stream.datasets.synthetic import LinearProblem
+from regcb_stream.oracles.binsearch import BinSearchOracle, binsearch, ridge_penalty
 
 L2 = 0.7
 

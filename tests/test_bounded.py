@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regcb_stream import BoundedRidgeOracle, RegCB, RidgeOracle, checks
-from regcb_stream.bench.datasets import bandit_stream
+from regcb_stream.datasets.uci import bandit_stream
 from regcb_stream.oracles.base import MemoryLimitError
 
 VARIANTS = ["optimistic", "elimination"]

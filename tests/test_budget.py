@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regcb_stream import RegCB, RidgeOracle
-from regcb_stream.budget import BudgetSelector
-from regcb_stream.synthetic import LinearProblem
+from regcb_stream.datasets.synthetic import LinearProblem
+from regcb_stream.explore.budget import BudgetSelector
 
 VARIANTS = ["elimination", "optimistic"]
 GRID = (0.0, 1e-3, 1e-2, 1e-1)
@@ -201,7 +201,7 @@ def test_a_river_policy_scores_its_own_pulls_through_a_preprocessor():
 def test_compiled_update_weighs_as_the_plain_float_reference(monkeypatch):
     """``update``'s compiled credit and softmax equal the plain-float reference (no
     compiled module) bit for bit, through any interleaving of updates and freezes."""
-    from regcb_stream import budget
+    from regcb_stream.explore import budget
 
     rng = np.random.default_rng(0)
     for _ in range(300):

@@ -1,4 +1,4 @@
-"""The change test (``RegCB(change_threshold=...)``, `regcb_stream.change`): silent where
+"""The change test (``RegCB(change_threshold=...)``, `regcb_stream.adapt.change`): silent where
 nothing changes, the same on every path, through resumes and delayed rewards; it follows a
 change that a ridge never forgetting does not."""
 
@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import drifting, play_one_by_one, rounds, write_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regcb_stream import BoundedRidgeOracle, RegCB, RidgeOracle, checks
-from regcb_stream import change
-from regcb_stream.change import CHECK_EVERY, DEFAULT_THRESHOLD, WINDOW, ChangeDetector
-from regcb_stream.cli import main
+from regcb_stream.adapt import change
+from regcb_stream.adapt.change import CHECK_EVERY, DEFAULT_THRESHOLD, WINDOW, ChangeDetector
+from regcb_stream.command.main import main
+from regcb_stream.datasets.synthetic import LinearProblem
 from regcb_stream.persist import dumps, loads
-from regcb_stream.synthetic import LinearProblem
-
-from helpers import drifting, play_one_by_one, rounds, write_stream
 
 VARIANTS = ["optimistic", "elimination"]
 ACTIONS = list(range(4))
@@ -65,7 +64,7 @@ def observe_all(test: ChangeDetector, residuals: np.ndarray) -> list[int]:
 def test_the_compiled_recurrence_is_the_reference(block, n, mean, walk, rise, threshold,
                                                   window):
     """``_ridge.page_hinkley`` against `change._page_hinkley`, number for number."""
-    from regcb_stream import _ridge
+    from regcb_stream.oracles import _ridge
     state = (n, mean, walk, walk - rise, threshold, change.DELTA, change.MIN_LABELS, window)
     assert _ridge.page_hinkley(block, *state) == change._page_hinkley(block, *state)
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from vowpalwabbit import Workspace
 
-from regcb_stream.cli import main
+from regcb_stream.command.main import main
+from regcb_stream.datasets.synthetic import LinearProblem
 from regcb_stream.persist import load_model
-from regcb_stream.synthetic import LinearProblem
 
 VW_TESTS = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "vw_tests"
 TRAIN = VW_TESTS / "train-sets"

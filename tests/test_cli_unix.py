@@ -136,8 +136,8 @@ def test_a_refused_example_inside_a_block_keeps_the_predictions_before_it():
     import io
 
     from regcb_stream import RegCB
-    from regcb_stream.driver import Driver, ExampleError, StreamSettings
-    from regcb_stream.progress import ProgressTable
+    from regcb_stream.command.driver import Driver, ExampleError, StreamSettings
+    from regcb_stream.command.progress import ProgressTable
 
     learner = RegCB(cross=False, reward_range=(-1.0, 0.0), hash_bits=18)
     out = io.StringIO()

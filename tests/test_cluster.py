@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from regcb_stream.bench.harness import runner
+from bench.harness import runner
 
 pytest.importorskip("dask.distributed")
 

@@ -9,7 +9,7 @@ import pickle
 import numpy as np
 import pytest
 
-from regcb_stream.bench.vw_logs import logged_lines
+from regcb_stream.datasets.logs import logged_lines
 from regcb_stream.integrations.coba import MulticlassEnvironment, RegCBLearner, VWLogEnvironment
 
 coba = pytest.importorskip(

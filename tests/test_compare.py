@@ -8,7 +8,7 @@ import pytest
 from test_cli import TRAIN, needs
 from test_explore_eval import vw_reported
 
-from regcb_stream.compare import compare, main
+from regcb_stream.evaluation.compare import compare, main
 
 LOG = TRAIN / "explore_eval_egreedy.dat"
 
@@ -69,7 +69,7 @@ def test_bad_input(tmp_path, capsys):
 def test_students_quantiles():
     from scipy import stats
 
-    from regcb_stream.compare import _student
+    from regcb_stream.evaluation.compare import _student
 
     for dof in (1, 2, 3, 4, 6, 10, 40):
         assert _student(dof) == pytest.approx(stats.t.ppf(0.975, dof), rel=0.008)
@@ -85,7 +85,7 @@ def test_a_dsjson_log():
 
 
 def test_replays_count_the_learners_path():
-    from regcb_stream.compare import Row, _student, combined
+    from regcb_stream.evaluation.compare import Row, _student, combined
 
     one = Row("x", 0.5, 0.4, 0.6, 0.5, 0.4, 0.6, 10, 3.0, [(5, 0.5)], 0.05, 0.05)
     assert combined([one]) is one
@@ -107,8 +107,8 @@ def test_replays_count_the_learners_path():
 def test_replays_after_the_first_play_the_log_shuffled(tmp_path):
     """Replay s > 0 reads the log's examples in the order seeded by s: each VW replay's
     estimate is our estimator's on that order, so the row is their mean."""
-    from regcb_stream.compare import _examples, _log_bytes, _shuffled
-    from regcb_stream.explore_eval import VWExplorer, explore_eval, read_log
+    from regcb_stream.evaluation.compare import _examples, _log_bytes, _shuffled
+    from regcb_stream.evaluation.explore_eval import VWExplorer, explore_eval, read_log
 
     path = str(needs(LOG))
     copy, order = _shuffled(_examples(_log_bytes(path), False), False, 1,
@@ -126,7 +126,7 @@ def test_replays_after_the_first_play_the_log_shuffled(tmp_path):
 
 
 def test_a_dsjson_log_shuffles_by_lines(tmp_path):
-    from regcb_stream.compare import _examples, _shuffled
+    from regcb_stream.evaluation.compare import _examples, _shuffled
 
     path = needs(TRAIN / "dsjson_cb.json")
     copy, order = _shuffled(_examples(path.read_bytes(), True), True, 3,
@@ -159,7 +159,7 @@ def test_batch_means_count_dependent_terms():
     (a learner's stretch of good or bad play) widen it."""
     import numpy as np
 
-    from regcb_stream.compare import _batch_mean
+    from regcb_stream.evaluation.compare import _batch_mean
 
     terms = np.random.default_rng(0).normal(size=400)
     value, se, dof = _batch_mean(terms, np.ones(400))
@@ -174,7 +174,7 @@ def test_batch_means_count_dependent_terms():
 def test_a_fixed_multiplier_is_vws():
     """``multiplier="min"``: the log's least logged probability, given to VW's own
     --explore_eval as --multiplier and to our estimator alike (the same examples kept)."""
-    from regcb_stream.explore_eval import VWExplorer, explore_eval, read_log
+    from regcb_stream.evaluation.explore_eval import VWExplorer, explore_eval, read_log
 
     path = str(needs(LOG))
     rows = compare(path, vw=["--coin --epsilon 0.1"], interactions=["UA"], multiplier="min")
@@ -190,8 +190,8 @@ def test_a_single_line_log_is_replayed_as_adf(tmp_path, capsys):
     explore-eval of that ADF log."""
     import numpy as np
 
-    from regcb_stream.bench.vw_logs import write_logged_stream
-    from regcb_stream.explore_eval import VWExplorer, as_adf, explore_eval, read_log
+    from regcb_stream.datasets.logs import write_logged_stream
+    from regcb_stream.evaluation.explore_eval import VWExplorer, as_adf, explore_eval, read_log
     from regcb_stream.io.vw_text import iter_cb
 
     rng = np.random.default_rng(0)

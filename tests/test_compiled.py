@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regcb_stream import RegCB, RidgeOracle
-from regcb_stream.bench.datasets import bandit_stream
-from regcb_stream.features import EncodedRows
+from regcb_stream.datasets.uci import bandit_stream
+from regcb_stream.features.encoder import EncodedRows
 
 pytestmark = pytest.mark.skipif(not RidgeOracle.compiled, reason="the kernels are not built")
 
@@ -209,8 +209,8 @@ def test_joint_blocks_take_features_met_after_they_are_built():
 def test_automatic_budget_candidates_match_the_numpy_reference(variant):
     """The compiled candidates of ``budget="auto"`` equal ``candidate_decisions``'s numpy
     arithmetic."""
-    from regcb_stream import policies
-    from regcb_stream.budget import BudgetSelector, candidate_decisions
+    from regcb_stream import rules
+    from regcb_stream.explore.budget import BudgetSelector, candidate_decisions
 
     X, played, rewards = logged(600, 26, seed=2)
     learner = RegCB(variant, seed=0)
@@ -222,7 +222,7 @@ def test_automatic_budget_candidates_match_the_numpy_reference(variant):
     for t in range(40):
         selector.update(np.linspace(0.1, 0.9, 4)[::(1 if t % 2 else -1)], 0.5, t % 3 / 2)
     rows, models = learner._rows(X[500:], list(range(26)))
-    rule = policies.decision_rule(variant)
+    rule = rules.decision_rule(variant)
     got, want = (candidate_decisions(selector, oracle, rule, learner._oracle_rows(rows),
                                      models, 500, (0.0, 1.0), 1e-12) for oracle in (fast, slow))
     np.testing.assert_array_equal(got[4], want[4])  # every candidate's distribution

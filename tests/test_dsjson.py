@@ -91,9 +91,9 @@ def test_events_without_actions_are_skipped_and_counted(tmp_path):
 
 
 def test_iter_vw_and_regcb_ope_read_dsjson(tmp_path, capsys):
-    from regcb_stream.cli import main as stream_main
+    from regcb_stream.command.main import main as stream_main
+    from regcb_stream.evaluation.ope import main as ope_main
     from regcb_stream.integrations.river import iter_vw
-    from regcb_stream.ope import main as ope_main
 
     data = needs(TRAIN / "dsjson_cb.json")
     examples = list(iter_vw(str(data), dsjson=True, merge_shared=True, hash_bits=18))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from regcb_stream import RegCB
-from regcb_stream.bench.datasets import bandit_stream
+from regcb_stream.datasets.uci import bandit_stream
 from regcb_stream.persist import load_model, save_model
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from test_cli import TRAIN, needs
 
-from regcb_stream.explore_eval import (
+from regcb_stream.evaluation.explore_eval import (
     Merand48,
     RegCBExplorer,
     VWExplorer,
@@ -91,14 +91,14 @@ def test_a_uniform_log_keeps_what_the_explorer_would_have_played(tmp_path):
 def test_regcb_decides_alike_however_far_ahead():
     """RegCB's distribution changes only when it learns: deciding one example at a time
     or many ahead keeps the same examples with the same probabilities."""
-    from regcb_stream import command
-    from regcb_stream.cli import build_parser
-    from regcb_stream.explore_eval import RegCBExplorer
+    from regcb_stream.command import configure
+    from regcb_stream.command.main import build_parser
+    from regcb_stream.evaluation.explore_eval import RegCBExplorer
 
     path = needs(TRAIN / "explore_eval_egreedy.dat")
     results = []
     for ahead in (1, 8, 1000):
-        learner, settings = command.setup(build_parser().parse_args(["--cb_explore_adf",
+        learner, settings = configure.setup(build_parser().parse_args(["--cb_explore_adf",
                                                                      "-qUA"]))
         explorer = RegCBExplorer(learner, settings.interactions, settings.hash_bits,
                                  ahead=ahead)

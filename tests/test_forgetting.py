@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import drifting, play_one_by_one, rounds, write_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regcb_stream import BoundedRidgeOracle, RegCB, RidgeOracle, checks
-from regcb_stream.cli import main
+from regcb_stream.command.main import main
 from regcb_stream.persist import dumps, loads
-
-from helpers import drifting, play_one_by_one, rounds, write_stream
 
 VARIANTS = ["optimistic", "elimination"]
 

@@ -1,4 +1,4 @@
-"""Tests of the benchmark harness (``python -m regcb_stream.bench``) on slices of real data."""
+"""Tests of the benchmark harness (``python -m bench``) on slices of real data."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-from regcb_stream.bench import datasets as ds
-from regcb_stream.bench.harness import aggregate, algorithms, baselines, problems, protocol, runner
-from regcb_stream.bench.harness.regcb_algo import RegCBAlgorithm, make_oracle
-from regcb_stream.bench.vw_explorers import run_vw
+from bench.harness import aggregate, algorithms, baselines, problems, protocol, runner
+from bench.harness.regcb_algo import RegCBAlgorithm, make_oracle
+from bench.vw_explorers import run_vw
+from regcb_stream.datasets import uci as ds
 from regcb_stream.learner import RegCB
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -186,7 +186,7 @@ def test_done_ids_ignore_a_truncated_line(tmp_path) -> None:
 def test_quick_sweep_runs_and_resumes(tmp_path) -> None:
     need("vehicle.tsv.gz", "letter.tsv.gz", ds.REWARD_MATRICES,
          "yahoo_ltr_sample.train.svm.gz", "yahoo_ltr_sample.test.svm.gz")
-    command = [sys.executable, "-m", "regcb_stream.bench", "--quick", "--no-progress",
+    command = [sys.executable, "-m", "bench", "--quick", "--no-progress",
                "--out", str(tmp_path), "--report", str(tmp_path / "results.md")]
     env = {**os.environ, "MPLBACKEND": "Agg"}
     first = subprocess.run(command, check=False, cwd=ROOT, env=env, capture_output=True, text=True,
@@ -209,7 +209,7 @@ def test_quick_sweep_runs_and_resumes(tmp_path) -> None:
 
 
 def test_claims_without_ridge_regcb_runs_are_not_measured() -> None:
-    from regcb_stream.bench.harness import aggregate, claims
+    from bench.harness import aggregate, claims
 
     agg = aggregate.average([])
     assert claims.within_20_percent(agg, ["egreedy", "iltcb"])[0] == "not measured"
@@ -219,7 +219,7 @@ def test_claims_without_ridge_regcb_runs_are_not_measured() -> None:
 def test_the_gb5_baselines_learn_and_the_gb5_claims_use_them(vehicle) -> None:
     """ε-Greedy with GB5 learns (beats uniform play on noisy vehicle's holdout), and the GB5
     class's claims compare RegCB-GB5 with the GB5 baselines, not the ridge ones."""
-    from regcb_stream.bench.harness import aggregate, claims, runner
+    from bench.harness import aggregate, claims, runner
 
     algo = algorithms.build("egreedy:gb5", 0.01, vehicle, seed=0)
     record = protocol.run_protocol(algo, vehicle, seed=0)
@@ -238,7 +238,7 @@ def test_the_gb5_baselines_learn_and_the_gb5_claims_use_them(vehicle) -> None:
 def test_the_theory_budget_family_runs_with_the_streams_horizon(vehicle) -> None:
     """RegCB with the paper's theoretical budget for the stream's length: its bounds span
     the reward range (the budget dwarfs the data), so its width does not shrink."""
-    from regcb_stream.bench.harness import aggregate
+    from bench.harness import aggregate
 
     algo = algorithms.build("regcb-opt:theory", None, vehicle, seed=0)
     assert algo.learner.horizon == len(vehicle.train)
@@ -252,7 +252,7 @@ def test_summed_budget_families_shrink_the_width(vehicle) -> None:
     """β on the summed loss (the paper's experiments) keeps the budget constant, so ridge
     RegCB's width falls with the data; β on the normalized risk grows the budget with the
     labels and holds the width."""
-    from regcb_stream.bench.harness import aggregate
+    from bench.harness import aggregate
 
     slopes = {}
     for family in ("regcb-opt:ridge-summed", "regcb-opt:ridge"):
@@ -269,7 +269,7 @@ def test_summed_budget_families_shrink_the_width(vehicle) -> None:
 def test_the_oracle_table_compares_with_ridge_on_the_same_schedule(monkeypatch) -> None:
     """Each family's gap is to the better ridge variant on its own schedule, and the River
     bar takes the best River family's gap (PASS at -0.05 or above)."""
-    from regcb_stream.bench.harness import headline
+    from bench.harness import headline
 
     means = {"regcb-elim:ridge": 0.70, "regcb-opt:ridge": 0.72,
              "regcb-opt:ridge-online": 0.80, "regcb-opt:river": 0.60,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from regcb_stream.cli import main
+from regcb_stream.command.main import main
 from regcb_stream.io import vw_encode
 from regcb_stream.io.hashing import mask
 from regcb_stream.io.vw_encode import AdfEncoder

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from test_harness import need
 
-from regcb_stream.bench.harness import algorithms, claims, problems, protocol
-from regcb_stream.bench.harness.iltcb import ILTCB, PSI, TreePolicies
-from regcb_stream.bench.harness.linear import design
-from regcb_stream.bench.harness.protocol import Step
+from bench.harness import algorithms, claims, problems, protocol
+from bench.harness.iltcb import ILTCB, PSI, TreePolicies
+from bench.harness.linear import design
+from bench.harness.protocol import Step
 
 TOLERANCE = 1e-9  # relative, on the OP's constraints
 
@@ -219,7 +219,7 @@ def test_gb5_kernels_equal_the_numpy_reference(page_blocks, yahoo, monkeypatch) 
 
 def test_gb5_kernels_refuse_columns_out_of_range() -> None:
     """A leaf whose column falls past the values is an error, not a read out of bounds."""
-    _trees = pytest.importorskip("regcb_stream._trees")
+    _trees = pytest.importorskip("regcb_stream.oracles._trees")
 
     cols = np.array([[[0, 3]]], np.uint8)  # (T=1, n=1, K=2)
     base, scores, values = np.array([[0, 2]], np.int32), np.zeros(2), np.zeros(4)

@@ -8,8 +8,8 @@ import pathlib
 import numpy as np
 import pytest
 
-from regcb_stream.bench import datasets
-from regcb_stream.bench.vw_logs import logged_lines
+from regcb_stream.datasets import uci
+from regcb_stream.datasets.logs import logged_lines
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
@@ -51,7 +51,7 @@ def test_river_example_learns_from_a_vw_file(tmp_path, capsys, flags):
 def test_coba_example_runs_regcb_next_to_vw(tmp_path, capsys):
     pytest.importorskip("coba", reason="coba is not installed (pip install 'regcb-stream[coba]')")
     try:
-        datasets.require("vehicle.tsv.gz")
+        uci.require("vehicle.tsv.gz")
     except FileNotFoundError as missing:
         pytest.skip(str(missing))
     example = load_example("coba_experiment")

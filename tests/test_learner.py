@@ -9,11 +9,17 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 
 from regcb_stream import RegCB, RidgeOracle, checks
-from regcb_stream.learner import (DEFAULT_L2, DEFAULT_MELLOWNESS, DEFAULT_SHARED_L2,
-                                  JOINT_MELLOWNESS, LINEAR_L2, LINEAR_MELLOWNESS,
-                                  SHARED_MELLOWNESS)
+from regcb_stream.datasets.synthetic import LinearProblem
+from regcb_stream.learner import (
+    DEFAULT_L2,
+    DEFAULT_MELLOWNESS,
+    DEFAULT_SHARED_L2,
+    JOINT_MELLOWNESS,
+    LINEAR_L2,
+    LINEAR_MELLOWNESS,
+    SHARED_MELLOWNESS,
+)
 from regcb_stream.oracles.base import SparseRows
-from regcb_stream.synthetic import LinearProblem
 
 VARIANTS = ["elimination", "optimistic"]
 

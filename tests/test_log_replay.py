@@ -10,8 +10,9 @@ import shutil
 import pytest
 from test_harness import need
 
-from regcb_stream import cli, parallel
-from regcb_stream.bench import datasets, vw_logs
+from regcb_stream.command import main
+from regcb_stream.datasets import logs, uci
+from regcb_stream.stream import parallel
 
 pytest.importorskip("dask.distributed")
 
@@ -26,8 +27,8 @@ def short_epochs_spread(monkeypatch):
 
 def letter_text(path: pathlib.Path, n: int, adf: bool) -> pathlib.Path:
     need("letter.tsv.gz")
-    X, R = datasets.long_stream("letter", n)
-    vw_logs.write_logged_stream(path, X, R, adf=adf)
+    X, R = uci.long_stream("letter", n)
+    logs.write_logged_stream(path, X, R, adf=adf)
     return path
 
 
@@ -37,7 +38,7 @@ def run(tmp_path, name: str, flags: list[str], capsys) -> tuple:
     (tmp_path / name).mkdir()
     predictions, model = tmp_path / name / "p", tmp_path / name / "model"
     with contextlib.chdir(tmp_path / name):
-        status = cli.main([*flags, "-p", "p", "-f", "model"])
+        status = main.main([*flags, "-p", "p", "-f", "model"])
     stderr = capsys.readouterr().err
     saved = model.read_bytes() if model.exists() else None
     return status, predictions.read_text(), stderr, saved
@@ -83,14 +84,14 @@ def test_a_glob_of_dsjson_files_is_the_serial_run_on_them(tmp_path, capsys):
 
 def test_the_runs_spread_their_long_epochs(tmp_path):
     """The cluster does the work: every epoch of 1,000 labels or more goes to workers."""
-    from regcb_stream import command, log_replay
-    from regcb_stream.cluster import connect
-    from regcb_stream.driver import Driver
-    from regcb_stream.progress import ProgressTable
+    from regcb_stream.command import configure, log_replay
+    from regcb_stream.command.driver import Driver
+    from regcb_stream.command.progress import ProgressTable
+    from regcb_stream.stream.cluster import connect
 
     log = letter_text(tmp_path / "letter.txt", 6_000, adf=False)
-    args = cli.build_parser().parse_args(["--cb_explore", "26", "--schedule", "sqrt2"])
-    learner, settings = command.setup(args)
+    args = main.build_parser().parse_args(["--cb_explore", "26", "--schedule", "sqrt2"])
+    learner, settings = configure.setup(args)
     trace = []
     with connect("local", 2) as client:
         log_replay.replay(Driver(learner, settings, None, ProgressTable(None)), [str(log)],
@@ -130,5 +131,5 @@ def test_an_unlabelled_example_is_an_error_naming_its_line(tmp_path, capsys):
 ])
 def test_what_scheduler_refuses(capsys, flags, message):
     with pytest.raises(SystemExit):
-        cli.main(["--cb_explore", "2", *flags, "--scheduler", "local"])
+        main.main(["--cb_explore", "2", *flags, "--scheduler", "local"])
     assert message in capsys.readouterr().err

@@ -17,18 +17,18 @@ import pytest
 from vowpalwabbit import Workspace
 
 from regcb_stream import RegCB
-from regcb_stream.bench import datasets
-from regcb_stream.bench.vw_logs import logged_lines
-from regcb_stream.cli import main as cli_main
+from regcb_stream.command.main import main as cli_main
+from regcb_stream.datasets import uci
+from regcb_stream.datasets.logs import logged_lines
+from regcb_stream.evaluation.ope import ConstantPolicy, ModelPolicy, evaluate, main
 from regcb_stream.integrations.river import LoggedLabel, iter_vw
-from regcb_stream.ope import ConstantPolicy, ModelPolicy, evaluate, main
 
 REL = 1e-6
 
 
 def vehicle_rows(n: int, seed: int = 1):
     try:
-        X, R = datasets.bandit_stream("vehicle", False, seed)
+        X, R = uci.bandit_stream("vehicle", False, seed)
     except FileNotFoundError as missing:
         pytest.skip(str(missing))
     return X[:n], R[:n]
@@ -336,9 +336,9 @@ def test_cli_exit_statuses(tmp_path, capsys):
 
 
 def test_cli_as_a_module_reads_stdin():
-    """``python -m regcb_stream.ope`` (the real entry point, in a process of its own)."""
+    """``python -m regcb_stream.evaluation.ope`` (the real entry point, in a process of its own)."""
     log = "1:1:0.5 |s x\n2:0:0.5 |s x\n1:0:0.5 |s y\n2:1:0.5 |s y\n"
-    done = subprocess.run([sys.executable, "-m", "regcb_stream.ope", "-d", "-", "--cb_explore",
+    done = subprocess.run([sys.executable, "-m", "regcb_stream.evaluation.ope", "-d", "-", "--cb_explore",
                            "2", "--policy", "constant:0"], input=log, capture_output=True,
                           text=True, check=True)
     rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[1:]}

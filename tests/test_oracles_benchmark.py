@@ -8,7 +8,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from regcb_stream.bench import datasets as ds
+from regcb_stream.datasets import uci as ds
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "oracles.py"
 ROUNDS = 150

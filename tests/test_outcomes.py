@@ -13,10 +13,10 @@ from test_cli import TRAIN, needs
 from test_dsjson import VW_CONSTANT
 from vowpalwabbit import Workspace
 
-from regcb_stream.cli import main
+from regcb_stream.command.main import main
+from regcb_stream.evaluation.ope import main as ope_main
 from regcb_stream.io.dsjson import iter_dsjson
 from regcb_stream.io.hashing import mask
-from regcb_stream.ope import main as ope_main
 
 DSJSON = TRAIN / "dsjson_cb.json"
 

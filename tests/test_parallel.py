@@ -7,16 +7,17 @@ import numpy as np
 import pytest
 from test_compiled import arrowhead_stream
 
-from regcb_stream import RegCB, parallel, persist
-from regcb_stream.bench import datasets
-from regcb_stream.features import EncodedRows
+from regcb_stream import RegCB, persist
+from regcb_stream.datasets import uci
+from regcb_stream.features.encoder import EncodedRows
 from regcb_stream.learner import PIECE_LABELS
+from regcb_stream.stream import parallel
 
 
 def letter_log(n: int) -> parallel.ArrayLog:
     """``n`` events of letter logged by a uniform policy (the data repeated if needed)."""
-    datasets.require("letter.tsv.gz")
-    return parallel.ArrayLog(*datasets.uniform_log("letter", n))
+    uci.require("letter.tsv.gz")
+    return parallel.ArrayLog(*uci.uniform_log("letter", n))
 
 
 def serial(log, **kwargs) -> tuple[bytes, bytes]:
@@ -128,7 +129,7 @@ def test_what_parallel_replay_refuses():
 
 def test_a_local_dask_cluster_is_one_process_byte_for_byte():
     pytest.importorskip("dask.distributed")
-    from regcb_stream.cluster import connect
+    from regcb_stream.stream.cluster import connect
 
     log = letter_log(12_000)
     want = serial(log, schedule="sqrt2")

@@ -38,7 +38,7 @@ def run(module: str, args: list[str]) -> subprocess.CompletedProcess:
 
 @pytest.mark.parametrize("command", [
     ("regcb_stream", ["--cb_explore", "2", "-i"]),
-    ("regcb_stream.ope", ["-d", os.devnull, "--policy-model"]),
+    ("regcb_stream.evaluation.ope", ["-d", os.devnull, "--policy-model"]),
 ])
 def test_a_malicious_model_file_never_runs_its_code(tmp_path, command):
     model, marker = tmp_path / "evil.model", tmp_path / "ran"

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from regcb_stream import RegCB, RidgeOracle
+from regcb_stream.datasets.uci import bandit_stream
+from regcb_stream.features.random_features import RandomFeatures
 from regcb_stream.learner import DEFAULT_L2, DEFAULT_MELLOWNESS
-from regcb_stream.bench.datasets import bandit_stream
 from regcb_stream.persist import dumps, loads
-from regcb_stream.random_features import RandomFeatures
 
 X, R = (a[:1500] for a in bandit_stream("pendigits", noisy=False, seed=0))
 ACTIONS = list(range(R.shape[1]))

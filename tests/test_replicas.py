@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from regcb_stream import RegCB
-from regcb_stream.bench.datasets import bandit_stream
-from regcb_stream.replicas import replica, serve, snapshot
+from regcb_stream.datasets.uci import bandit_stream
+from regcb_stream.stream.replicas import replica, serve, snapshot
 
 
 @pytest.fixture(scope="module")

@@ -24,8 +24,8 @@ from river import (
 
 from regcb_stream import RegCB, checks
 from regcb_stream.bounds import sensitivity_bounds
+from regcb_stream.datasets.synthetic import LinearProblem
 from regcb_stream.oracles.river import RiverOracle
-from regcb_stream.synthetic import LinearProblem
 
 FLT_MAX = float(np.finfo(np.float32).max)
 VARIANTS = ["elimination", "optimistic"]

@@ -1,4 +1,4 @@
-"""Model selection (`regcb_stream.selection`): the leader by prequential loss, the same
+"""Model selection (`regcb_stream.adapt.selection`): the leader by prequential loss, the same
 decisions whichever entry point plays, revealed rewards only, model files, and where it
 applies."""
 
@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regcb_stream import RegCB
+from regcb_stream.adapt.selection import ModelSelection
+from regcb_stream.datasets.synthetic import LinearProblem
 from regcb_stream.persist import load_model, save_model
-from regcb_stream.selection import ModelSelection
-from regcb_stream.synthetic import LinearProblem
 
 
 def selecting(seed, variant="optimistic"):

@@ -203,7 +203,7 @@ def test_bad_parameters_are_named():
         TreesOracle(refit_growth=1.0)
 
 
-# -- the compiled kernels (regcb_stream/_trees.c) against their numpy reference ------------
+# -- the compiled kernels (regcb_stream/oracles/_trees.c) against their numpy reference ------------
 
 built = pytest.mark.skipif(trees._trees is None, reason="the kernels are not built")
 

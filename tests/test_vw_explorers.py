@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from vowpalwabbit import Workspace
 
-from regcb_stream.bench import datasets as ds
-from regcb_stream.bench.vw_explorers import EXPLORERS, adf_example_lines, run_vw, vw_args
+from bench.vw_explorers import EXPLORERS, adf_example_lines, run_vw, vw_args
+from regcb_stream.datasets import uci as ds
 
 PARAMS = {"regcb": 1e-3, "regcbopt": 1e-3, "squarecb": 10.0, "epsilon": 0.05, "bag": 3, "cover": 3}
 

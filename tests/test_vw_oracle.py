@@ -10,9 +10,9 @@ from test_cli import TRAIN, VW_TESTS, needs, run_cli
 from vowpalwabbit import Workspace
 
 from regcb_stream import RegCB, checks
+from regcb_stream.datasets.synthetic import LinearProblem
 from regcb_stream.oracles.base import SparseRows
 from regcb_stream.oracles.vw import VWOracle, _bisection
-from regcb_stream.synthetic import LinearProblem
 
 
 def vw_predict_file(args: str, data, tmp_path) -> str:

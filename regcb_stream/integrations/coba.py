@@ -9,7 +9,7 @@ lists become tuples, dicts select RegCB's joint model (VW's ADF). Contexts can b
 number, a sequence or a dict; strings (categorical values) become one-hot ``name=value``
 features.
 
-`MulticlassEnvironment` serves a UCI set of `regcb_stream.bench.datasets` as coba
+`MulticlassEnvironment` serves a UCI set of `regcb_stream.datasets.uci` as coba
 simulated interactions (actions are the class indices as strings, so VW learners see one
 indicator feature per action rather than a number), and `VWLogEnvironment` serves logged VW
 text as coba logged interactions (reward ``-cost``). Both read anew on every ``read()``.
@@ -133,7 +133,7 @@ class MulticlassEnvironment:
     Parameters
     ----------
     name
-        A set of `regcb_stream.bench.datasets.UCI_SETS` (read from the shared data folder).
+        A set of `regcb_stream.datasets.uci.UCI_SETS` (read from the shared data folder).
     seed
         Seed of the shuffle (and of the noisy rewards).
     noisy
@@ -158,7 +158,7 @@ class MulticlassEnvironment:
         """Yield coba ``SimulatedInteraction`` s: dense context, K string actions, rewards."""
         from coba import DiscreteReward, SimulatedInteraction
 
-        from regcb_stream.bench.datasets import bandit_stream
+        from regcb_stream.datasets.uci import bandit_stream
 
         X, R = bandit_stream(self.name, self.noisy, self.seed)
         actions = [str(k) for k in range(R.shape[1])]

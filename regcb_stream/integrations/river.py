@@ -81,7 +81,7 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         Each label's weight decays by this factor per label after it (ridge oracles), so
         the policy follows rewards that drift; 1 (the default): never (`regcb_stream.RegCB`).
     change_threshold
-        The change test's threshold (`regcb_stream.change`; None, the default: RegCB's, where
+        The change test's threshold (`regcb_stream.adapt.change`; None, the default: RegCB's, where
         it applies; 0: never).
 
     Attributes
@@ -195,7 +195,7 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         return decision.prediction.tolist()
 
     def pmf(self, context, actions: list) -> list[float]:
-        """`distribution` in the argument order of ``RegCB.pmf`` (for `regcb_stream.ope`)."""
+        """`distribution` in the argument order of ``RegCB.pmf`` (for `regcb_stream.evaluation.ope`)."""
         return self.distribution(actions, context)
 
     def update(self, arm_id, context, reward: float, prob: float | None = None):

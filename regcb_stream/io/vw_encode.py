@@ -37,7 +37,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from regcb_stream.features import EncodedRows
+from regcb_stream.features.encoder import EncodedRows
 from regcb_stream.io.hashed_adf import Catalogue, Layout, layout_rows, make_layout
 from regcb_stream.io.vw_features import (
     DEFAULT_NS,

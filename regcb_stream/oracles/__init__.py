@@ -10,15 +10,15 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from regcb_stream.binsearch import BinSearchOracle
     from regcb_stream.oracles.base import Oracle
+    from regcb_stream.oracles.binsearch import BinSearchOracle
     from regcb_stream.oracles.bounded import BoundedRidgeOracle
     from regcb_stream.oracles.ridge import RidgeOracle
     from regcb_stream.oracles.river import RiverOracle
     from regcb_stream.oracles.trees import TreesOracle
     from regcb_stream.oracles.vw import VWOracle
 
-_HOMES = {"BinSearchOracle": "regcb_stream.binsearch", "Oracle": "regcb_stream.oracles.base",
+_HOMES = {"BinSearchOracle": "regcb_stream.oracles.binsearch", "Oracle": "regcb_stream.oracles.base",
           "BoundedRidgeOracle": "regcb_stream.oracles.bounded",
           "RidgeOracle": "regcb_stream.oracles.ridge", "RiverOracle": "regcb_stream.oracles.river",
           "TreesOracle": "regcb_stream.oracles.trees", "VWOracle": "regcb_stream.oracles.vw"}

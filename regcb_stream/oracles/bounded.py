@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from regcb_stream import policies
+from regcb_stream import rules
 from regcb_stream.bounds import clip_bounds, ellipsoid_bounds
 from regcb_stream.oracles.base import (
     Ellipsoid,
@@ -26,7 +26,7 @@ from regcb_stream.oracles.ridge import (
 HEAD = 64  # columns kept exact by default (docs/oracle_threshold.md)
 
 try:
-    from regcb_stream import _ridge
+    from regcb_stream.oracles import _ridge
 except ImportError:  # not built: the numpy reference
     _ridge = None
 
@@ -318,7 +318,7 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
     def _run_reference(self, index, value, models, played, rewards, weights, budgets,
                        optimistic, reward_range, tolerance, out, start):
         """``_run_compiled`` one example at a time in numpy, to the end."""
-        rule = policies.decision_rule("optimistic" if optimistic else "elimination")
+        rule = rules.decision_rule("optimistic" if optimistic else "elimination")
         learned, k = 0, len(models)
         for i in range(start, len(value)):
             row = SparseRows(None if index is _DENSE else index[i : i + 1], value[i : i + 1],

@@ -75,7 +75,7 @@ class Forgetting:
 
     def shrink(self, keep: float) -> None:
         """Keep ``keep`` of every label's weight at once, the penalty whole (a change
-        detected: `regcb_stream.change`): a forgetting step, by ``keep`` besides the
+        detected: `regcb_stream.adapt.change`): a forgetting step, by ``keep`` besides the
         factor's decay. The next ``rebuild`` solves the models anew."""
         self._discount(keep)
 

@@ -8,7 +8,7 @@ from regcb_stream.oracles.base import Ellipsoid, SparseRows, learn_row_by_row
 from regcb_stream.oracles.forgetting import Forgetting, check_forget, top_up
 
 try:
-    from regcb_stream import _ridge
+    from regcb_stream.oracles import _ridge
 except ImportError:  # not built (a source tree without `pip install`): the numpy reference
     _ridge = None
 
@@ -86,7 +86,7 @@ class RidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
     inverse when many are (and every `refresh_interval` rank-one updates, against rounding
     drift). Rows are sparse (``SparseRows``; a dense row is the case of every column): a
     row's moments cost O(nonzeros^2), its learning O(nonzeros^2) and its rank-one update
-    O(D^2), in the compiled kernels of ``regcb_stream/_ridge.c`` (``compiled``); the numpy
+    O(D^2), in the compiled kernels of ``regcb_stream/oracles/_ridge.c`` (``compiled``); the numpy
     code beside them is their reference.
 
     Parameters
@@ -288,7 +288,7 @@ class RidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
             a[model] += weight * np.outer(value, value)
             b[model] += weight * residual * value
 
-    # -- pieces: the epoch schedules' additive statistics (`regcb_stream.parallel`) -----
+    # -- pieces: the epoch schedules' additive statistics (`regcb_stream.stream.parallel`) -----
 
     def _open_piece(self, model: int) -> tuple[np.ndarray, np.ndarray]:
         if self.forget < 1.0:
@@ -473,7 +473,7 @@ class RidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
                      optimistic: bool, reward_range: tuple[float, float], tolerance: float,
                      uniform: float, pmfs: np.ndarray) -> tuple[int, float, tuple] | None:
         """``predict_dense`` with the automatic budget's candidates (radii ``sqrt_grid *
-        scale``, mixed by ``weights``: `regcb_stream.budget`): ``(index, probability, each
+        scale``, mixed by ``weights``: `regcb_stream.explore.budget`): ``(index, probability, each
         candidate's probability of it)``, every candidate's distribution into ``pmfs`` (J,
         K), or None if a value is not finite."""
         return _ridge.predict_auto(self._a_inv, self._theta, models, context, intercept,

@@ -39,7 +39,7 @@ import numpy as np
 from regcb_stream.oracles.base import Ellipsoid, learn_row_by_row
 
 try:
-    from regcb_stream import _trees
+    from regcb_stream.oracles import _trees
 except ImportError:  # not built (a source tree without `pip install`): the numpy reference
     _trees = None
 

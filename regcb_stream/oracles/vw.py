@@ -26,7 +26,7 @@ from regcb_stream.oracles.base import learn_row_by_row
 from regcb_stream.oracles.ridge import OnlineLoop
 
 try:
-    from regcb_stream import _ridge
+    from regcb_stream.oracles import _ridge
 except ImportError:  # not built: the numpy reference
     _ridge = None
 
@@ -48,7 +48,7 @@ class VWOracle(OnlineLoop):
     learns them in order (each update reads the state the previous one left, as in VW), so
     the decisions always see the state of the last rebuild with no second copy of it. With
     the ``online`` schedule a block of logged examples is decided and learned in one
-    compiled loop (``compiled``; ``regcb_stream/_ridge.c``, ``vw_run``), which sums in
+    compiled loop (``compiled``; ``regcb_stream/oracles/_ridge.c``, ``vw_run``), which sums in
     feature order as VW does.
 
     Parameters

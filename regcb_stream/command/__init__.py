@@ -1,0 +1,1 @@
+"""The ``regcb-stream`` command: VW text in, VW predictions out."""

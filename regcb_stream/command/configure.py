@@ -1,0 +1,196 @@
+"""From the command's flags to a learner and its stream settings: a fresh run, or one
+resumed from a model file (``-i``), whose flags `resume` checks against the model's.
+
+>>> from regcb_stream.command.main import build_parser
+>>> learner, settings = setup(build_parser().parse_args(["--cb_explore", "4", "--regcb"]))
+>>> learner.variant, settings.n_actions, settings.hash_bits
+('elimination', 4, 18)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from regcb_stream.command import resume, shell
+from regcb_stream.command.driver import StreamSettings
+from regcb_stream.io.hashing import DEFAULT_BITS
+from regcb_stream.learner import DEFAULT_L2, DEFAULT_VARIANT, LINEAR_L2, RegCB
+from regcb_stream.oracles.bounded import HEAD, BoundedRidgeOracle
+from regcb_stream.oracles.ridge import RidgeOracle
+from regcb_stream.oracles.vw import VWOracle
+
+VW_MELLOWNESS = 0.1  # VW's default, the default with VW's own regressor (--oracle vw)
+
+
+#: the defaults of the flags a resumed run keeps from its model (None: not given)
+DEFAULTS = {"random_seed": 0, "schedule": "online", "oracle": "ridge",
+            "bit_precision": DEFAULT_BITS, "cb_min_cost": 0.0, "cb_max_cost": 1.0}
+DSJSON_COSTS = (-1.0, 0.0)  # --dsjson's cost range: rewards in [0, 1], as Personalizer's
+# (VW keeps [0, 1], and so does --vw_compat: there the bounds clip every reward to cost 0)
+
+
+def make_learner(args) -> RegCB:
+    """The learner the flags describe (costs become rewards -cost). Without a budget flag:
+    RegCB's default budget, or VW's with ``--oracle vw`` (VW's regressor and decisions)."""
+    adf = args.cb_explore_adf or args.dsjson  # actions as labels otherwise: the linear model
+    l2 = args.ridge_l2 if args.ridge_l2 is not None else DEFAULT_L2 if adf else LINEAR_L2
+    prior = {None: "auto", "zero": 0.0}.get(args.ridge_prior, args.ridge_prior)
+    memory = None if args.oracle_memory is None else int(args.oracle_memory * 2**20)
+    forget = 1.0 if args.forget is None else args.forget
+    if args.oracle == "vw":
+        oracle = VWOracle(bisection=args.vw_compat)
+    elif args.oracle == "bounded":
+        oracle = BoundedRidgeOracle(l2=l2, prior=prior, memory=memory, forget=forget)
+    else:
+        oracle = RidgeOracle(l2=l2, prior=prior, memory=memory, forget=forget)
+    variant, budget = exploration(vars(args))
+    return RegCB(
+        variant,
+        oracle=oracle,
+        schedule=args.schedule,
+        reward_range=(-args.cb_max_cost, -args.cb_min_cost),
+        seed=args.random_seed,
+        allow_out_of_range=True,
+        cross=False,
+        intercept=not args.noconstant,
+        hash_bits=args.bit_precision,
+        change_threshold=args.change_threshold,
+        **budget,
+    )
+
+
+def exploration(flags: dict) -> tuple[str, dict]:
+    """The variant and the budget (``RegCB``'s arguments) the flags name."""
+    get = flags.get
+    variant = "optimistic" if get("regcbopt") else "elimination" if get("regcb") else (
+        DEFAULT_VARIANT)
+    budget = ({"beta": get("beta")} if get("beta") is not None else
+              {"mellowness": get("mellowness")} if get("mellowness") is not None else
+              {"budget": "auto", "budget_grid": get("auto_budget")} if get("auto_budget")
+              else {"mellowness": VW_MELLOWNESS} if get("oracle") == "vw" else {})
+    return variant, budget
+
+
+def stream_settings(args) -> StreamSettings:
+    return StreamSettings(
+        adf=args.cb_explore_adf or args.dsjson,
+        dsjson=args.dsjson,
+        n_actions=args.cb_explore,
+        interactions=tuple(args.interactions),
+        constant=not args.noconstant,
+        cost_range=(args.cb_min_cost, args.cb_max_cost),
+        hash_bits=args.bit_precision,
+        legacy=args.cb_force_legacy,
+        first_only=args.first_only,
+        vw_compat=args.vw_compat,
+        flags=resume.saved_flags(args),
+    )
+
+
+def setup(args) -> tuple[RegCB, StreamSettings]:
+    """The learner and stream settings the flags describe (``ValueError``: bad flags;
+    ``shell.PathError``: a model file that does not load)."""
+    if args.dsjson and args.cb_explore is not None:
+        raise ValueError("--dsjson is ADF input: give it without --cb_explore K")
+    if (args.cb_explore is None and not args.cb_explore_adf and not args.dsjson
+            and not args.initial_regressor):
+        raise ValueError("give --cb_explore K or --cb_explore_adf")
+    if args.cb_force_legacy and args.cb_explore_adf:
+        raise ValueError("--cb_force_legacy applies to --cb_explore K only")
+    if args.default_reward is not None and not args.reward_wait:
+        raise ValueError("--default_reward applies with --reward_wait N")
+    if args.reward_wait and args.testonly:
+        raise ValueError("--reward_wait learns the rewards that arrive: not with -t")
+    if args.initial_regressor:
+        from regcb_stream.persist import load_model  # (here: it costs start-up)
+
+        try:
+            learner, saved = load_model(args.initial_regressor)
+        except OSError as error:
+            raise shell.PathError(f"-i {args.initial_regressor}: cannot read it "
+                                  f"({error.strerror})") from None
+        except ValueError as error:
+            raise shell.PathError(f"-i: {error}") from None
+        return _resumed(args, learner, StreamSettings(**saved))
+    if args.dsjson and not args.vw_compat and args.cb_min_cost is args.cb_max_cost is None:
+        args.cb_min_cost, args.cb_max_cost = DSJSON_COSTS
+    for name, value in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if not args.cb_min_cost < args.cb_max_cost:
+        raise ValueError(f"--cb_min_cost {args.cb_min_cost:g} must be below --cb_max_cost "
+                         f"{args.cb_max_cost:g}")
+    if args.random_seed < 0:
+        raise ValueError(f"--random_seed must be a number >= 0, got {args.random_seed}")
+    if args.cb_explore is not None and args.cb_explore < 1:
+        raise ValueError(f"--cb_explore needs K >= 1 actions, got {args.cb_explore}")
+    if args.oracle == "vw" and (args.ridge_prior or args.ridge_l2 is not None
+                                or args.oracle_memory is not None or args.forget is not None
+                                or args.change_threshold):
+        raise ValueError("--ridge_l2, --ridge_prior, --oracle_memory, --forget and "
+                         "--change_threshold apply to the ridge oracles only")
+    if args.forget is not None and not 0 < args.forget <= 1:
+        raise ValueError(f"--forget must be in (0, 1], got {args.forget:g}")
+    if args.change_threshold is not None and not args.change_threshold >= 0:
+        raise ValueError(f"--change_threshold must be a number >= 0, got "
+                         f"{args.change_threshold:g}")
+    if args.change_threshold and args.schedule != "online":
+        raise ValueError(f"--change_threshold needs --schedule online, not {args.schedule}")
+    if sum((args.beta is not None, args.mellowness is not None, bool(args.auto_budget))) > 1:
+        raise ValueError("give one of --mellowness, --beta and --auto_budget")
+    if not 1 <= args.bit_precision <= 32:
+        raise ValueError(f"-b needs 1 to 32 bits, got {args.bit_precision}")
+    if args.ridge_l2 is not None and not args.ridge_l2 > 0:
+        raise ValueError(f"--ridge_l2 must be > 0, got {args.ridge_l2}")
+    learner, settings = make_learner(args), stream_settings(args)
+    _check_memory(args, settings)
+    return learner, settings
+
+
+def _resumed(args, learner: RegCB, settings: StreamSettings):
+    """The model's learner and settings, the flags given with ``-i`` checked against them:
+    a conflict is an error naming both values; new exploration parameters are applied and
+    reported (as VW applies them on load)."""
+    _check_same(settings, args)
+    saved = settings.flags or {}
+    errors = resume.conflicts(vars(args), saved, args.initial_regressor)
+    if errors:
+        raise ValueError("; ".join(errors))
+    flags = resume.exploration_flags(vars(args), saved)
+    if flags != saved:
+        variant, budget = exploration(flags)
+        learner.change_exploration(variant, **budget)
+        print(f"regcb-stream: resuming with {learner.variant} and {learner.budget_in_force} "
+              f"(the model file had other exploration flags)", file=sys.stderr)
+        settings = dataclasses.replace(settings, flags=flags)
+    return learner, settings
+
+
+def _check_memory(args, settings: StreamSettings) -> None:
+    """``--oracle_memory`` against the most the oracle can need: every hashed slot, the
+    intercept, in each model (exact ridge never needs more than its bounded form)."""
+    if args.oracle_memory is None:
+        return
+    if not args.oracle_memory > 0:
+        raise ValueError(f"--oracle_memory must be > 0 MB, got {args.oracle_memory:g}")
+    models = 1 if settings.adf else settings.n_actions
+    need = models * (24 * HEAD**2 + 8 * (2 + 2**settings.hash_bits)) / 2**20
+    if need > args.oracle_memory:
+        raise ValueError(
+            f"the oracle may need {need:.1f} MB ({models} models of up to 2^"
+            f"{settings.hash_bits} hashed features), over --oracle_memory "
+            f"{args.oracle_memory:g}: give fewer bits (-b) or more memory")
+
+
+def _check_same(saved: StreamSettings, args) -> None:
+    """Flags that describe the stream must agree with the model's when they are given."""
+    given = stream_settings(args)
+    if args.cb_explore is None and not args.cb_explore_adf:
+        return
+    for name in ("adf", "n_actions", "interactions"):
+        if getattr(given, name) != getattr(saved, name):
+            raise ValueError(
+                f"{name} = {getattr(given, name)!r} from the flags conflicts with "
+                f"{getattr(saved, name)!r} in the model file {args.initial_regressor}"
+            )

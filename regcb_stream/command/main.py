@@ -1,0 +1,371 @@
+"""``regcb-stream``: VW contextual-bandit text in, VW ``-p`` predictions out.
+
+    regcb-stream --cb_explore_adf --regcb -q UA -d train.dat -p preds.txt
+    producer | regcb-stream --cb_explore 4 --regcbopt -p /dev/stdout --quiet
+
+Flags named like VW's mean what they mean in VW; ``--oracle``, ``--schedule``, ``--beta``,
+``--ridge_l2``, ``--ridge_prior`` and ``--lenient`` are this tool's own.
+Without ``--mellowness`` or ``--beta`` the exploration budget is `regcb_stream.RegCB`'s
+default, and the closing summary says which budget was in force.
+Exit statuses: see ``--help``.
+"""
+
+from __future__ import annotations
+
+import os
+
+# BLAS on one thread (one core does more than two: docs/blas_threads.md), set before numpy
+# loads, which is ~4 ms of start-up cheaper than a limit set afterwards; a user's value stays.
+for _threads in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
+import argparse
+import contextlib
+import sys
+
+from regcb_stream.command import configure, shell
+from regcb_stream.command.driver import Driver, StreamSettings
+from regcb_stream.command.progress import ProgressTable
+from regcb_stream.explore.budget import DEFAULT_GRID
+from regcb_stream.io.hashing import DEFAULT_BITS
+from regcb_stream.io.vw_text import VWParseError
+from regcb_stream.learner import (
+    DEFAULT_L2,
+    DEFAULT_VARIANT,
+    JOINT_MELLOWNESS,
+    LINEAR_L2,
+    LINEAR_MELLOWNESS,
+    SHARED_MELLOWNESS,
+    RegCB,
+)
+from regcb_stream.oracles.bounded import HEAD
+from regcb_stream.oracles.ridge import MAX_EXACT
+
+EPILOG = """example:
+  regcb-stream --cb_explore_adf -q sa -d log.dat -p predictions.txt -f model.regcb
+
+exit status:
+  0    every example decided (and learned)
+  1    a bad example (the message names its line; every earlier prediction is written), or
+       an error while running
+  2    bad flags, a path that cannot be read or written, a model file that does not load
+  130  interrupted (Ctrl-C): the predictions of every whole block are written, and with -f
+       the model of that point is saved
+  141  the output pipe was closed (e.g. | head): the run ends quietly
+"""
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The module docstring as written, and each flag's default where it has a value."""
+
+    def _get_help_string(self, action) -> str:
+        text = action.help or ""
+        hidden = action.default is None or action.default is False or action.default == []
+        if not hidden and action.default is not argparse.SUPPRESS and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="regcb-stream", description=__doc__.split("\n")[0], epilog=EPILOG,
+        formatter_class=_HelpFormatter, allow_abbrev=False,
+    )
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show the version and exit")
+    io = parser.add_argument_group("input and output (as vw)")
+    io.add_argument("-d", "--data", default="-",
+                    help="input file, or a glob pattern of files read one after another; - "
+                         "(default) is stdin")
+    io.add_argument("-p", "--predictions", help="write predictions here (- is stdout)")
+    io.add_argument("-f", "--final_regressor", help="save the model here at the end")
+    io.add_argument("-i", "--initial_regressor", help="resume from this model file")
+    io.add_argument("--quiet", action="store_true", help="no progress table on stderr")
+    io.add_argument("--lenient", action="store_true",
+                    help="skip bad examples with a warning instead of stopping")
+    io.add_argument("-t", "--testonly", action="store_true",
+                    help="predict without learning (as vw -t)")
+    io.add_argument("--dsjson", action="store_true",
+                    help="the input is VW's Decision Service JSON, one decision per line "
+                         "(implies --cb_explore_adf)")
+    io.add_argument("--blocks", action="store_true",
+                    help=argparse.SUPPRESS)  # input is always read ahead as far as available
+    loop = parser.add_argument_group("the production loop (regcb-stream's own)")
+    loop.add_argument("--decision_log", metavar="FILE",
+                      help="write each decision (event id, context, actions, chosen action, "
+                           "probabilities, model version, and its reward once known) as a "
+                           "DSJSON line, which regcb-ope --dsjson and vw --dsjson read")
+    loop.add_argument("--reward_wait", type=_positive_int, metavar="N",
+                      help="--dsjson: an event without a label waits for a reward line "
+                           '{"EventId": ..., "v": reward}; at most N wait, one more times '
+                           "the oldest out")
+    loop.add_argument("--default_reward", type=float, metavar="R",
+                      help="--reward_wait: the reward a timed-out decision is learned with "
+                           "(default: none, it is dropped)")
+    cluster = parser.add_argument_group("on a cluster (regcb-stream's own)")
+    cluster.add_argument("--scheduler", metavar="ADDRESS",
+                         help="replay the labelled log -d on a Dask cluster (--schedule "
+                              "sqrt2 or doubling): a scheduler's address, or local (a "
+                              "cluster of --workers processes on this machine); the output "
+                              "is the serial run's")
+    cluster.add_argument("--workers", type=_positive_int, default=2, metavar="N",
+                         help="--scheduler local: worker processes (default 2)")
+    cb = parser.add_argument_group("contextual bandit (as vw)")
+    mode = cb.add_mutually_exclusive_group()
+    mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
+    mode.add_argument("--cb_explore_adf", action="store_true", help="multi-line ADF examples")
+    cb.add_argument("--cb_min_cost", type=float,
+                    help="the least cost (default 0; with --dsjson -1, as costs there are "
+                         "negative rewards in [0, 1])")
+    cb.add_argument("--cb_max_cost", type=float,
+                    help="the largest cost (default 1; with --dsjson 0)")
+    cb.add_argument("--cb_force_legacy", action="store_true",
+                    help="--cb_explore K: K probabilities in action order")
+    cb.add_argument("--random_seed", type=int, help="seed of the action draws (default 0)")
+    features = parser.add_argument_group("features (as vw)")
+    features.add_argument("-q", "--quadratic", "--interactions", action="append", default=[],
+                          dest="interactions", metavar="AB", help="cross namespaces A and B")
+    features.add_argument("--noconstant", action="store_true", help="no constant feature")
+    features.add_argument("-b", "--bit_precision", type=int, metavar="BITS",
+                          help=f"hash features into 2^BITS slots, VW's hash (default "
+                               f"{DEFAULT_BITS}, as VW)")
+    regcb = parser.add_argument_group("RegCB (as vw)")
+    regcb.add_argument("--regcb", action="store_true",
+                       help="the elimination variant unless --regcbopt, as in VW (without "
+                            f"either: RegCB's default, {DEFAULT_VARIANT})")
+    regcb.add_argument("--regcbopt", action="store_true",
+                       help="the optimistic variant (VW spells it --regcb --regcbopt)")
+    regcb.add_argument("--mellowness", type=float,
+                       help="loss budget c0 * ln(K n) * (cb_max_cost - cb_min_cost)^2 "
+                            f"(default: RegCB's, {LINEAR_MELLOWNESS:g} with --cb_explore, "
+                            f"{JOINT_MELLOWNESS:g} for ADF actions with features of their own, "
+                            f"{SHARED_MELLOWNESS:g} for ADF actions sharing every feature: "
+                            "docs/defaults.md, docs/joint_budget.md, docs/joint_defaults.md; "
+                            "VW's is 0.1)")
+    regcb.add_argument("--first_only", action="store_true",
+                       help="optimistic: all mass on the first of tied actions")
+    own = parser.add_argument_group("regcb-stream's own")
+    own.add_argument("--oracle", choices=["ridge", "bounded", "vw"],
+                     help="regression oracle: ridge (the default; exact while its models x "
+                          "features^2 "
+                          f"stay within {MAX_EXACT:,}, then bounded), bounded (exact on the "
+                          f"first {HEAD} features, diagonal beyond, from the start), or VW's "
+                          "own regressor (vw)")
+    own.add_argument("--oracle_memory", type=float, metavar="MB",
+                     help="the most memory the ridge oracles' statistics may take; checked at "
+                          "the start against the most the features can need (2^bits slots)")
+    own.add_argument("--vw_compat", action="store_true",
+                     help="reproduce VW's RegCB defects bit for bit (docs/vw_compatibility.md)")
+    own.add_argument("--schedule", choices=["online", "sqrt2", "doubling"],
+                     help="when the decision state is rebuilt (default online)")
+    own.add_argument("--beta", type=float,
+                     help="the paper's constant budget on the normalized risk, instead of "
+                          "--mellowness")
+    own.add_argument("--auto_budget", nargs="?", const=DEFAULT_GRID, type=_mellowness_list,
+                     metavar="C1,C2,...",
+                     help="choose the budget online among these mellowness values "
+                          "(exponential weights on importance-weighted rewards; default "
+                          f"candidates {','.join(f'{c:g}' for c in DEFAULT_GRID)})")
+    own.add_argument("--forget", type=float, metavar="GAMMA",
+                     help="--oracle ridge or bounded: each label's weight decays by GAMMA per "
+                          "label after it, so the model follows rewards that drift (0.999: "
+                          "within about a thousand labels; default 1, never)")
+    own.add_argument("--change_threshold", type=float, metavar="K",
+                     help="the change test: when the squared residuals rise past K ln t, keep "
+                          "1%% of every label's weight and explore anew (default 6, with the "
+                          "ridge oracles, their optimistic prior and --schedule online; 0: "
+                          "never)")
+    own.add_argument("--ridge_l2", type=float, metavar="L2",
+                     help=f"--oracle ridge: the ridge penalty, the weight of the prior "
+                          f"(default {LINEAR_L2:g} with --cb_explore, {DEFAULT_L2:g} with "
+                          f"ADF examples)")
+    own.add_argument("--ridge_prior", choices=["auto", "optimistic", "midpoint", "zero"],
+                     help="--oracle ridge: shrink predictions toward --cb_min_cost, so that an "
+                          "action not yet tried looks best (optimistic), toward the middle "
+                          "of the cost range (midpoint), or toward cost 0 (zero: the "
+                          "paper's ridge); auto, the default: optimistic, but midpoint with an "
+                          "L2 of at least 3 for ADF examples whose actions share every "
+                          "feature")
+    own.add_argument("--optimistic_prior", action="store_const", const="optimistic",
+                     dest="ridge_prior", help=argparse.SUPPRESS)  # the default since 0.2
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        learner, settings = configure.setup(args)
+    except shell.PathError as error:
+        return _fail(str(error))
+    except ValueError as error:
+        parser.error(str(error))
+    if args.reward_wait and not settings.dsjson:
+        parser.error("--reward_wait joins DSJSON reward lines by EventId: give --dsjson")
+    if args.scheduler:
+        _check_cluster(parser, args, learner)
+    shell.keep_freed_memory()  # each block's buffers: reused, not page-faulted in anew
+    with contextlib.ExitStack() as stack:
+        try:
+            lines = shell.open_input(stack, args.data)
+            sink = args.predictions and shell.open_output(stack, args.predictions, "-p")
+            log = args.decision_log and shell.open_output(stack, args.decision_log,
+                                                          "--decision_log")
+            shell.check_model_path(args.final_regressor)
+        except shell.PathError as error:
+            return _fail(str(error))
+        outcomes = None
+        if log or args.reward_wait:
+            from regcb_stream.command.outcomes import Outcomes
+
+            outcomes = Outcomes(learner, log or None, args.reward_wait, args.default_reward,
+                                dsjson=settings.dsjson)
+        progress = ProgressTable(None if args.quiet else sys.stderr,
+                                 _preamble(settings, learner))
+        interrupts = stack.enter_context(shell.Interrupts())
+        driver = Driver(learner, settings, sink or None, progress, legacy=settings.legacy,
+                        first_only=settings.first_only and learner.variant == "optimistic",
+                        vw_compat=settings.vw_compat, learn=not args.testonly,
+                        guard=interrupts.block, outcomes=outcomes)
+        if args.scheduler:
+            status = _run_on_cluster(driver, args)
+        else:
+            status = _run(driver, lines, _on_error(args, progress))
+    if not args.quiet and status != shell.PIPE_CLOSED:
+        changes = learner.changes_detected
+        more = [*(outcomes.summary() if outcomes else ()),
+                *(() if changes is None else (f"changes detected = {changes}",))]
+        sys.stderr.write(progress.summary(learner.budget_in_force, learner.oracle_in_use, more))
+    if status == shell.INTERRUPTED:
+        print(f"regcb-stream: interrupted after {progress.examples} examples, every "
+              "prediction of them written", file=sys.stderr)
+    return _save(args, learner, settings, status)
+
+
+def _save(args, learner, settings: StreamSettings, status: int) -> int:
+    """Save the model with ``-f`` (after a bad example: not; after Ctrl-C or a closed
+    output pipe: the state after the last whole block)."""
+    if not args.final_regressor or status == 1:
+        if args.final_regressor and status == 1:
+            print(f"regcb-stream: the model was not saved to {args.final_regressor}",
+                  file=sys.stderr)
+        return status
+    from regcb_stream.persist import save_model  # (here: json and zipfile cost start-up)
+
+    shell.remove_stale_temporaries(args.final_regressor)
+    try:
+        save_model(args.final_regressor, learner, settings.__dict__)
+    except OSError as error:
+        return _fail(f"-f {args.final_regressor}: cannot save the model ({error.strerror})", 1)
+    if status == shell.INTERRUPTED:
+        print(f"regcb-stream: model saved to {args.final_regressor}", file=sys.stderr)
+    return status
+
+
+def _fail(message: str, status: int = 2) -> int:
+    """A one-line error (no usage text) and its exit status."""
+    print(f"regcb-stream: error: {message}", file=sys.stderr)
+    return status
+
+
+def _preamble(settings: StreamSettings, learner: RegCB) -> tuple[str, ...]:
+    """The settings printed above the progress table (as VW prints its own)."""
+    oracles = {"ridge": f"exact ridge while models x features^2 <= {MAX_EXACT:,}, then "
+                        f"bounded ridge (exact on {HEAD} features, diagonal beyond)",
+               "bounded": f"bounded ridge (exact on {HEAD} features, diagonal beyond)",
+               "vw": "VW's regressor"}
+    oracle = oracles.get((settings.flags or {}).get("oracle"), learner.oracle_in_use)
+    return f"Num weight bits = {learner.hash_bits}", f"oracle = {oracle}"
+
+
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked (importlib.metadata costs start-up)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("regcb-stream")
+        except PackageNotFoundError:
+            text = "(not installed)"
+        print(f"{parser.prog} {text}")
+        parser.exit()
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def _mellowness_list(text: str) -> tuple[float, ...]:
+    """``--auto_budget``'s candidates: comma-separated numbers >= 0."""
+    try:
+        values = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}")
+    if not all(0 <= v < float("inf") for v in values):
+        raise argparse.ArgumentTypeError(f"candidates must be finite numbers >= 0: {text!r}")
+    return values
+
+
+def _on_error(args, progress: ProgressTable):
+    """With ``--lenient``: warn about a bad example, count it, go on."""
+    def skip(error: VWParseError) -> None:
+        progress.skipped += 1
+        print(f"warning: skipping example: {error}", file=sys.stderr)
+
+    return skip if args.lenient else None
+
+
+def _check_cluster(parser, args, learner) -> None:
+    """``--scheduler`` replays a labelled log in files, on an epoch schedule."""
+    if args.data in ("-", "/dev/stdin"):
+        parser.error("--scheduler replays files (-d FILE or a glob pattern), not stdin")
+    if learner.schedule == "online":
+        parser.error("--scheduler needs --schedule sqrt2 or doubling: the online schedule "
+                     "rebuilds after every label, no epoch to spread")
+    for flag, given in (("-t", args.testonly), ("--lenient", args.lenient),
+                        ("--decision_log", args.decision_log),
+                        ("--reward_wait", args.reward_wait)):
+        if given:
+            parser.error(f"--scheduler learns every example of a labelled log: not with "
+                         f"{flag}")
+
+
+def _run_on_cluster(driver: Driver, args) -> int:
+    """`_run` with the epochs' long parts on a Dask cluster (`log_replay`)."""
+    from regcb_stream.command import log_replay
+    from regcb_stream.stream.cluster import connect
+
+    def replay(lines, on_error):
+        with connect(args.scheduler, args.workers) as client:
+            log_replay.replay(driver, shell.input_paths(args.data), client)
+
+    return _run(driver, None, None, replay)
+
+
+def _run(driver: Driver, lines, on_error, run=None) -> int:
+    """Run the stream (or ``run(lines, on_error)``); the exit status (see ``--help``)."""
+    try:
+        (run or driver.run)(lines, on_error)
+    except VWParseError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError, OSError) as error:  # e.g. a probability the learner
+        if isinstance(error, BrokenPipeError):  # refuses, an unreadable input
+            shell.silence_stdout()
+            return shell.PIPE_CLOSED
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return shell.INTERRUPTED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

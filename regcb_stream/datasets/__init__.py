@@ -1,0 +1,2 @@
+"""The public streams (UCI sets as bandit problems), logged VW streams made of them, and
+a realizable synthetic problem."""

@@ -1,0 +1,1 @@
+"""Evaluation on logs: off-policy estimates, explore-eval, and regcb-compare."""

@@ -1,0 +1,290 @@
+r"""Off-policy evaluation on logged VW data: IPS, self-normalized IPS and doubly robust.
+
+For labelled examples ``i = 1..n`` with logged action ``a_i``, its logged probability
+``p_i`` and reward ``r_i = -cost_i``, a target policy ``pi`` and weights
+``w_i = pi(a_i | x_i) / p_i``, the estimates of the policy's expected reward are
+
+- IPS: ``mean_i w_i r_i``;
+- SNIPS (self-normalized): ``sum_i w_i r_i / sum_i w_i``;
+- DR (doubly robust): ``mean_i [sum_a pi(a | x_i) rhat_i(a) + w_i (r_i - rhat_i(a_i))]``,
+
+where ``rhat_i`` is a reward model's prediction *before* it learns example ``i`` (progressive,
+as VW's DR; the estimate stays unbiased whatever the model). The default model,
+`RidgeRewardModel`, is unweighted ridge regression (penalty 1): one model per action for
+label actions, one model over context, action features and their products for dict actions.
+Intervals are normal approximations: ``value -+ z sd / sqrt(n)`` with the sample standard
+deviation of the per-example terms for IPS and DR, and the delta method for SNIPS,
+``se = sqrt(sum_i w_i^2 (r_i - value)^2) / sum_i w_i``.
+
+VW reports the average *loss* (cost) instead: ``Estimate.loss = -value``. What VW evaluates:
+``vw --cb_adf -t --cb_type ips|dr`` scores the greedy policy of its model (the first action
+of its ranking: least predicted cost, ties to the first action; a fresh model ties
+everywhere, so the first action), and both cb_types report IPS, as VW computes DR reward
+predictions only when it learns. Learning with ``--cb_type dr``, it reports DR with its own
+regressor (learned with weight ``1/p``) for the current greedy action. ``vw --cb K --eval``
+scores the action written first in each label.
+
+    python -m regcb_stream.evaluation.ope -d log.dat --policy-model model.regcb   # regcb-stream -f
+    python -m regcb_stream.evaluation.ope -d log.dat --cb_explore 4 --policy uniform
+    python -m regcb_stream.evaluation.ope -d - --cb_explore_adf --policy constant:0 < log.dat
+
+The command prints one row per estimator (value, interval, VW's loss) and exits with status
+0; a file it cannot read or a malformed example exits with status 1, bad flags with 2.
+
+>>> import io
+>>> from regcb_stream.integrations.river import iter_vw
+>>> log = io.StringIO("1:1:0.5 |s x\n2:0:0.5 |s x\n1:0:0.5 |s y\n2:1:0.5 |s y\n")
+>>> estimates = evaluate(ConstantPolicy(0), iter_vw(log, n_actions=2))
+>>> round(estimates["ips"].value, 6), round(estimates["snips"].value, 6)
+(-0.5, -0.5)
+>>> [round(v, 4) for v in estimates["ips"][1:4]]
+[0.5, -1.4800, 0.4800]
+
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+from statistics import NormalDist
+from typing import NamedTuple
+
+import numpy as np
+
+from regcb_stream.learner import RegCB
+from regcb_stream.oracles.ridge import RidgeOracle
+
+__all__ = ["ConstantPolicy", "Estimate", "ModelPolicy", "RidgeRewardModel", "UniformPolicy",
+           "evaluate"]
+
+
+class Estimate(NamedTuple):
+    """An estimate of a policy's expected reward, with its standard error and interval."""
+
+    value: float
+    stderr: float
+    low: float
+    high: float
+    n: int
+
+    @property
+    def loss(self) -> float:
+        """VW's convention: the expected cost, ``-value``."""
+        return -self.value
+
+    @property
+    def loss_interval(self) -> tuple[float, float]:
+        return -self.high, -self.low
+
+
+def evaluate(policy, logged_examples, *, reward_model=None, alpha: float = 0.05):
+    """IPS, SNIPS and DR estimates of ``policy``'s expected reward on logged examples.
+
+    Parameters
+    ----------
+    policy
+        Any object with ``pmf(context, actions) -> probabilities`` (called once per labelled
+        example, in log order), e.g. a trained `regcb_stream.RegCB`, `UniformPolicy`.
+    logged_examples
+        ``(context, actions, label)`` triples as `regcb_stream.integrations.river.iter_vw`
+        yields them; ``label.index`` is the logged action's position in ``actions``.
+        Examples without a label, or with VW's test label (no probability), are skipped.
+    reward_model
+        For DR: an object with ``predict(context, actions) -> rewards`` and
+        ``learn(context, action, reward)``; default `RidgeRewardModel`.
+    alpha
+        The intervals are ``1 - alpha`` normal-approximation intervals.
+
+    Returns
+    -------
+    dict
+        ``{"ips": Estimate, "snips": Estimate, "dr": Estimate}``.
+    """
+    model = RidgeRewardModel() if reward_model is None else reward_model
+    rows = []  # (weight, reward, direct part of DR, residual of the model at the logged action)
+    for i, (context, actions, label) in enumerate(logged_examples):
+        if label is None or label.prob is None:
+            continue
+        pmf = _checked_pmf(policy.pmf(context, actions), len(actions), i)
+        predicted = np.asarray(model.predict(context, actions), dtype=float)
+        reward = -label.cost
+        rows.append((pmf[label.index] / label.prob, reward, float(pmf @ predicted),
+                     reward - predicted[label.index]))
+        model.learn(context, actions[label.index], reward)
+    if not rows:
+        raise ValueError("the log has no labelled example with a probability")
+    w, r, direct, residual = np.array(rows).T
+    z = NormalDist().inv_cdf(1.0 - alpha / 2)
+    return {"ips": _mean(w * r, z), "snips": _snips(w, r, z), "dr": _mean(direct + w * residual, z)}
+
+
+def _checked_pmf(pmf, n_actions: int, i: int) -> np.ndarray:
+    pmf = np.asarray(pmf, dtype=float)
+    if pmf.shape != (n_actions,) or (pmf < 0).any() or abs(pmf.sum() - 1.0) > 1e-6:
+        raise ValueError(f"example {i}: the policy's pmf {pmf.tolist()} is not a distribution "
+                         f"over the {n_actions} actions")
+    return pmf
+
+
+def _mean(terms: np.ndarray, z: float) -> Estimate:
+    n = len(terms)
+    se = float(terms.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
+    value = float(terms.mean())
+    return Estimate(value, se, value - z * se, value + z * se, n)
+
+
+def _snips(w: np.ndarray, r: np.ndarray, z: float) -> Estimate:
+    total = w.sum()
+    if total == 0:
+        nan = float("nan")
+        return Estimate(nan, nan, nan, nan, len(w))
+    value = float(w @ r / total)
+    se = float(np.sqrt(np.sum((w * (r - value)) ** 2)) / total)
+    return Estimate(value, se, value - z * se, value + z * se, len(w))
+
+
+class RidgeRewardModel:
+    """Unweighted ridge regression of the reward, learned online (`RegCB`'s ridge oracle:
+    one model per label action; for dict actions one model over context features, action
+    features and their products)."""
+
+    def __init__(self, l2: float = 1.0):
+        self.l2 = l2
+        self._learner = RegCB(oracle=RidgeOracle(l2), schedule="online",
+                              reward_range=(-1.0, 0.0), allow_out_of_range=True)
+
+    def predict(self, context, actions) -> list[float]:
+        return self._learner.decide(context, actions).prediction.tolist()
+
+    def learn(self, context, action, reward: float) -> None:
+        self._learner.learn(context, action, reward)
+
+
+class UniformPolicy:
+    """Every offered action with the same probability."""
+
+    def pmf(self, context, actions) -> list[float]:
+        return [1.0 / len(actions)] * len(actions)
+
+
+class ConstantPolicy:
+    """Always the action at position ``index`` of the offered actions."""
+
+    def __init__(self, index: int = 0):
+        self.index = index
+
+    def pmf(self, context, actions) -> list[float]:
+        if not 0 <= self.index < len(actions):
+            raise ValueError(f"action position {self.index} is not among {len(actions)} actions")
+        return [float(k == self.index) for k in range(len(actions))]
+
+
+class ModelPolicy:
+    """A learner saved by ``regcb-stream -f``, as a fixed policy over `iter_vw` examples read
+    with the model's settings (``merge_shared=True``, its ``-q`` interactions, its ``-b``)."""
+
+    def __init__(self, learner, settings: dict):
+        self.learner = learner
+        self.settings = settings
+
+    @classmethod
+    def load(cls, path) -> ModelPolicy:
+        from regcb_stream.persist import load_model
+
+        return cls(*load_model(path))
+
+    def pmf(self, context, actions) -> list[float]:
+        bits = self.settings.get("hash_bits")
+        if bits and any(isinstance(key, str) for row in [context, *actions[:1]]
+                        if isinstance(row, dict) for key in itertools.islice(row, 1)):
+            raise ValueError(f"the model hashes its features: read the examples with "
+                             f"iter_vw(..., hash_bits={bits})")
+        if self.settings["adf"]:
+            return self.learner.pmf(context, actions)
+        return self.learner.pmf(context, list(range(len(actions))))  # the CLI's labels 0..K-1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=_prog(),
+                                     description="Off-policy evaluation on a logged VW file.")
+    parser.add_argument("-d", "--data", required=True, help="logged VW text; - is stdin")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
+    mode.add_argument("--cb_explore_adf", action="store_true", help="multi-line ADF examples")
+    mode.add_argument("--dsjson", action="store_true",
+                      help="VW's Decision Service JSON, one decision per line")
+    policy = parser.add_mutually_exclusive_group()
+    policy.add_argument("--policy-model", metavar="MODEL", help="model of regcb-stream -f")
+    policy.add_argument("--policy", default="uniform",
+                        help="uniform (default) or constant:J (always the J-th action, 0-based)")
+    parser.add_argument("-q", "--interactions", action="append", default=[], metavar="AB")
+    parser.add_argument("--alpha", type=float, default=0.05, help="1 - interval coverage")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        policy, adf, n_actions, interactions = _policy_and_format(args)
+    except (OSError, ValueError) as error:  # bad flags, or a model file that is not one
+        parser.error(str(error))
+    from regcb_stream.integrations.river import iter_vw
+
+    source = sys.stdin if args.data == "-" else args.data
+    bits = policy.settings.get("hash_bits") if isinstance(policy, ModelPolicy) else None
+    dsjson = args.dsjson or bool(isinstance(policy, ModelPolicy)
+                                 and policy.settings.get("dsjson"))
+    examples = iter_vw(source, adf, n_actions, interactions=interactions, merge_shared=True,
+                       hash_bits=bits, dsjson=dsjson)
+    try:
+        estimates = evaluate(policy, examples, alpha=args.alpha)
+    except (OSError, ValueError) as error:  # unreadable file, bad example, empty log
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 1
+    level = f"{1 - args.alpha:.0%} CI"
+    print(f"{'':6s} {'value':>9s}  {level:>20s}  {'VW loss':>9s}  (value: reward = -cost; "
+          f"n = {estimates['ips'].n})")
+    for name, est in estimates.items():
+        print(f"{name:6s} {est.value:9.5f}  [{est.low:8.5f}, {est.high:8.5f}]  {est.loss:9.5f}")
+    return 0
+
+
+def _prog() -> str:
+    """The name the command was run by: a console script's, or ``python -m`` for this file."""
+    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    return name if name and not name.endswith(".py") else "python -m regcb_stream.evaluation.ope"
+
+
+def _policy_and_format(args):
+    """The policy the flags name, and the input format (from the model when there is one)."""
+    if args.policy_model:
+        policy = ModelPolicy.load(args.policy_model)
+        s = policy.settings
+        saved = (s["adf"], s["n_actions"], tuple(s["interactions"]))
+        given = (args.cb_explore_adf, args.cb_explore, tuple(args.interactions))
+        if args.cb_explore or args.cb_explore_adf:  # a format flag: all of it, as regcb-stream -i
+            conflict = given != saved
+        else:  # -q alone
+            conflict = bool(args.interactions) and given[2] != saved[2]
+        if conflict:
+            raise ValueError(f"the format flags conflict with the model's settings {s}")
+        return policy, s["adf"], s["n_actions"], tuple(s["interactions"])
+    if not args.cb_explore and not args.cb_explore_adf and not args.dsjson:
+        raise ValueError("give --cb_explore K, --cb_explore_adf or --dsjson (or "
+                         "--policy-model)")
+    kind, _, index = args.policy.partition(":")
+    if kind == "uniform" and not index:
+        policy = UniformPolicy()
+    elif kind == "constant" and index.isdigit():
+        policy = ConstantPolicy(int(index))
+    else:
+        raise ValueError(f"unknown --policy {args.policy!r}: uniform or constant:J")
+    return (policy, args.cb_explore_adf or args.dsjson, args.cb_explore,
+            tuple(args.interactions))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

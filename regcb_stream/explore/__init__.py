@@ -1,0 +1,1 @@
+"""The explore layer: epochs, loss budgets and the decisions they give, over an oracle."""

@@ -1,0 +1,1 @@
+"""Contexts and actions as feature rows: the encoder, the rows, random features."""

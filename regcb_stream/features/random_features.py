@@ -1,0 +1,121 @@
+"""Random Fourier features for dense contexts (Rahimi and Recht, NIPS 2007).
+
+``RegCB()`` appends ``D = 64`` features ``a (cos(w_j . u + b_j) - cos b_j)`` to every
+dense context ``x`` of ``d`` values, where ``u = sqrt(d) x / |x|`` is the context's
+direction at the length of a standardized context's (so the features are the same whatever
+the contexts' scale), with ``w_j ~ N(0, scale^2 I / d)`` and ``b_j ~ U[0, 2 pi)`` drawn once
+from the learner's seed: a linear oracle on them approximates ridge regression with a
+Gaussian kernel on the contexts' directions on top of the linear one, so rewards that are
+not linear in the context (a class indicator, as in the UCI streams) fit far better
+(``docs/random_features.md``). Subtracting ``cos b_j`` takes away most of each feature's
+constant part, so the features do not stand in for the intercept: the optimistic prior on
+the intercept keeps its weight, and a few low rewards do not pull an action down
+everywhere. A context wider than ``width`` features is scaled by ``sqrt(width / d)`` in the
+linear part, so the ridge penalty weighs the linear part of a wide context as it weighs a
+``width``-feature one's. Each context is mapped on its own, one matrix-vector product per
+row (numpy's), the rest in one compiled call (``_features.c``, the numpy expressions'
+arithmetic in their order), so a block of contexts maps to the same numbers as its rows
+one at a time.
+
+>>> features = RandomFeatures(3, seed=0)
+>>> out = features(np.array([0.5, -1.0]))
+>>> out.shape, out[:2].tolist()
+((5,), [0.5, -1.0])
+>>> features(np.zeros(2)).tolist()
+[0.0, 0.0, 0.0, 0.0, 0.0]
+>>> bool(np.array_equal(features(np.array([[0.5, -1.0]]))[0], out))
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from regcb_stream.features import _features
+
+AMPLITUDE = 0.25  # of each feature (chosen by leave-one-dataset-out: docs/random_features.md)
+WIDTH = 8  # contexts wider than this are scaled down in the linear part (chosen likewise)
+
+
+class RandomFeatures:
+    """The map ``x -> [k x, a (cos(sqrt(d) W^T x / |x| + b) - cos b)]`` of dense contexts
+    (1-D) or blocks (2-D), ``k = min(1, sqrt(width / d))``, its ``W`` and ``b`` drawn from
+    ``seed`` at the first context (whose length fixes ``d``).
+
+    Parameters
+    ----------
+    n_features
+        How many random features (``D``).
+    scale
+        The frequencies' scale ``s``: ``W ~ N(0, s^2 / d)`` (a kernel bandwidth
+        ``sqrt(d) / s`` on the mapped contexts).
+    seed
+        Seed of ``W`` and ``b`` (None: fresh entropy).
+    amplitude
+        ``a``, each feature's amplitude (a larger one is a smaller ridge penalty on them).
+    width
+        Contexts of more features have their linear part scaled by ``sqrt(width / d)``
+        (None: never).
+    normalize
+        Map each context's direction ``sqrt(d) x / |x|`` (a Gaussian kernel on directions,
+        whatever the contexts' scale; the features of ``x = 0`` are 0) instead of ``x``.
+    required
+        False for the learner's default: contexts that are dicts, or actions given as
+        feature dicts, are then learned without random features instead of refused.
+    """
+
+    # (a map saved before these existed: amplitude 0.5, not anchored, normalized or scaled)
+    amplitude, width, normalize, required, _offset, _shrink = 0.5, None, False, True, 0.0, 1.0
+
+    def __init__(self, n_features: int, scale: float = 1.0, seed: int | None = 0, *,
+                 amplitude: float = AMPLITUDE, width: int | None = WIDTH,
+                 normalize: bool = True, required: bool = True):
+        self.n_features = n_features
+        self.scale = scale
+        self.seed = seed
+        self.amplitude = amplitude
+        self.width = width
+        self.normalize = normalize
+        self.required = required
+        self._w: np.ndarray | None = None  # (d, D), drawn at the first context
+        self._b: np.ndarray | None = None
+
+    def __call__(self, contexts: np.ndarray) -> np.ndarray:
+        """``contexts`` (d,) or (n, d) with the random features appended."""
+        if self._w is None:
+            self._draw(contexts.shape[-1])
+        if contexts.shape[-1] != len(self._w):
+            raise ValueError(f"context has {contexts.shape[-1]} features, the random features "
+                             f"were drawn for {len(self._w)}")
+        contexts = np.ascontiguousarray(contexts, dtype=float)
+        d, offset = contexts.shape[-1], self._offset
+        if not isinstance(offset, np.ndarray):  # (a map saved before: a number)
+            offset = np.full(self.n_features, offset)
+        if contexts.ndim == 1:
+            waves = contexts.dot(self._w)
+            factor = self._factor(contexts, d)
+        else:  # the same arithmetic row by row
+            waves = np.array([row.dot(self._w) for row in contexts]).reshape(len(contexts), -1)
+            factor = np.array([self._factor(row, d) for row in contexts], dtype=float)
+        out = np.empty(contexts.shape[:-1] + (d + self.n_features,))
+        _features.cosine_rows(contexts, waves, factor, self._b, offset, self.amplitude,
+                              self._shrink, out)
+        return out
+
+    def _factor(self, context: np.ndarray, d: int) -> float:
+        """The factor of a context's waves: 1, or with ``normalize`` the one that maps its
+        direction at length ``sqrt(d)`` (0 for the zero context)."""
+        if not self.normalize:
+            return 1.0
+        square = float(context.dot(context))
+        return math.sqrt(d) / math.sqrt(square) if square > 0 else 0.0
+
+    def _draw(self, d: int) -> None:
+        rng = np.random.default_rng(self.seed)
+        self._w = rng.normal(size=(d, self.n_features)) * (self.scale / np.sqrt(max(d, 1)))
+        self._b = rng.uniform(0.0, 2.0 * np.pi, self.n_features)
+        self._offset = np.cos(self._b)
+        self._shrink = 1.0 if self.width is None or d <= self.width else math.sqrt(
+            self.width / d)
