@@ -369,14 +369,15 @@ def _defaults_match(chosen: str) -> str:
     example: here a dict context) is the configuration chosen on all streams."""
     learner, params = RegCB(), GRID[chosen]
     learner.decide({"x": 1.0}, [0, 1])
-    oracle = learner._oracle
-    same = (learner.variant == params["variant"] and oracle.l2 == params["l2"]
+    oracle = learner.model.oracle
+    same = (learner.variant == params["variant"] and oracle.penalty == params["l2"]
             and oracle.prior_mean == oracle.reward_range[1]  # optimistic for action labels
             and (learner.budget_selection is not None) == (params.get("budget") == "auto")
-            and (params.get("budget") == "auto" or learner._mellowness == params["mellowness"]))
+            and (params.get("budget") == "auto"
+                 or learner.budget_in_force == f"mellowness {params['mellowness']:g}"))
     return ("\n`RegCB()`'s linear model is this configuration: checked.\n" if same else
             "\n**`RegCB()`'s linear model is NOT the configuration chosen here: update "
-            "its defaults in `regcb_stream/learner.py` (`LINEAR_L2`, `LINEAR_MELLOWNESS`) "
+            "the linear row of `regcb_stream/defaults.py` "
             "and rerun.**\n")
 
 

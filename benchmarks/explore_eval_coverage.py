@@ -61,7 +61,7 @@ from regcb_stream.evaluation.explore_eval import (
     read_log,
 )
 from regcb_stream.features.encoder import EncodedRows
-from regcb_stream.io.vw_encode import AdfEncoder
+from regcb_stream.io.adf_encode import AdfEncoder
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = ("letter", "optdigits", "satimage", "pendigits")

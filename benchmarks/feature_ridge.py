@@ -68,7 +68,7 @@ from bench.runs import run_missing  # noqa: E402
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
 from regcb_stream.datasets.synthetic import regret_growth  # noqa: E402
 from regcb_stream.features.random_features import RandomFeatures  # noqa: E402
-from regcb_stream.learner import DEFAULT_L2, DEFAULT_MELLOWNESS, DEFAULT_RANDOM_FEATURES  # noqa: E402
+from regcb_stream.defaults import MODEL_CLASSES, RANDOM_FEATURES  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -83,7 +83,7 @@ def learner(name: str, seed: int, variant: str = "optimistic") -> RegCB:
     """``RegCB()``'s random-features model with the ridge weight and budget ``name``."""
     l2, mellowness = GRID[name]
     return RegCB(variant, oracle=RidgeOracle(l2=l2, prior="auto"), mellowness=mellowness,
-                 random_features=RandomFeatures(DEFAULT_RANDOM_FEATURES, seed=seed),
+                 random_features=RandomFeatures(RANDOM_FEATURES, seed=seed),
                  seed=seed)
 
 
@@ -144,7 +144,7 @@ def report(rows: list[dict], command: str, peers: dict) -> str:
     means, growth, eligible, chosen = _summary(rows)
     mean_of = {g: float(np.mean([means[(g, s)] for s in STREAMS])) for g in GRID}
     best_on = {held: g for held, (g, _) in leave_one_out(means, mean_reward, eligible).items()}
-    default = f"l2={DEFAULT_L2:g} mellowness={DEFAULT_MELLOWNESS:g}"
+    default = f"l2={MODEL_CLASSES['random features'].l2:g} mellowness={MODEL_CLASSES['random features'].mellowness:g}"
     unseen_mean = {(g, part): float(np.mean([means[(g, s)] for s in streams]))
                    for g in dict.fromkeys((chosen, INCUMBENT))
                    for part, streams in (("stationary", unseen.STREAMS),

@@ -19,7 +19,8 @@ it back. This script chooses that class's ridge weight and mellowness as
    their defaults (``benchmarks/defaults.py``'s runs: the same protocol and ``-q sa``) are
    reported beside them.
 
-The report checks that the learner's constants (``DEFAULT_L2``, ``JOINT_MELLOWNESS``) are
+The report checks that the defaults of actions with features of their own
+(`regcb_stream.defaults.MODEL_CLASSES`) are
 the choice. Rankings (actions sharing every feature, the midpoint prior) are chosen in
 ``benchmarks/joint_defaults.py``.
 
@@ -63,7 +64,7 @@ from bench.provenance import stamp  # noqa: E402
 from bench.runs import run_missing  # noqa: E402
 from regcb_stream import RegCB, RidgeOracle  # noqa: E402
 from regcb_stream.datasets.synthetic import realizable_sample  # noqa: E402
-from regcb_stream.learner import DEFAULT_L2, JOINT_MELLOWNESS  # noqa: E402
+from regcb_stream.defaults import MODEL_CLASSES  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -147,7 +148,7 @@ def report(rows: list[dict], peers: dict, command: str) -> str:
     means, growth, eligible = summary(rows)
     held = {s: g for s, (g, _) in leave_one_out(means, mean_reward, eligible).items()}
     chosen = choose(means, STREAMS, mean_reward, eligible)
-    default = f"l2={DEFAULT_L2:g} mellowness={JOINT_MELLOWNESS:g}"
+    default = f"l2={MODEL_CLASSES['own features'].l2:g} mellowness={MODEL_CLASSES['own features'].mellowness:g}"
     mean_of = {g: np.mean([means[(g, s)] for s in STREAMS]) for g in GRID}
     lines = [
         "# The joint model's default budget (actions given by their own features)",

@@ -22,7 +22,7 @@ reward range, or ``zero``, times l2) runs ``RegCB()``'s other defaults on both f
 repetitions of the harness's protocol (progressive reward), and so does ``RegCB()`` itself,
 whose oracle (``prior="auto"``) settles at its first decision: optimistic with the product
 class's ``l2 = 1`` if some action's row has a feature no other's has, midpoint with
-``l2 = 3`` if they share every feature (`RegCB._settle_prior`). The setting for actions
+``l2 = 3`` if they share every feature (`regcb_stream.defaults`). The setting for actions
 sharing every feature is chosen on the ranking streams by leave one dataset out (for each
 UCI set, the best mean over the rankings of the other sets, scored on that set's two); the
 one chosen on all 16 is ``RegCB()``'s (the script checks). Actions with features of their
@@ -57,7 +57,7 @@ from bench.provenance import stamp
 from bench.runs import run_missing
 from regcb_stream import RegCB
 from regcb_stream.datasets import uci
-from regcb_stream.learner import DEFAULT_L2, DEFAULT_SHARED_L2, JOINT_MELLOWNESS
+from regcb_stream.defaults import MODEL_CLASSES
 from regcb_stream.oracles.ridge import RidgeOracle
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -149,7 +149,7 @@ def report(rows: list[dict], command: str, seconds: float) -> str:
                for f in _vw_families()}
     vw_default = {f: mean[(f, "yahoo", algorithms.VW_DEFAULTS[f])] for f in algorithms.VW_DEFAULTS}
     envelope = max(vw_best.values())
-    product = f"prior=optimistic l2={DEFAULT_L2:g}"  # the product class's oracle
+    product = f"prior=optimistic l2={MODEL_CLASSES['own features'].l2:g}"  # the product class's oracle
     columns = (DEFAULT, product, chosen)
     lines = [
         "# The default oracle for action feature rows: how its prior and l2 were chosen",
@@ -163,10 +163,10 @@ def report(rows: list[dict], command: str, seconds: float) -> str:
         f"- ADF streams (`*-adf`): the first {ADF_ROUNDS:,} rounds of a UCI stream, each "
         "action's row its context, its indicator and their product (VW's `-q sa`): every "
         "action has features of its own, so every setting runs with the budget of that "
-        f"class (mellowness {JOINT_MELLOWNESS:g}, `docs/joint_budget.md`)",
+        f"class (mellowness {MODEL_CLASSES['own features'].mellowness:g}, `docs/joint_budget.md`)",
         "- `RegCB()`: `prior=\"auto\"`, settled at the first decision: optimistic with "
-        f"l2 = {DEFAULT_L2:g} (the product class's oracle) if some action's row has a "
-        f"feature no other's has, else midpoint with l2 = {DEFAULT_SHARED_L2:g}",
+        f"l2 = {MODEL_CLASSES['own features'].l2:g} (the product class's oracle) if some action's row has a "
+        f"feature no other's has, else midpoint with l2 = {MODEL_CLASSES['shared features'].l2:g}",
         "",
         "## Actions sharing every feature: the setting chosen by leave one dataset out",
         "",
@@ -237,10 +237,10 @@ def _vw_families() -> list[str]:
 
 def _defaults_match(chosen: str) -> str:
     """Whether ``RegCB()``'s setting for actions sharing every feature is the one chosen."""
-    same = SETTINGS[chosen] == ("midpoint", DEFAULT_SHARED_L2)
+    same = SETTINGS[chosen] == ("midpoint", MODEL_CLASSES["shared features"].l2)
     return ("`RegCB()` has this setting for actions sharing every feature: checked." if same
             else "**`RegCB()` does NOT have the setting chosen here: update "
-            "`DEFAULT_SHARED_L2` or `RegCB._settle_prior` in `regcb_stream/learner.py`, and "
+            "the row of actions sharing every feature in `regcb_stream/defaults.py`, and "
             "rerun.**")
 
 

@@ -36,7 +36,7 @@ from defaults import GRID, LONG_ROUNDS, LONG_SEEDS, MAX_GROWTH, grid_learner, lo
 from bench.provenance import stamp  # noqa: E402
 from bench.runs import run_missing  # noqa: E402
 from regcb_stream import RegCB  # noqa: E402
-from regcb_stream.learner import DEFAULT_L2, DEFAULT_MELLOWNESS, LINEAR_L2, LINEAR_MELLOWNESS  # noqa: E402
+from regcb_stream.defaults import MODEL_CLASSES  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SEEDS = (0, 1)
@@ -107,10 +107,10 @@ def report(rows: list[dict], command: str) -> str:
             f"seed {seed}" for seed in DEFAULT_SEEDS
             if _ratio(*by[(n, "default", seed)]) > MAX_GROWTH) or "none" for n in DEFAULTS)
         + " |",
-        "", f"`RegCB()` is `opti l2={DEFAULT_L2:g} mellowness={DEFAULT_MELLOWNESS:g}` with "
+        "", f"`RegCB()` is `opti l2={MODEL_CLASSES['random features'].l2:g} mellowness={MODEL_CLASSES['random features'].mellowness:g}` with "
         "random features (`docs/feature_ridge.md`); without them (dict contexts, "
-        f"`random_features=0`) it is the linear model `opti l2={LINEAR_L2:g} "
-        f"mellowness={LINEAR_MELLOWNESS:g}` (`docs/defaults.md`), each chosen with the "
+        f"`random_features=0`) it is the linear model `opti l2={MODEL_CLASSES['linear'].l2:g} "
+        f"mellowness={MODEL_CLASSES['linear'].mellowness:g}` (`docs/defaults.md`), each chosen with the "
         f"long-horizon rule on seeds {LONG_SEEDS.start}-{LONG_SEEDS.stop - 1}. Actions given "
         "as their own features (one joint model): `docs/joint_budget.md`."]
     return "\n".join(lines) + "\n"

@@ -60,7 +60,7 @@ from bench.runs import run_missing
 from regcb_stream import RegCB
 from regcb_stream.datasets.synthetic import regret_growth
 from regcb_stream.features.random_features import RandomFeatures
-from regcb_stream.learner import DEFAULT_RANDOM_FEATURES
+from regcb_stream.defaults import RANDOM_FEATURES
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STREAMS = problems.UCI_STREAMS
@@ -210,8 +210,8 @@ def linear_default(means: dict, runs: list[dict] | None = None) -> str:
 
 def _defaults_match(chosen: str) -> str:
     """A line saying whether ``RegCB()``'s map is the setting chosen on all streams."""
-    default = RandomFeatures(DEFAULT_RANDOM_FEATURES)
-    same = GRID[chosen] == (DEFAULT_RANDOM_FEATURES, default.amplitude, default.width,
+    default = RandomFeatures(RANDOM_FEATURES)
+    same = GRID[chosen] == (RANDOM_FEATURES, default.amplitude, default.width,
                             default.normalize, default.scale)
     return ("\n`RegCB()` has this setting: checked.\n" if same else
             "\n**`RegCB()` does NOT have the setting chosen here: update "

@@ -16,14 +16,15 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from regcb_stream.learner import Decision, RegCB
+    from regcb_stream.explore.decision import Decision
+    from regcb_stream.learner import RegCB
     from regcb_stream.oracles.base import Oracle
     from regcb_stream.oracles.bounded import BoundedRidgeOracle
     from regcb_stream.oracles.ridge import RidgeOracle
     from regcb_stream.oracles.river import RiverOracle
     from regcb_stream.oracles.vw import VWOracle
 
-_HOMES = {"Decision": "learner", "RegCB": "learner", "Oracle": "oracles.base",
+_HOMES = {"Decision": "explore.decision", "RegCB": "learner", "Oracle": "oracles.base",
           "BoundedRidgeOracle": "oracles.bounded", "RidgeOracle": "oracles.ridge",
           "RiverOracle": "oracles.river", "VWOracle": "oracles.vw"}
 

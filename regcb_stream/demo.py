@@ -16,13 +16,13 @@ import numpy as np
 from regcb_stream import RegCB
 from regcb_stream.datasets import uci
 from regcb_stream.datasets.synthetic import LinearProblem
+from regcb_stream.defaults import RANDOM_FEATURES
 from regcb_stream.evaluation.reference import (
     full_information_reward,
     learner_reward,
     uniform_reward,
 )
 from regcb_stream.features.random_features import RandomFeatures
-from regcb_stream.learner import DEFAULT_RANDOM_FEATURES
 
 
 def report(name: str, X: np.ndarray, R: np.ndarray) -> None:
@@ -35,7 +35,7 @@ def report(name: str, X: np.ndarray, R: np.ndarray) -> None:
         name = f'RegCB("{variant}")'
         print(f"  {name:<34}{reward:>20.4f}{speed:>10.0f}")
     print(f"  {'uniform random':<34}{uniform_reward(R):>20.4f}")
-    mapped = RandomFeatures(DEFAULT_RANDOM_FEATURES, seed=0)(X)
+    mapped = RandomFeatures(RANDOM_FEATURES, seed=0)(X)
     for name, contexts in (("linear", X), ("random features", mapped)):
         name = f"full information, {name}"
         print(f"  {name:<34}{full_information_reward(contexts, R):>20.4f}")

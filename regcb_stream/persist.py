@@ -3,16 +3,18 @@
 A model file is a numpy ``.npz`` archive read with ``allow_pickle=False``: a JSON header
 (``format``, ``version``, the stream ``settings``, and the learner as a tree of plain values)
 and the learner's numpy arrays beside it. The tree names each object by a class from a fixed
-list of this package's own (the learner, the ridge, bounded and VW oracles, the feature
-encoder, the budget selector; numpy's random generator by its state), so loading builds only
-those, and nothing in the file is ever imported or called. A stream split in two with a save
+list of this package's own (the learner, its model and explorer, the ridge, bounded and VW
+oracles, the feature encoder, the budgets; numpy's random generator by its state), each
+with the state its class says it saves (`regcb_stream.state`: ``SAVED``, by names of the
+format's own), so loading builds only those, and nothing in the file is ever imported or
+called. A stream split in two with a save
 and a resume in between gives the same output as one uninterrupted run.
 
 Objects outside that list (a River pipeline, LightGBM trees) are stored only with
 ``allow_pickle=True``, as pickles inside the archive, with a warning; loading them needs
-``allow_pickle=True`` too, and runs their code. Model files of earlier versions (whole
-pickles) are refused with the command that converts one you trust:
-``python -m regcb_stream.persist convert OLD NEW``.
+``allow_pickle=True`` too, and runs their code. A model file of version 6 is refused with
+the command that converts it (`regcb_stream.convert`): ``python -m regcb_stream.persist
+convert OLD NEW``.
 
 >>> import tempfile, pathlib
 >>> from regcb_stream import RegCB
@@ -36,8 +38,8 @@ import zipfile
 import numpy as np
 
 FORMAT = "regcb-stream model"
-VERSION = 6  # 6: no pickle (a JSON tree and numpy arrays); 5: hashed features (-b), the bounded
-# ridge oracle; 4: the compiled ridge state; 3: budget kinds; 2: the ridge prior
+VERSION = 7  # 7: each class's state by its own names (`regcb_stream.state`); 6: no pickle (a
+# JSON tree and numpy arrays); 5: hashed features (-b), the bounded ridge oracle
 PICKLE_MAGIC = b"\x80"  # how every pickle of protocol 2 and later starts: versions <= 5
 CONVERT = "python -m regcb_stream.persist convert"
 
@@ -45,26 +47,26 @@ CONVERT = "python -m regcb_stream.persist convert"
 def _classes() -> dict[str, type]:
     """The classes a model file may name, by name: the only ones loading builds."""
     from regcb_stream.adapt.change import ChangeDetector
-    from regcb_stream.adapt.events import PendingDecisions
-    from regcb_stream.adapt.selection import ModelSelection
-    from regcb_stream.explore.budget import BudgetSelector
+    from regcb_stream.adapt.events import DelayedRewards, PendingDecisions
+    from regcb_stream.adapt.selection import Losses, ModelSelection
+    from regcb_stream.explore.budget import AutoBudget, BudgetSelector, FixedBudget
+    from regcb_stream.explore.explorer import Explorer
     from regcb_stream.features.encoder import FeatureEncoder, SlotColumns
     from regcb_stream.features.random_features import RandomFeatures
+    from regcb_stream.features.rows import ActionRegistry, Rows
     from regcb_stream.learner import RegCB
+    from regcb_stream.model import Model, Spec
+    from regcb_stream.oracles.base import Capabilities
+    from regcb_stream.oracles.blocks import ArrowheadBlocks
     from regcb_stream.oracles.bounded import BoundedRidgeOracle
-    from regcb_stream.oracles.ridge import RidgeOracle, _Blocks
-    from regcb_stream.oracles.vw import VWOracle, _State
+    from regcb_stream.oracles.ridge import RidgeOracle
+    from regcb_stream.oracles.vw import VWOracle, VWState
 
-    classes = (RegCB, RidgeOracle, BoundedRidgeOracle, VWOracle, _State, _Blocks,
-               FeatureEncoder, SlotColumns, BudgetSelector, PendingDecisions, RandomFeatures,
-               ChangeDetector, ModelSelection)
+    classes = (RegCB, Model, Spec, ModelSelection, Losses, Rows, ActionRegistry,
+               FeatureEncoder, SlotColumns, RandomFeatures, Explorer, FixedBudget, AutoBudget,
+               BudgetSelector, ChangeDetector, DelayedRewards, PendingDecisions, Capabilities,
+               RidgeOracle, BoundedRidgeOracle, ArrowheadBlocks, VWOracle, VWState)
     return {cls.__qualname__: cls for cls in classes}
-
-
-def _functions() -> dict[str, object]:
-    from regcb_stream import rules
-
-    return {"elimination": rules.elimination, "optimistic": rules.optimistic}
 
 
 _TYPES = {t.__name__: t for t in (int, float, str, bool, bytes, type(None), np.int8, np.int16,
@@ -79,7 +81,6 @@ class _Writer:
         self.arrays: list[np.ndarray] = []
         self.allow_pickle = allow_pickle
         self.classes = {cls: name for name, cls in _classes().items()}
-        self.functions = {id(f): name for name, f in _functions().items()}
         self.refs: dict[int, int] = {}  # id of an object or array -> its number
         self.kept: list = []  # (those objects, alive while writing)
 
@@ -103,11 +104,9 @@ class _Writer:
             return {"$type": obj.__name__}
         if isinstance(obj, np.random.Generator):
             return {"$generator": self.tree(obj.bit_generator.state)}
-        if id(obj) in self.functions:
-            return {"$function": self.functions[id(obj)]}
         if type(obj) in self.classes:
             self._number(obj)
-            return {"$object": self.classes[type(obj)], "state": self.tree(_state_of(obj))}
+            return {"$object": self.classes[type(obj)], "state": self.tree(obj.state())}
         return self.foreign(obj)
 
     def _number(self, obj) -> None:
@@ -135,7 +134,7 @@ class _Reader:
 
     def __init__(self, arrays, allow_pickle: bool, path):
         self.arrays, self.allow_pickle, self.path = arrays, allow_pickle, path
-        self.classes, self.functions = _classes(), _functions()
+        self.classes = _classes()
         self.refs: list = []  # the objects and arrays built, in the writer's numbering
 
     def value(self, tree):
@@ -164,14 +163,14 @@ class _Reader:
                 {"PCG64": np.random.PCG64}, state["bit_generator"], "generator")())
             generator.bit_generator.state = state
             return generator
-        if key == "$function":
-            return self._named(self.functions, get("$function"), "function")
         if key == "$object":
             cls = self._named(self.classes, get("$object"), "class")
-            obj = cls.__new__(cls)
-            self.refs.append(obj)
-            for name, v in self.value(get("state")).items():
-                object.__setattr__(obj, name, v)
+            number = len(self.refs)
+            self.refs.append(None)  # (numbered as the writer did: before what it holds)
+            state = self.value(get("state"))
+            if not isinstance(state, dict):
+                raise TypeError(f"the state of a {cls.__name__} is not a table")
+            self.refs[number] = obj = cls.from_state(state)
             return obj
         if key == "$pickle":
             if not self.allow_pickle:
@@ -187,18 +186,6 @@ class _Reader:
             raise ValueError(f"{self.path}: the model names {what} {name!r}, which is not one "
                              "this regcb-stream builds")
         return table[name]
-
-
-def _state_of(obj) -> dict:
-    """An object's attributes (``__dict__`` and ``__slots__``), but its caches (the names in
-    its class's ``_transient``)."""
-    state = dict(getattr(obj, "__dict__", {}))
-    for name in getattr(type(obj), "_transient", ()):
-        state.pop(name, None)
-    for name in getattr(type(obj), "__slots__", ()):
-        if hasattr(obj, name):
-            state[name] = getattr(obj, name)
-    return state
 
 
 def save_model(path: str | os.PathLike, learner, settings: dict,
@@ -254,8 +241,7 @@ def load_model(path: str | os.PathLike, allow_pickle: bool = False):
 def _load(source, head: bytes, allow_pickle: bool, label):
     if head[:1] == PICKLE_MAGIC:
         raise ValueError(f"{label} is a model file of an earlier regcb-stream (a pickle, which "
-                         f"can run code when loaded); if you trust it, convert it once with "
-                         f"`{CONVERT} {label} NEW`")
+                         f"can run code when loaded): it does not load")
     try:
         with np.load(source, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
@@ -265,6 +251,9 @@ def _load(source, head: bytes, allow_pickle: bool, label):
         raise ValueError(f"{label} is not a regcb-stream model file ({error})") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise ValueError(f"{label} is not a regcb-stream model file")
+    if header.get("version") == VERSION - 1:
+        raise ValueError(f"{label} has model format version {VERSION - 1}: convert it once "
+                         f"with `{CONVERT} {label} NEW`")
     if header.get("version") != VERSION:
         raise ValueError(f"{label} has model format version {header.get('version')}, "
                          f"this regcb-stream reads version {VERSION}")
@@ -277,31 +266,27 @@ def _load(source, head: bytes, allow_pickle: bool, label):
 
 
 def convert(old: str, new: str) -> None:
-    """Re-save a model file of version 5 (a pickle, unpickled here: trust it) in this
-    format."""
-    import pickle
+    """Save a model file of format 6 in this format (`regcb_stream.convert`)."""
+    from regcb_stream import convert as format6
 
     with open(old, "rb") as source:
-        state = pickle.load(source)
-    if not isinstance(state, dict) or state.get("format") != FORMAT or state.get(
-            "version") != 5:
-        raise ValueError(f"{old} is not a regcb-stream model file of version 5")
-    save_model(new, state["learner"], state["settings"])
+        data = source.read()
+    if data[:1] == PICKLE_MAGIC:
+        raise ValueError(f"{old} is a model file of format 5 or before (a pickle): not "
+                         "converted")
+    learner, settings = format6.read(data, old)
+    save_model(new, format6.learner(learner), settings)
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m regcb_stream.persist convert OLD NEW``."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3 or args[0] != "convert":
-        print(f"usage: {CONVERT} OLD NEW  (OLD is unpickled: convert only files you trust)",
-              file=sys.stderr)
+        print(f"usage: {CONVERT} OLD NEW  (OLD: a model file of format 6)", file=sys.stderr)
         return 2
-    import pickle
-
     try:
         convert(args[1], args[2])
-    except (OSError, ValueError, pickle.UnpicklingError, EOFError, AttributeError,
-            ImportError) as error:
+    except (OSError, ValueError, KeyError, TypeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0

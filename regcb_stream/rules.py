@@ -1,4 +1,5 @@
-"""Decision rules: confidence bounds per action -> a probability distribution.
+"""Decision rules: confidence bounds per action -> a probability distribution, and the
+draw from it.
 
 Each rule is a pure function of ``(low, high)`` arrays of shape ``(n, K)`` (one row per
 context, one column per action) returning an ``(n, K)`` array whose rows are distributions.
@@ -46,6 +47,17 @@ def optimistic(low: np.ndarray, high: np.ndarray, tolerance: float = 0.0) -> np.
 def uniform(n: int, k: int) -> np.ndarray:
     """Uniform distributions over ``k`` actions for ``n`` contexts (warm start)."""
     return np.full((n, k), 1.0 / k)
+
+
+def sample(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF draw per row of ``pmf`` from uniforms ``u``; never an action of mass 0.
+
+    >>> sample(np.array([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0]]), np.array([0.7, 0.1])).tolist()
+    [1, 2]
+    """
+    cdf = pmf.cumsum(axis=1)
+    index = (cdf <= (u * cdf[:, -1])[:, None]).sum(axis=1)
+    return np.minimum(index, pmf.shape[1] - 1)
 
 
 def decision_rule(variant: str):

@@ -110,7 +110,7 @@ def test_progressive_reward_records(vehicle) -> None:
 def test_joint_streams_have_the_structure_they_stand_for() -> None:
     """Ranking rows share every feature; ADF rows give each action features of its own;
     both are decided by ``RegCB()``'s rule for action feature rows accordingly."""
-    from regcb_stream.learner import own_features
+    from regcb_stream.features.rows import own_features
 
     jd = load_script("joint_defaults")
     try:

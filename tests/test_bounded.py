@@ -16,9 +16,7 @@ VARIANTS = ["optimistic", "elimination"]
 
 
 def reference(**kwargs) -> BoundedRidgeOracle:
-    oracle = BoundedRidgeOracle(**kwargs)
-    oracle.compiled = False
-    return oracle
+    return BoundedRidgeOracle(kernels=False, **kwargs)
 
 
 def assert_same(a, b, atol=1e-9) -> None:
@@ -49,7 +47,7 @@ def sparse_contexts(n: int, names: int, active: int, seed: int):
                                                 rng.normal(size=active))} for _ in range(n)]
 
 
-@pytest.mark.skipif(not BoundedRidgeOracle.compiled, reason="the kernels are not built")
+@pytest.mark.skipif(not BoundedRidgeOracle().compiled, reason="the kernels are not built")
 @pytest.mark.parametrize("head", [0, 5, 40])
 @pytest.mark.parametrize("schedule", ["online", "sqrt2"])
 def test_compiled_kernels_match_the_numpy_reference(head, schedule):
@@ -67,7 +65,7 @@ def test_compiled_kernels_match_the_numpy_reference(head, schedule):
         slow.learn(x, actions[a], r, 0.25)
 
 
-@pytest.mark.skipif(not BoundedRidgeOracle.compiled, reason="the kernels are not built")
+@pytest.mark.skipif(not BoundedRidgeOracle().compiled, reason="the kernels are not built")
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_dense_rows_match_the_numpy_reference(variant):
     X, played, rewards = logged(600, seed=3)
@@ -84,8 +82,10 @@ def test_the_head_is_refreshed_from_its_gram_matrix():
     for _ in range(oracle.refresh_every + 5):
         oracle.learn(np.array([1.0, 0.5, -0.5]), 0, 1.0)
         oracle.rebuild()
-    np.testing.assert_allclose(oracle._hinv[0] @ oracle._hgram[0], np.eye(3), atol=1e-9)
-    assert oracle._updates[0] == 5
+    state = oracle.state()
+    np.testing.assert_allclose(state["head_inverse"][0] @ state["head_gram"][0], np.eye(3),
+                               atol=1e-9)
+    assert state["updates"][0] == 5
 
 
 def test_exact_ridge_hands_over_when_it_outgrows_max_exact():
@@ -96,9 +96,10 @@ def test_exact_ridge_hands_over_when_it_outgrows_max_exact():
         action, prob, _ = learner.predict(x, actions)
         learner.learn(x, action, float(i % 3 == 0), prob)
         if i == 1:
-            assert isinstance(learner._oracle, RidgeOracle)
-    oracle = learner._oracle
-    assert isinstance(oracle, BoundedRidgeOracle) and oracle._hinv.shape[1] == 30
+            assert isinstance(learner.model.oracle, RidgeOracle)
+    oracle = learner.model.oracle
+    assert isinstance(oracle, BoundedRidgeOracle)
+    assert oracle.state()["head_inverse"].shape[1] == 30
     assert oracle.nbytes < 4 * (24 * 30**2 + 8 * (1.25 * oracle.dim + 1024))
     assert "bounded ridge" in learner.oracle_in_use
 
@@ -108,9 +109,9 @@ def test_the_hand_over_keeps_the_exact_solution():
     ridge = RidgeOracle(prior="optimistic")
     learner = RegCB(oracle=ridge, seed=0, random_features=0)  # 17 columns
     learner.replay(X, list(range(26)), played, rewards)
-    exact = learner._oracle
-    phi = learner._rows(X[:20], list(range(26)))[0]
-    bounded = BoundedRidgeOracle.from_ridge(exact, head=17)
+    exact = learner.model.oracle
+    phi = learner.model.decisions(X[:20], list(range(26))).rows
+    bounded = BoundedRidgeOracle.from_ridge(exact, n_models=1)  # (its head: all 17)
     for a, b in zip(exact.moments(phi, slice(None)), bounded.moments(phi, slice(None))):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-9)
 

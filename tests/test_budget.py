@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from regcb_stream import RegCB, RidgeOracle
 from regcb_stream.datasets.synthetic import LinearProblem
-from regcb_stream.explore.budget import BudgetSelector
+from regcb_stream.explore.budget import BudgetSelector, FixedBudget
 
 VARIANTS = ["elimination", "optimistic"]
 GRID = (0.0, 1e-3, 1e-2, 1e-1)
@@ -42,14 +42,12 @@ def test_candidates_share_the_oracle_and_mix_into_the_played_distribution():
     decision = learner.decide(X[0], [0, 1, 2, 3])
     weights = np.array(learner.budget_selection["weights"])
     assert decision.pmf == pytest.approx(weights @ decision.candidates)
+    block = learner.model.decisions([X[0]], [0, 1, 2, 3])
     for j, mellowness in enumerate(GRID):  # each candidate is RegCB with that budget
-        fixed = RegCB("elimination", mellowness=mellowness, seed=0) if mellowness else None
-        if fixed is None:
-            continue
-        fixed._oracle, fixed._n_frozen, fixed._labels = (learner._oracle, learner._n_frozen,
-                                                         learner._labels)
-        fixed._ids_of, fixed._epoch = learner._ids_of, learner._epoch
-        assert fixed.decide(X[0], [0, 1, 2, 3]).pmf.tolist() == decision.candidates[j].tolist()
+        if mellowness:
+            fixed = FixedBudget("mellowness", None, mellowness)
+            assert fixed.decide(learner.model.explorer, *block).pmf[0].tolist() == (
+                decision.candidates[j].tolist())
 
 
 @settings(max_examples=25, deadline=None)
@@ -127,7 +125,7 @@ def test_weights_follow_the_estimates_and_keep_the_floor():
     selector.freeze()
     weights = selector.weights()
     assert weights[1] > 0.9 and weights[0] >= 0.05 - 1e-12
-    assert selector.state()["leader"] == 0.1
+    assert selector.summary()["leader"] == 0.1
 
 
 @pytest.mark.parametrize("params", [dict(grid=()), dict(grid=(-1.0,)), dict(rate=0.0),
@@ -220,5 +218,5 @@ def test_compiled_update_weighs_as_the_plain_float_reference(monkeypatch):
                     frozen.append((selector.weights().tolist(), selector.leader()))
             selector.freeze()
             runs.append((list(selector.estimates), frozen, selector.weights().tolist(),
-                         selector.state()))
+                         selector.summary()))
         assert runs[0] == runs[1]

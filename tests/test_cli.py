@@ -334,10 +334,10 @@ def test_optimistic_prior_flags(tmp_path):
     base = ["--cb_explore", "4", "--regcbopt", "--mellowness", "0.01", "-d", str(data),
             "-p", "-", "--quiet"]
     plain = run_cli(base)
-    optimistic = run_cli([*base, "--optimistic_prior", "--ridge_l2", "3"])
+    optimistic = run_cli([*base, "--ridge_prior", "optimistic", "--ridge_l2", "3"])
     assert plain.returncode == optimistic.returncode == 0
     assert optimistic.stdout.count("\n\n") == 200 and optimistic.stdout != plain.stdout
-    refused = run_cli([*base, "--oracle", "vw", "--optimistic_prior"])
+    refused = run_cli([*base, "--oracle", "vw", "--ridge_prior", "optimistic"])
     assert refused.returncode == 2 and "apply to the ridge oracles only" in refused.stderr
     assert run_cli([*base, "--ridge_l2", "0"]).returncode == 2
 
@@ -434,4 +434,4 @@ def test_adf_save_and_resume_equals_one_run(tmp_path):
     assert one.returncode == part1.returncode == part2.returncode == 0, part2.stderr
     assert part1.stdout + part2.stdout == one.stdout
     learner = load_model(model)[0]
-    assert learner._oracle._blocks is not None  # the run used the blocks
+    assert learner.model.oracle.state()["blocks"] is not None  # the run used the blocks

@@ -12,18 +12,17 @@ from regcb_stream import RegCB, RidgeOracle
 from regcb_stream.datasets.uci import bandit_stream
 from regcb_stream.features.encoder import EncodedRows
 
-pytestmark = pytest.mark.skipif(not RidgeOracle.compiled, reason="the kernels are not built")
+pytestmark = pytest.mark.skipif(not RidgeOracle().compiled, reason="the kernels are not built")
 
 
 def reference_oracle(**kwargs) -> RidgeOracle:
-    oracle = RidgeOracle(**kwargs)
-    oracle.compiled = False
-    return oracle
+    return RidgeOracle(kernels=False, **kwargs)
 
 
 def joint_reference() -> RidgeOracle:
-    """The numpy reference of ``RegCB()``'s oracle for action feature rows."""
-    return reference_oracle(prior="auto")
+    """The numpy reference of ``RegCB()``'s oracle (its penalty and prior the model
+    class's)."""
+    return reference_oracle(l2=None, prior="auto")
 
 
 def logged(n: int, k: int, seed: int):
@@ -154,7 +153,7 @@ def test_joint_blocks_match_the_dense_reference(variant):
         learner.encoder.columns("a", list(range(dim - 1)))
     decisions = [learner.replay([{}] * len(played), rows, played, rewards)
                  for learner in (fast, slow)]
-    assert fast._oracle._blocks is not None  # the fast path ran on blocks
+    assert fast.model.oracle.state()["blocks"] is not None  # the fast path ran on blocks
     assert_same(*decisions)
 
 
@@ -175,7 +174,7 @@ def test_joint_blocks_per_example_and_epochs_match_the_reference():
                 chosen = EncodedRows(one.index[:, played[t]], one.value[:, played[t]])
                 for learner in (fast, slow):
                     learner.learn_many([{}], chosen, [rewards[t]], [0.5])
-        assert (fast._oracle._blocks is not None) == (schedule == "online")
+        assert (fast.model.oracle.state()["blocks"] is not None) == (schedule == "online")
 
 
 def test_joint_blocks_take_features_met_after_they_are_built():
@@ -215,16 +214,16 @@ def test_automatic_budget_candidates_match_the_numpy_reference(variant):
     X, played, rewards = logged(600, 26, seed=2)
     learner = RegCB(variant, seed=0)
     learner.replay(X[:500], list(range(26)), played[:500], rewards[:500])
-    fast = learner._oracle
-    slow = reference_oracle(prior="optimistic")
-    slow.__dict__.update({k: v for k, v in fast.__dict__.items() if k != "compiled"})
+    fast = learner.model.oracle
+    slow = RidgeOracle.from_state({**fast.state(), "kernels": False})
     selector = BudgetSelector()
     for t in range(40):
         selector.update(np.linspace(0.1, 0.9, 4)[::(1 if t % 2 else -1)], 0.5, t % 3 / 2)
-    rows, models = learner._rows(X[500:], list(range(26)))
+    rows, models = learner.model.decisions(X[500:], list(range(26)))
     rule = rules.decision_rule(variant)
-    got, want = (candidate_decisions(selector, oracle, rule, learner._oracle_rows(rows),
-                                     models, 500, (0.0, 1.0), 1e-12) for oracle in (fast, slow))
+    got, want = (candidate_decisions(selector, oracle, rule, rows, models, 500, (0.0, 1.0),
+                                     1e-12, oracle.capabilities.online_loop)
+                 for oracle in (fast, slow))
     np.testing.assert_array_equal(got[4], want[4])  # every candidate's distribution
     for a, b in zip(got[:4], want[:4]):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
@@ -239,16 +238,21 @@ def test_compiled_replay_with_the_automatic_budget_is_the_general_one(variant):
     played[::7] = -1
     probs = np.random.default_rng(0).uniform(0.02, 1.0, len(X))
     fast, general = (RegCB(variant, seed=0, budget="auto") for _ in range(2))
-    general._compiled_replay = lambda: False
+    actions = list(range(26))
     for start in range(0, len(X), 400):
         block = slice(start, start + 400)
-        got, want = (learner.replay(X[block], list(range(26)), played[block], rewards[block],
-                                    probs[block]) for learner in (fast, general))
-        for a, b in zip((got.pmf, got.prediction, got.low, got.high),
-                        (want.pmf, want.prediction, want.low, want.high)):
-            np.testing.assert_array_equal(a, b)
+        got = fast.replay(X[block], actions, played[block], rewards[block], probs[block])
+        for t in range(start, min(start + 400, len(X))):  # the general path: block by block
+            want = general.decide_many(X[t:t + 1], actions)
+            if played[t] >= 0:
+                general.learn_many(X[t:t + 1], [played[t]], [rewards[t]], [probs[t]],
+                                   candidates=want.candidates[:, :, played[t]])
+            for a, b in zip((got.pmf, got.prediction, got.low, got.high),
+                            (want.pmf, want.prediction, want.low, want.high)):
+                np.testing.assert_array_equal(a[t - start], b[0])
     assert fast.budget_selection == general.budget_selection
-    np.testing.assert_array_equal(fast._oracle._a_inv, general._oracle._a_inv)
+    np.testing.assert_array_equal(fast.model.oracle.state()["a_inv"],
+                                  general.model.oracle.state()["a_inv"])
 
 
 @pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
@@ -273,7 +277,8 @@ def test_one_row_path_makes_the_general_paths_draws(variant, budget):
         info = got[2] if t % 2 else {}
         fast.learn(x, got[0], r[got[0]], got[1], **info)
         general.learn(x.tolist(), want[0], r[want[0]], want[1], **info)
-    np.testing.assert_array_equal(fast._oracle._a_inv, general._oracle._a_inv)
+    np.testing.assert_array_equal(fast.model.oracle.state()["a_inv"],
+                                  general.model.oracle.state()["a_inv"])
     assert fast.n_labels == general.n_labels == 1500
     assert fast.budget_selection == general.budget_selection
     if budget:

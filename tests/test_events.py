@@ -93,7 +93,7 @@ def test_waiting_decisions_are_learned_with_a_lie_replaced_exactly_by_their_rewa
         for event in due.pop(t, []):
             learner.reward_event(event, float(R[event, played[event]]))
             arrived.append(event)
-    oracle, waiting = learner._oracle, learner._pending_events.waiting
+    oracle, waiting = learner.model.oracle, learner.pending_rewards.pending.waiting
     lied = [event for event, decision in waiting.items() if len(decision) > 4]
     assert n - 1 in waiting and n - 1 not in lied  # the last decision waits without a lie
     assert lied[-1] == n - 2 and waiting[n - 2][4] == pytest.approx(np.mean(seen))
@@ -105,8 +105,8 @@ def test_waiting_decisions_are_learned_with_a_lie_replaced_exactly_by_their_rewa
     for event in arrived:
         twin.learn(X[event], played[event], float(R[event, played[event]]))
     assert learner.n_labels == twin.n_labels == n
-    for name in ("_a", "_b", "_a_inv", "_theta"):
-        np.testing.assert_allclose(getattr(oracle, name), getattr(twin._oracle, name),
+    for name in ("a", "b", "a_inv", "theta"):
+        np.testing.assert_allclose(oracle.state()[name], twin.model.oracle.state()[name],
                                    rtol=1e-9, atol=1e-9)
 
 
@@ -115,10 +115,11 @@ def test_a_dropped_decision_takes_its_lie_away():
     learner.wait_for_rewards(window=2)
     for t in range(4):  # decision t lies about t - 1 and drops t - 2
         learner.decide_event(t, [1.0, float(t)], ["a", "b"])
-    oracle = learner._oracle
-    eye = oracle.l2 * np.eye(3)  # the prior alone
+    oracle = learner.model.oracle
+    eye = oracle.penalty * np.eye(3)  # the prior alone
     assert learner.events["dropped"] == 2 and learner.n_labels == 0
-    assert np.abs(oracle._b).max() > 0.1  # decision 2's lie (3 waits without one)
+    assert np.abs(oracle.state()["b"]).max() > 0.1  # decision 2's lie (3 waits without one)
     learner.wait_for_rewards(window=5)  # the waiting decisions dropped, and the lie
-    np.testing.assert_allclose(oracle._a, np.broadcast_to(eye, oracle._a.shape), atol=1e-12)
-    np.testing.assert_allclose(oracle._b, 0.0, atol=1e-12)
+    a, b = oracle.state()["a"], oracle.state()["b"]
+    np.testing.assert_allclose(a, np.broadcast_to(eye, a.shape), atol=1e-12)
+    np.testing.assert_allclose(b, 0.0, atol=1e-12)

@@ -25,9 +25,10 @@ def discounted(X, models, y, weights, forget, l2, model):
 
 def statistics(oracle: RidgeOracle, model: int):
     """An oracle's statistics in their true scale (common factor undone)."""
-    decay = oracle.forget ** (oracle.clock - oracle._stamp)
-    eye = oracle.l2 * np.eye(oracle.dim)
-    return eye + decay * (oracle._a[model] - eye), decay * oracle._b[model]
+    state = oracle.state()
+    decay = oracle.forget ** (oracle.clock - state["stamp"])
+    eye = oracle.penalty * np.eye(oracle.dim)
+    return eye + decay * (state["a"][model] - eye), decay * state["b"][model]
 
 
 @settings(max_examples=40, deadline=None)
@@ -44,7 +45,7 @@ def test_the_statistics_are_the_discounted_ridge(forget, l2, n, seed):
         if rng.random() < 0.7:  # rebuilds (and so steps) at irregular times
             oracle.rebuild()
     oracle.rebuild()
-    assert oracle.clock == n and oracle.clock - oracle._stamp < oracle.discount_every
+    assert oracle.clock == n and oracle.clock - oracle.state()["stamp"] < oracle.discount_every
     for model in range(2):
         a, b = discounted(X, models, y, weights, forget, l2, model)
         got_a, got_b = statistics(oracle, model)
@@ -61,10 +62,11 @@ def test_at_a_step_the_fit_is_the_discounted_ridge_exactly():
     for t in range(n):
         oracle.learn(X[t], int(played[t]), R[t, played[t]])
         oracle.rebuild()
-    assert oracle.discount_every == 34 and oracle.clock == oracle._stamp == n
+    assert oracle.discount_every == 34 and oracle.clock == oracle.state()["stamp"] == n
     for model in range(4):
         a, b = discounted(X, played, R[np.arange(n), played], 1.0, 0.98, 2.0, model)
-        np.testing.assert_allclose(oracle._theta[model], np.linalg.solve(a, b), atol=1e-10)
+        np.testing.assert_allclose(oracle.state()["theta"][model], np.linalg.solve(a, b),
+                                   atol=1e-10)
 
 
 def test_forget_one_is_the_ridge_that_never_forgets():
@@ -92,9 +94,9 @@ def test_every_path_makes_the_same_decisions(variant, oracle, budget):
     one_by_one = play_one_by_one(stepwise, X, R, u)
     played, _ = looped.play(X, list(range(4)), lambda rows, i: R[rows, i], u)
     np.testing.assert_array_equal(played, one_by_one)
-    state = "_b" if oracle is None else "_htheta"  # (the same weights, bit for bit)
-    np.testing.assert_array_equal(getattr(looped._oracle, state),
-                                  getattr(stepwise._oracle, state))
+    state = "b" if oracle is None else "head_theta"  # (the same weights, bit for bit)
+    np.testing.assert_array_equal(looped.model.oracle.state()[state],
+                                  stepwise.model.oracle.state()[state])
     rewards = R[np.arange(1500), played]
     replayer = make()
     replayed = replayer.replay(X, list(range(4)), played, rewards, np.full(1500, 0.5))
@@ -103,16 +105,15 @@ def test_every_path_makes_the_same_decisions(variant, oracle, budget):
         np.testing.assert_array_equal(by_rows.decide(X[t], list(range(4))).pmf,
                                       replayed.pmf[t])
         by_rows.learn(X[t], int(played[t]), rewards[t], 0.5)
-    np.testing.assert_array_equal(getattr(replayer._oracle, state),
-                                  getattr(by_rows._oracle, state))
+    np.testing.assert_array_equal(replayer.model.oracle.state()[state],
+                                  by_rows.model.oracle.state()[state])
 
 
 @pytest.mark.parametrize("head", [0, 3])
 def test_the_bounded_kernels_forget_as_the_numpy_reference(head):
     X, R = drifting(800, seed=4)
     played = np.random.default_rng(0).integers(0, 4, 800)
-    slow_oracle = BoundedRidgeOracle(head=head, forget=0.995)
-    slow_oracle.compiled = False
+    slow_oracle = BoundedRidgeOracle(head=head, forget=0.995, kernels=False)
     fast = RegCB(oracle=BoundedRidgeOracle(head=head, forget=0.995), seed=0)
     slow = RegCB(oracle=slow_oracle, seed=0)
     a = fast.replay(X, list(range(4)), played, R[np.arange(800), played])
@@ -163,8 +164,8 @@ def test_a_label_changed_later_is_changed_at_its_own_time():
             oracle.rebuild()
     lied.relabel(X[30], 0, R[30, 0] - 0.5, at=30)
     lied.rebuild()
-    np.testing.assert_allclose(lied._b, truth._b, atol=1e-12)
-    np.testing.assert_allclose(lied._theta, truth._theta, atol=1e-10)
+    np.testing.assert_allclose(lied.state()["b"], truth.state()["b"], atol=1e-12)
+    np.testing.assert_allclose(lied.state()["theta"], truth.state()["theta"], atol=1e-10)
 
 
 def test_delayed_rewards_are_learned_at_their_decisions_times():
@@ -178,13 +179,13 @@ def test_delayed_rewards_are_learned_at_their_decisions_times():
             learner.reward_event(t - 5, float(R[t - 5, played[t - 5]]))
     for t in range(595, 600):
         learner.reward_event(t, float(R[t, played[t]]))
-    assert learner._oracle.clock == 600
+    assert learner.model.oracle.clock == 600
     twin = RegCB(forget=0.99, random_features=0, seed=0)  # the real rewards, in order
     twin.replay(X, actions, [played[t] for t in range(600)],
                 [R[t, played[t]] for t in range(600)])
     for model in range(4):
-        for ours, theirs in zip(statistics(learner._oracle, model),
-                                statistics(twin._oracle, model)):
+        for ours, theirs in zip(statistics(learner.model.oracle, model),
+                                statistics(twin.model.oracle, model)):
             np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-9)
 
 
@@ -196,7 +197,7 @@ def test_a_saved_learner_carries_on_as_the_one_that_was_not():
     first = RegCB(forget=0.995, seed=0)
     head = play_one_by_one(first, X[:437], R[:437], u[:437])
     resumed, _ = loads(dumps(first, {}))
-    assert resumed.forget == 0.995 and resumed._oracle.clock == 437
+    assert resumed.forget == 0.995 and resumed.model.oracle.clock == 437
     tail = play_one_by_one(resumed, X[437:], R[437:], u[437:])
     np.testing.assert_array_equal(np.r_[head, tail], straight)
 
@@ -210,7 +211,7 @@ def test_the_hand_over_to_the_bounded_oracle_keeps_forgetting():
     for i, x in enumerate(contexts):
         action, prob, _ = learner.predict(x, ["a", "b", "c"])
         learner.learn(x, action, float(i % 2), prob)
-    oracle = learner._oracle
+    oracle = learner.model.oracle
     assert isinstance(oracle, BoundedRidgeOracle)
     assert oracle.forget == 0.99 and oracle.clock == 300
 
@@ -279,7 +280,7 @@ def test_the_river_policy_forgets_and_its_clone_too():
     late = {}
     for forget in (1.0, 0.995):
         policy = RegCBPolicy(forget=forget, seed=0, change_threshold=0)
-        assert policy.clone().learner._oracle.forget == forget
+        assert policy.clone().learner.model.oracle.forget == forget
         got = []
         for t, x in enumerate(X):
             context = {f"x{i}": float(v) for i, v in enumerate(x)}
@@ -295,7 +296,7 @@ def test_the_coba_learner_hands_forget_to_regcb():
     from regcb_stream.integrations.coba import RegCBLearner
 
     learner = RegCBLearner(forget=0.99)
-    assert learner.params["forget"] == 0.99 and learner.learner._oracle.forget == 0.99
+    assert learner.params["forget"] == 0.99 and learner.learner.model.oracle.forget == 0.99
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regcb_stream.command.main import main
-from regcb_stream.io import vw_encode
+from regcb_stream.io import adf_encode, vw_blocks, vw_encode
+from regcb_stream.io.adf_encode import AdfEncoder
 from regcb_stream.io.hashing import mask
-from regcb_stream.io.vw_encode import AdfEncoder
 from regcb_stream.io.vw_features import HashKeys, flatten_adf
 from regcb_stream.io.vw_text import iter_adf
 
@@ -122,7 +122,8 @@ def test_the_command_is_the_same_with_and_without_the_compiled_path(tmp_path, mo
     data.write_text("".join(lines))
     flags = ["--cb_explore_adf", "-q", "sa", "-q", "ta", "--quiet", "-d", str(data), "-p"]
     assert main([*flags, str(tmp_path / "fast.p")]) == 0
-    monkeypatch.setattr(vw_encode, "_scan", None)
+    for module in (vw_encode, vw_blocks, adf_encode):  # the reference parser everywhere
+        monkeypatch.setattr(module, "_scan", None)
     assert main([*flags, str(tmp_path / "reference.p")]) == 0
     fast = (tmp_path / "fast.p").read_text()
     assert fast == (tmp_path / "reference.p").read_text() and fast.count("\n\n") == 300
@@ -160,7 +161,7 @@ def test_the_compiled_fill_writes_the_reference_rows(initials, interactions, m, 
     from regcb_stream.io.hashed_adf import layout_rows, make_layout
     actions = next(iter(iter_adf(["shared |s x", "|a x y:2", "|a z |b q", ""]))).actions
     layout = make_layout("".join(initials).encode(), actions, interactions,
-                         vw_encode._Slot)
+                         adf_encode.Slot)
     rng = np.random.default_rng(seed)
     n, (k, width) = len(initials), layout.source1.shape
     offsets = rng.permutation(m) * n + 3  # (three tokens of another line first)
@@ -184,7 +185,7 @@ def test_the_compiled_fill_refuses_indices_outside_its_arrays():
     from regcb_stream.io import _scan
     from regcb_stream.io.hashed_adf import make_layout
     actions = next(iter(iter_adf(["shared |s x", "|a x", ""]))).actions
-    layout = make_layout(b"s", actions, ("sa",), vw_encode._Slot)
+    layout = make_layout(b"s", actions, ("sa",), adf_encode.Slot)
     k, width = layout.source1.shape
     keys, value = np.zeros((2, k, width), np.uint64), np.zeros((2, k, width))
     present = np.zeros(keys.shape, bool)

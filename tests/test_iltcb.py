@@ -157,7 +157,7 @@ def test_gb5_oracle_refits_leaf_values_by_boosting(page_blocks) -> None:
     policies.refit(train.offered())
     (generation, init, values), scores = policies.amo(train.R)
     assert generation == 0 and values.shape == (policies.generations[0][2],)
-    booster = policies.generations[0][0][0]._booster
+    booster = policies.generations[0][0][0].booster
     np.testing.assert_allclose(scores[:, 0], booster.predict(design(train.X)), atol=1e-7)
     targets = np.random.default_rng(1).random((n, k))
     _, scores = policies.amo(targets)

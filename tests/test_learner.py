@@ -10,15 +10,7 @@ from scipy.optimize import minimize
 
 from regcb_stream import RegCB, RidgeOracle, checks
 from regcb_stream.datasets.synthetic import LinearProblem
-from regcb_stream.learner import (
-    DEFAULT_L2,
-    DEFAULT_MELLOWNESS,
-    DEFAULT_SHARED_L2,
-    JOINT_MELLOWNESS,
-    LINEAR_L2,
-    LINEAR_MELLOWNESS,
-    SHARED_MELLOWNESS,
-)
+from regcb_stream.defaults import MODEL_CLASSES
 from regcb_stream.oracles.base import SparseRows
 
 VARIANTS = ["elimination", "optimistic"]
@@ -80,8 +72,8 @@ def test_sparse_rows_bounds_equal_the_dense_quadratic_form(repeated):
     dense = np.zeros((n, k, d))
     np.put_along_axis(dense, index, value, axis=2)
     prediction, low, high = oracle.bounds(SparseRows(index, value, d), np.zeros(k, np.intp), 0.3)
-    variance = np.einsum("nkd,de,nke->nk", dense, oracle._a_inv[0], dense)
-    expected = dense @ oracle._theta[0] + oracle.prior_mean
+    variance = np.einsum("nkd,de,nke->nk", dense, oracle.state()["a_inv"][0], dense)
+    expected = dense @ oracle.state()["theta"][0] + oracle.prior_mean
     np.testing.assert_allclose(prediction, expected, atol=1e-12)
     np.testing.assert_allclose(high - prediction, np.sqrt(0.3 * variance), atol=1e-12)
     np.testing.assert_allclose(prediction - low, np.sqrt(0.3 * variance), atol=1e-12)
@@ -106,8 +98,8 @@ def test_learning_sparse_rows_equals_learning_dense_rows(patterns):
         oracle.grow(1, d)
         oracle.learn_many(x, np.zeros(n, np.intp), y, weight)
         oracle.rebuild()
-    np.testing.assert_allclose(oracles[1]._a, oracles[0]._a, atol=1e-10)
-    np.testing.assert_allclose(oracles[1]._theta, oracles[0]._theta, atol=1e-12)
+    np.testing.assert_allclose(oracles[1].state()["a"], oracles[0].state()["a"], atol=1e-10)
+    np.testing.assert_allclose(oracles[1].state()["theta"], oracles[0].state()["theta"], atol=1e-12)
 
 
 def test_prior_shifts_the_version_space_to_ridge_around_the_prior():
@@ -145,34 +137,39 @@ SHARED = [{"price": 1.0, "size": 0.5}, {"price": 0.2, "size": 2.0}]  # every fea
 OWN = [{"id=a": 1.0, "price": 1.0}, {"id=b": 1.0, "price": 0.2}]  # each action has its own
 
 
-@pytest.mark.parametrize("actions, prior, l2", [(SHARED, "midpoint", DEFAULT_SHARED_L2),
-                                               (OWN, "optimistic", DEFAULT_L2)])
-def test_the_default_oracle_settles_its_prior_at_the_first_action_feature_rows(actions,
-                                                                               prior, l2):
+@pytest.mark.parametrize("actions, model_class", [(SHARED, "shared features"),
+                                                  (OWN, "own features")])
+def test_the_first_action_feature_rows_settle_the_model_class(actions, model_class):
     """Actions sharing every feature (a ranking) shrink toward the middle of the reward
     range, with a larger l2; actions with features of their own, toward its top, as the
-    product class's."""
+    product class's (`regcb_stream.defaults`)."""
     learner = RegCB(seed=0)
-    assert learner._oracle.prior == "auto"
+    assert learner.model_class is None
     learner.decide({"user": 1.0}, actions)
-    assert (learner._oracle.prior, learner._oracle.l2) == (prior, l2)
+    row = MODEL_CLASSES[model_class]
+    oracle = learner.model.oracle
+    assert learner.model_class == model_class
+    assert (oracle.prior, oracle.penalty) == (row.prior, row.l2)
+    assert learner.budget_in_force == f"mellowness {row.mellowness:g}"
     learner.decide({"user": 1.0}, OWN if actions is SHARED else SHARED)  # settled for good
-    assert learner._oracle.prior == prior
+    assert learner.model_class == model_class
 
 
 def test_a_label_before_any_decision_settles_the_optimistic_prior():
     learner = RegCB(seed=0)
     learner.learn({"user": 1.0}, SHARED[0], 0.5, 0.5)
-    assert learner._oracle.prior == "optimistic"
+    assert (learner.model_class, learner.model.oracle.prior) == ("own features", "optimistic")
 
 
-def test_an_oracle_given_keeps_its_l2_and_prior_unless_auto():
+def test_an_oracle_given_keeps_its_l2_and_prior_unless_left_to_the_learner():
     fixed = RegCB(oracle=RidgeOracle(l2=5.0, prior=0.0), seed=0)
     auto = RegCB(oracle=RidgeOracle(l2=5.0, prior="auto"), seed=0)
-    for learner in (fixed, auto):
+    default_l2 = RegCB(oracle=RidgeOracle(l2=None, prior="auto"), seed=0)
+    for learner in (fixed, auto, default_l2):
         learner.decide({}, SHARED)
-    assert (fixed._oracle.prior, fixed._oracle.l2) == (0.0, 5.0)
-    assert (auto._oracle.prior, auto._oracle.l2) == ("midpoint", 5.0)
+    assert (fixed.model.oracle.prior, fixed.model.oracle.penalty) == (0.0, 5.0)
+    assert (auto.model.oracle.prior, auto.model.oracle.penalty) == ("midpoint", 5.0)
+    assert default_l2.model.oracle.penalty == MODEL_CLASSES["shared features"].l2
 
 
 def test_the_default_oracle_is_optimistic_for_actions_given_as_labels():
@@ -180,43 +177,45 @@ def test_the_default_oracle_is_optimistic_for_actions_given_as_labels():
     learner.decide([1.0], ["a", "b"])
     learner.learn([1.0], "a", 0.0)
     assert learner.decide([1.0], ["a", "b"]).prediction[1] == 1.0
-    assert (learner._oracle.prior, learner._oracle.l2) == ("auto", LINEAR_L2)
+    oracle = learner.model.oracle
+    assert (oracle.prior, oracle.penalty) == ("optimistic", MODEL_CLASSES["linear"].l2)
 
 
 @pytest.mark.parametrize("context, kwargs, l2", [
-    ({"x": 1.0}, {}, LINEAR_L2),  # dict contexts: no random features, the linear model
-    ([1.0, 2.0], {"random_features": 0}, LINEAR_L2),
-    ([1.0, 2.0], {}, DEFAULT_L2),  # the random-features model
+    ({"x": 1.0}, {}, MODEL_CLASSES["linear"].l2),  # dict contexts: the linear model
+    ([1.0, 2.0], {"random_features": 0}, MODEL_CLASSES["linear"].l2),
+    ([1.0, 2.0], {}, MODEL_CLASSES["random features"].l2),  # the random-features model
     ({"x": 1.0}, {"oracle": RidgeOracle(l2=5.0)}, 5.0),  # an oracle given keeps its l2
 ])
 def test_the_linear_model_settles_its_own_l2_at_the_first_example(context, kwargs, l2):
     """The default ridge over the contexts as they are with actions as labels has its own
-    weight (docs/defaults.md: with the random-features model's, its regret grows linearly
-    at a long horizon)."""
+    weight (docs/results/defaults.md: with the random-features model's, its regret grows
+    linearly at a long horizon)."""
     learner = RegCB(seed=0, **kwargs)
     learner.decide(context, ["a", "b"])
     learner.learn(context, "a", 0.5)
     learner.decide(context, ["a", "b", "c"])
-    assert learner._oracle.l2 == l2
+    assert learner.model.oracle.penalty == l2
 
 
 USER = {"user": 1.0}
 
 
 @pytest.mark.parametrize("context, actions, kwargs, budget", [
-    (USER, OWN, {}, JOINT_MELLOWNESS),  # one joint model: its own default budget
-    (USER, OWN, {"oracle": RidgeOracle(prior="optimistic")}, JOINT_MELLOWNESS),  # any oracle
+    (USER, OWN, {}, MODEL_CLASSES["own features"].mellowness),  # one joint model
+    (USER, OWN, {"oracle": RidgeOracle(prior="optimistic")},
+     MODEL_CLASSES["own features"].mellowness),  # any oracle
     (USER, OWN, {"mellowness": 0.05}, 0.05),  # a budget given is kept
-    (USER, SHARED, {}, SHARED_MELLOWNESS),  # a ranking
-    (USER, ["a", "b"], {}, LINEAR_MELLOWNESS),  # labels, dict contexts: the linear model
-    ([1.0, 2.0], ["a", "b"], {"random_features": 0}, LINEAR_MELLOWNESS),
-    ([1.0, 2.0], ["a", "b"], {"oracle": RidgeOracle()}, LINEAR_MELLOWNESS),  # any oracle
-    ([1.0, 2.0], ["a", "b"], {}, DEFAULT_MELLOWNESS),  # the random-features model
+    (USER, SHARED, {}, MODEL_CLASSES["shared features"].mellowness),  # a ranking
+    (USER, ["a", "b"], {}, MODEL_CLASSES["linear"].mellowness),  # labels, dict contexts
+    ([1.0, 2.0], ["a", "b"], {"random_features": 0}, MODEL_CLASSES["linear"].mellowness),
+    ([1.0, 2.0], ["a", "b"], {"oracle": RidgeOracle()}, MODEL_CLASSES["linear"].mellowness),
+    ([1.0, 2.0], ["a", "b"], {}, MODEL_CLASSES["random features"].mellowness),
 ])
 def test_each_model_class_settles_its_own_default_budget(context, actions, kwargs, budget,
                                                          tmp_path):
-    """docs/defaults.md, docs/feature_ridge.md, docs/joint_budget.md: each class's budget
-    chosen with the long-horizon rule; settled at the first example, kept by a model file."""
+    """Each class's budget chosen with the long-horizon rule (`regcb_stream.defaults`);
+    settled at the first example, kept by a model file."""
     from regcb_stream.persist import load_model, save_model
 
     learner = RegCB(seed=0, **kwargs)
@@ -228,21 +227,20 @@ def test_each_model_class_settles_its_own_default_budget(context, actions, kwarg
         assert model.budget_in_force == f"mellowness {budget:g}"
 
 
-@pytest.mark.parametrize("context, actions", [(USER, OWN), (USER, ["a"]), ([1.0], ["a"])])
-def test_a_learner_saved_before_the_budget_settled_per_class_keeps_its_budget(context, actions):
+def test_before_its_first_example_a_learner_reports_the_provisional_class():
     learner = RegCB(seed=0)
-    learner.decide(context, actions)
-    learner.learn(context, actions[0], 0.5, 0.5)
-    del learner._own_features, learner._class_mellowness  # a model file of an earlier version
-    learner.decide(context, actions)
-    assert learner.budget_in_force == "mellowness 0.001"
+    row = MODEL_CLASSES["random features"]
+    assert learner.model_class is None and learner.n_labels == 0
+    assert learner.budget_in_force == f"mellowness {row.mellowness:g}"
+    assert learner.oracle_in_use == "exact ridge, 0 models of 0 features"
 
 
 def test_the_linear_model_of_model_selection_has_the_linear_l2():
     learner = RegCB(seed=0, select_model=True)
     learner.decide([1.0, 2.0], ["a", "b"])
     learner.learn([1.0, 2.0], "a", 0.5)
-    assert (learner._oracle.l2, learner._linear._oracle.l2) == (DEFAULT_L2, LINEAR_L2)
+    assert learner.model.oracle.penalty == MODEL_CLASSES["random features"].l2
+    assert learner.model_selection["labels"] == 1
 
 
 @pytest.mark.parametrize("prior", [float("nan"), "pessimistic", None])

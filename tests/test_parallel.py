@@ -9,8 +9,8 @@ from test_compiled import arrowhead_stream
 
 from regcb_stream import RegCB, persist
 from regcb_stream.datasets import uci
+from regcb_stream.explore.explorer import PIECE_LABELS
 from regcb_stream.features.encoder import EncodedRows
-from regcb_stream.learner import PIECE_LABELS
 from regcb_stream.stream import parallel
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from regcb_stream import RegCB, RidgeOracle
 from regcb_stream.datasets.uci import bandit_stream
+from regcb_stream.defaults import MODEL_CLASSES
 from regcb_stream.features.random_features import RandomFeatures
-from regcb_stream.learner import DEFAULT_L2, DEFAULT_MELLOWNESS
 from regcb_stream.persist import dumps, loads
 
 X, R = (a[:1500] for a in bandit_stream("pendigits", noisy=False, seed=0))
@@ -97,8 +97,8 @@ def test_the_learner_equals_one_on_contexts_mapped_beforehand(budget):
     ridge and budget (the default oracle's l2 and the default budget are the linear
     model's without random features)."""
     mapped = RandomFeatures(32, seed=7)(X)
-    ridge = RidgeOracle(l2=DEFAULT_L2, prior="auto")
-    same = budget or {"mellowness": DEFAULT_MELLOWNESS}
+    ridge = RidgeOracle(l2=MODEL_CLASSES["random features"].l2, prior="auto")
+    same = budget or {"mellowness": MODEL_CLASSES["random features"].mellowness}
     want = per_example(RegCB(seed=7, oracle=ridge, random_features=0, **same), mapped)
     assert per_example(RegCB(seed=7, random_features=32, **budget), X) == want
     assert per_example(RegCB(seed=7, random_features=32, **budget), X, as_lists=True) == want
@@ -160,17 +160,6 @@ def test_the_features_are_those_of_the_contexts_direction():
                                0.35 * (np.cos(waves + plain._b) - np.cos(plain._b)))
 
 
-def test_a_map_saved_before_anchoring_keeps_its_features():
-    """A map from before amplitude, width and the anchor: 0.5 cos(.), contexts as given."""
-    old = RandomFeatures(8, seed=1)
-    old(X[:1])
-    for name in ("amplitude", "width", "normalize", "required", "_offset", "_shrink"):
-        del old.__dict__[name]
-    restored = loads(dumps(old, {}))[0]
-    waves = X[:3] @ restored._w + restored._b
-    np.testing.assert_allclose(restored(X[:3]), np.hstack([X[:3], 0.5 * np.cos(waves)]))
-
-
 def test_the_default_applies_to_dense_contexts_and_the_default_oracle_only():
     """Dict contexts, action feature dicts and an oracle given: as with random_features=0."""
     dicts = [{f"f{j}": float(v) for j, v in enumerate(x)} for x in X[:300]]
@@ -184,8 +173,8 @@ def test_the_default_applies_to_dense_contexts_and_the_default_oracle_only():
         pmfs.append(learner.pmf(X[50], items))
     assert pmfs[0] == pmfs[1]
     for oracle in ("vw", "ridge", RidgeOracle(prior="optimistic")):
-        assert RegCB(seed=1, oracle=oracle)._encoder.expand is None
-    assert RegCB(seed=1)._encoder.expand.n_features == 64
+        assert RegCB(seed=1, oracle=oracle).encoder.expand is None
+    assert RegCB(seed=1).encoder.expand.n_features == 64
 
 
 def test_named_features_and_bad_settings_are_refused():

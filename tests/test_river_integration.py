@@ -175,7 +175,7 @@ def test_a_river_regressor_is_the_oracle():
         intercept_lr=optim.schedulers.InverseScaling(0.3, power=0.5))
     policy = RegCBPolicy("optimistic", oracle=regressor, beta=1e-3, seed=2,
                          preprocessor=preprocessing.StandardScaler())
-    assert isinstance(policy.learner._oracle, RiverOracle)
+    assert isinstance(policy.learner.model.oracle, RiverOracle)
     arms = ["left", "right"]
     for t in range(400):
         context = {"x": float(t % 2), "y": 1.0}
@@ -228,7 +228,8 @@ def test_a_river_pipeline_is_the_oracle_and_its_scaler_is_applied():
     raw = mean_reward(RegCBPolicy("optimistic", oracle=sgd_regression(), beta=1e-3, seed=0),
                       rounds)
     assert scaled > 0.7 and raw < 0.45  # uniform play earns 1/3
-    models = policy.learner._oracle._live  # one pipeline per arm, each with its own scaler
+    models = policy.learner.model.oracle.regressors  # one pipeline per arm, each with its
+    # own scaler
     assert len(models) == 3 and all(model["StandardScaler"].counts for model in models)
     assert policy.oracle["StandardScaler"].counts == {}  # the template is never trained
 

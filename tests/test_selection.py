@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from regcb_stream import RegCB
-from regcb_stream.adapt.selection import ModelSelection
+from regcb_stream.adapt.selection import Losses
 from regcb_stream.datasets.synthetic import LinearProblem
 from regcb_stream.persist import load_model, save_model
 
@@ -51,11 +51,11 @@ def by_rounds(learner, X, rewards, uniforms):
 
 
 def test_the_leader_is_the_smaller_prequential_loss():
-    selection = ModelSelection()
+    selection = Losses()
     assert not selection.linear_leads  # a tie: the random features
     before = selection.observe_many([1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [1.0, 1.0, 1.0])
     assert before.tolist() == [False, True, False]
-    assert selection.state() == {"leader": "random features", "labels": 3,
+    assert selection.summary() == {"leader": "random features", "labels": 3,
                                  "losses": {"random features": 0.75, "linear": 2.0}}
     selection.observe_many([0.0], [1.0], [0.0], weights=[0.0])  # weighed as the regression
     assert selection.losses == [0.75, 2.0]
@@ -180,8 +180,8 @@ def test_dict_contexts_and_delayed_rewards_keep_one_model():
 def test_a_new_budget_reaches_the_linear_model():
     learner = selecting(0)
     learner.change_exploration("elimination", mellowness=0.01)
-    linear = learner._linear
-    assert (linear.variant, linear.budget_in_force) == ("elimination", "mellowness 0.01")
+    linear = learner.state()["model"].linear.explorer  # (the saved state: a diagnostic)
+    assert (linear.variant, linear.budget.in_force) == ("elimination", "mellowness 0.01")
     learner.change_exploration(budget="auto")
     assert learner.model_selection is None
 

@@ -49,6 +49,6 @@ def test_learns_from_a_2_to_the_18_feature_vocabulary_with_state_for_seen_featur
         learner.learn(x, action, rewards[-1], prob)
     assert np.mean(rewards[-1000:]) > 0.8  # uniform play gets 0.25
     seen = len({key for x in contexts for key in x})
-    state = learner._oracle._state.w  # 4 models x capacity for the features seen
+    state = learner.model.oracle.state()["state"].w  # 4 models x room for the features seen
     assert seen > 50_000 and state.shape[0] == 4
     assert state.shape[1] <= 2 * (seen + 1) and state.nbytes < 4 * 4 * 2 * (seen + 1)

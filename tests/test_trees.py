@@ -10,7 +10,7 @@ import pytest
 from scipy.optimize import minimize
 
 from regcb_stream import RegCB, RidgeOracle, checks
-from regcb_stream.oracles import trees
+from regcb_stream.oracles import leaf_ridge, trees
 from regcb_stream.oracles.trees import TreesOracle
 
 VARIANTS = ["elimination", "optimistic"]
@@ -33,7 +33,7 @@ def _fitted(oracle: TreesOracle, X, y, w, model: int = 0, n_models: int = 1):
 def _leaf_design(oracle: TreesOracle, X, model: int = 0) -> np.ndarray:
     """Dense leaf-indicator matrix of the model's current LightGBM ensemble, built from the
     booster's own leaf indices and leaf counts (not through the oracle's encoding)."""
-    booster = lightgbm.Booster(model_str=oracle._models[model].trees.model)
+    booster = lightgbm.Booster(model_str=oracle.models[model].trees.model)
     sizes = [tree["num_leaves"] for tree in booster.dump_model()["tree_info"]]
     leaves = booster.predict(X, pred_leaf=True).reshape(len(X), -1)
     design = np.zeros((len(X), sum(sizes)))
@@ -62,10 +62,10 @@ def test_bounds_are_the_leaf_ridge_ellipsoid_of_the_fixed_structure(extra):
     X, y, w = _data(100 + extra + 20)
     queries = X[-20:]
     oracle = _fitted(TreesOracle(), X[:100], y[:100], w[:100])
-    structure = oracle._models[0].trees
+    structure = oracle.models[0].trees
     oracle.learn_many(X[100:-20], np.zeros(extra, int), y[100:-20], w[100:-20])
     oracle.rebuild()
-    assert oracle._models[0].trees is structure  # no refit before the data doubles
+    assert oracle.models[0].trees is structure  # no refit before the data doubles
     got = oracle.bounds(queries[:, None, :], np.array([0]), budget=0.3)
     design, booster = _leaf_design(oracle, X)
     expected = _ridge_reference(design, booster, X[:-20], y[:-20], w[:-20], queries, 0.3)
@@ -103,8 +103,8 @@ def test_bounds_are_the_extremes_over_the_version_space():
 def test_a_huge_penalty_gives_the_boosted_ensemble(backend):
     X, y, w = _data(200, seed=1)
     oracle = _fitted(TreesOracle(n_estimators=30, backend=backend, l2=1e12), X, y, w)
-    trees = oracle._models[0].trees
-    ensemble = trees.model.predict(X) if backend == "sklearn" else trees._booster.predict(X)
+    trees = oracle.models[0].trees
+    ensemble = trees.model.predict(X) if backend == "sklearn" else trees.booster.predict(X)
     np.testing.assert_allclose(oracle.predict(X[:, None, :], np.array([0]))[:, 0], ensemble,
                                atol=1e-8)
 
@@ -131,7 +131,7 @@ def test_refit_schedule_and_prior():
     for i in range(40):
         oracle.learn(X[i], 0, y[i], 1.0)
         oracle.rebuild()
-        fits.append(oracle._models[0].n_fit)
+        fits.append(oracle.models[0].n_fit)
     assert sorted(set(fits)) == [1, 2, 4, 8, 16, 32]
     assert oracle.bounds(phi, slice(0, 2), 1.0)[2][0, 1] == 0.5  # model 1: still the prior
 
@@ -205,7 +205,7 @@ def test_bad_parameters_are_named():
 
 # -- the compiled kernels (regcb_stream/oracles/_trees.c) against their numpy reference ------------
 
-built = pytest.mark.skipif(trees._trees is None, reason="the kernels are not built")
+built = pytest.mark.skipif(not TreesOracle.kernels, reason="the kernels are not built")
 
 
 def _through_every_path(kernels: bool) -> TreesOracle:
@@ -227,10 +227,10 @@ def _through_every_path(kernels: bool) -> TreesOracle:
 @built
 def test_kernels_match_the_numpy_reference_on_every_path():
     fast, slow = _through_every_path(True), _through_every_path(False)
-    first, second = fast._models
-    assert first.n_fit == 400 and first._gram_n == 730 and first.trees.n_columns <= 400
+    first, second = fast.models
+    assert first.n_fit == 400 and first.gram_rows == 730 and first.trees.n_columns <= 400
     assert second.n_fit == 40 and 3 * 40 < second.trees.n_columns
-    for a, b in zip(fast._models, slow._models):
+    for a, b in zip(fast.models, slow.models):
         np.testing.assert_array_equal(a.cols, b.cols)
         np.testing.assert_allclose(a.a_inv, b.a_inv, rtol=0, atol=1e-12)
         np.testing.assert_array_equal(a.a_inv, a.a_inv.T)  # exactly symmetric
@@ -277,7 +277,7 @@ def test_tree_walks_are_lightgbms_leaves(params):
     X = rng.standard_normal((600, 4))
     X[rng.random(X.shape) < 0.1], X[:60, 1] = np.nan, 0.0
     y = np.nan_to_num(X[:, 0]) ** 2 + 0.1 * rng.standard_normal(600)
-    model = trees._LightGBMTrees(X, y, np.ones(600), TreesOracle(params=params))
+    model = trees.LightGBMTrees(X, y, np.ones(600), TreesOracle(params=params))
     queries = np.r_[X, rng.standard_normal((200, 4)), np.zeros((2, 4)), np.full((2, 4), np.nan),
                     np.full((2, 4), 1e-36)]
     np.testing.assert_array_equal(model.columns(queries), model.columns(queries, kernels=False))
@@ -296,18 +296,18 @@ def test_gram_and_variance_kernels():
     w, size = rng.uniform(0.5, 1.5, n), t * leaves
     for kernels in (True, False):  # the rows in two parts: the second added to the first
         got = np.full((size, size), np.nan) if kernels else np.zeros((size, size))
-        trees._gram(cols[:100], w[:100], got, kernels)
-        trees._gram(cols[100:], w[100:], got, kernels, clear=False)
+        leaf_ridge.add_gram(cols[:100], w[:100], got, kernels)
+        leaf_ridge.add_gram(cols[100:], w[100:], got, kernels, clear=False)
         if kernels:
             fast = np.tril(got)
         else:
             slow = np.tril(got)
     np.testing.assert_allclose(fast, slow, rtol=1e-13, atol=0)
     a_inv = np.linalg.inv(np.eye(size) + slow + np.tril(slow, -1).T)
-    np.testing.assert_allclose(trees._variance(a_inv, cols), trees._variance(a_inv, cols, False),
+    np.testing.assert_allclose(leaf_ridge.variances(a_inv, cols), leaf_ridge.variances(a_inv, cols, False),
                                rtol=1e-12, atol=0)
     with pytest.raises(ValueError, match="out of order"):
-        trees._variance(a_inv, cols[:, ::-1])
+        leaf_ridge.variances(a_inv, cols[:, ::-1])
 
 
 @built
@@ -322,15 +322,15 @@ def test_one_walk_over_every_model_equals_a_walk_per_model(sizes, monkeypatch):
     for model, n in enumerate(sizes):
         oracle.learn_many(X[:n], np.full(n, model), y[:n] * (model + 1) / 3, w[:n])
     oracle.rebuild()
-    forest = oracle._forest()
+    forest = oracle.forest()
     assert forest is not None and (len(forest.groups) == 1) == (sizes[0] > 30)
     queries = np.random.default_rng(12).uniform(-1.2, 1.2, size=(5, 3))
     phi = np.broadcast_to(queries[:, None, :], (5, 4, 3))
     for models in (slice(0, 4), np.array([2, 0, 3, 2])):
-        oracle._last = None
+        oracle.forget_answers()
         fast = oracle.moments(phi, models)
         monkeypatch.setattr(trees, "FOREST_ROWS", 0)
-        oracle._last = None
+        oracle.forget_answers()
         slow = oracle.moments(phi, models)
         monkeypatch.undo()
         for a, b in zip(fast, slow):

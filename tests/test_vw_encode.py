@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from regcb_stream.io.vw_encode import AdfEncoder, TextEncoder
+from regcb_stream.io.adf_encode import AdfEncoder
+from regcb_stream.io.vw_encode import TextEncoder
 from regcb_stream.io.vw_features import FieldError, flatten, flatten_adf, parse_namespaces
 from regcb_stream.io.vw_text import iter_adf
 

@@ -14,10 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from regcb_stream.io.vw_features import flatten, flatten_adf, merge_shared, parse_namespaces
 from regcb_stream.io import vw_predictions
-from regcb_stream.io.vw_predictions import (format_block, format_legacy, format_legacy_block,
-                                            format_pmf, format_prob)
+from regcb_stream.io.vw_features import flatten, flatten_adf, merge_shared, parse_namespaces
+from regcb_stream.io.vw_predictions import (
+    format_block,
+    format_legacy,
+    format_legacy_block,
+    format_pmf,
+    format_prob,
+)
 from regcb_stream.io.vw_text import (
     ADFExample,
     CBExample,

@@ -36,6 +36,8 @@ import math
 
 import numpy as np
 
+from regcb_stream.state import Stateful
+
 try:
     from regcb_stream.oracles import _ridge
 except ImportError:  # not built: the reference recurrence
@@ -49,11 +51,20 @@ KEEP = 0.01  # the share of every label's weight kept when a change is detected
 DEFAULT_THRESHOLD = 6.0  # times ln t (benchmarks/change_detection.py chose it)
 
 
-class ChangeDetector:
+class ChangeDetector(Stateful):
     """The test's state: ``observe`` a label's reward and prediction; True at the end of a
     block in which the statistic crossed the threshold (the test then begins again)."""
 
-    _mean: float | None = None  # (a model saved before WINDOW: its _sum gives it)
+    SAVED = {  # what a model file holds (`regcb_stream.state`)
+        "threshold": "threshold",
+        "span": "span",
+        "changes": "changes",
+        "waiting": "waiting",
+        "n": "_n",
+        "mean": "_mean",
+        "walk": "_walk",
+        "low": "_low",
+    }
 
     def __init__(self, threshold: float = DEFAULT_THRESHOLD, span: float = 1.0):
         self.threshold = float(threshold)
@@ -90,7 +101,7 @@ class ChangeDetector:
 
     def _check(self) -> bool:
         """The test over the block's residuals, in order; the block emptied."""
-        mean = self._sum / max(self._n, 1) if self._mean is None else self._mean
+        mean = self._mean
         block, self.waiting = self.waiting, []
         state = (self._n, mean, self._walk, self._low, self.threshold, DELTA, MIN_LABELS,
                  WINDOW)

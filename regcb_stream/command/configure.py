@@ -14,14 +14,12 @@ import sys
 
 from regcb_stream.command import resume, shell
 from regcb_stream.command.driver import StreamSettings
+from regcb_stream.defaults import VARIANT, VW_MELLOWNESS
 from regcb_stream.io.hashing import DEFAULT_BITS
-from regcb_stream.learner import DEFAULT_L2, DEFAULT_VARIANT, LINEAR_L2, RegCB
+from regcb_stream.learner import RegCB
 from regcb_stream.oracles.bounded import HEAD, BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
-
-VW_MELLOWNESS = 0.1  # VW's default, the default with VW's own regressor (--oracle vw)
-
 
 #: the defaults of the flags a resumed run keeps from its model (None: not given)
 DEFAULTS = {"random_seed": 0, "schedule": "online", "oracle": "ridge",
@@ -31,10 +29,11 @@ DSJSON_COSTS = (-1.0, 0.0)  # --dsjson's cost range: rewards in [0, 1], as Perso
 
 
 def make_learner(args) -> RegCB:
-    """The learner the flags describe (costs become rewards -cost). Without a budget flag:
-    RegCB's default budget, or VW's with ``--oracle vw`` (VW's regressor and decisions)."""
-    adf = args.cb_explore_adf or args.dsjson  # actions as labels otherwise: the linear model
-    l2 = args.ridge_l2 if args.ridge_l2 is not None else DEFAULT_L2 if adf else LINEAR_L2
+    """The learner the flags describe (costs become rewards -cost). Without a budget flag,
+    ``--ridge_l2`` or ``--ridge_prior``: RegCB's defaults for the model class of the
+    stream (`regcb_stream.defaults`), or VW's budget with ``--oracle vw`` (VW's regressor
+    and decisions)."""
+    l2 = args.ridge_l2
     prior = {None: "auto", "zero": 0.0}.get(args.ridge_prior, args.ridge_prior)
     memory = None if args.oracle_memory is None else int(args.oracle_memory * 2**20)
     forget = 1.0 if args.forget is None else args.forget
@@ -64,7 +63,7 @@ def exploration(flags: dict) -> tuple[str, dict]:
     """The variant and the budget (``RegCB``'s arguments) the flags name."""
     get = flags.get
     variant = "optimistic" if get("regcbopt") else "elimination" if get("regcb") else (
-        DEFAULT_VARIANT)
+        VARIANT)
     budget = ({"beta": get("beta")} if get("beta") is not None else
               {"mellowness": get("mellowness")} if get("mellowness") is not None else
               {"budget": "auto", "budget_grid": get("auto_budget")} if get("auto_budget")

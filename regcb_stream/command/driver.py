@@ -22,9 +22,10 @@ from typing import TextIO
 import numpy as np
 
 from regcb_stream.command.progress import ProgressTable
+from regcb_stream.io.adf_encode import AdfEncoder
 from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.read_ahead import taker
-from regcb_stream.io.vw_encode import AdfEncoder, TextEncoder
+from regcb_stream.io.vw_encode import TextEncoder
 from regcb_stream.io.vw_predictions import (
     format_block,
     format_legacy,

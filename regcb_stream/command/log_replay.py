@@ -207,15 +207,15 @@ class _Labelled:
 class _PartLearner(_Labelled):
     """The learner a part's `Driver` drives: it decides with the epoch's frozen state and
     appends its labels' statistics to ``pieces``, piece by piece, instead of learning
-    them (`RegCB._replay_part` refuses an example without a label)."""
+    them (`parallel.replay_part` refuses an example without a label)."""
 
     def __init__(self, learner, first_label: int, pieces: list):
         super().__init__(learner)
         self.n_labels, self.pieces = first_label, pieces
 
     def replay(self, contexts, actions, played, rewards, probs=None, weights=None):
-        decision = self._learner._replay_part(contexts, actions, played, rewards, probs,
-                                              weights, self.n_labels, self.pieces)
+        decision = parallel.replay_part(self._learner, contexts, actions, played, rewards,
+                                        probs, weights, self.n_labels, self.pieces)
         self.n_labels += len(played)
         return decision
 

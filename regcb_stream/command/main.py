@@ -23,21 +23,15 @@ import argparse
 import contextlib
 import sys
 
+from regcb_stream.adapt.change import DEFAULT_THRESHOLD
 from regcb_stream.command import configure, shell
 from regcb_stream.command.driver import Driver, StreamSettings
 from regcb_stream.command.progress import ProgressTable
+from regcb_stream.defaults import MODEL_CLASSES, VARIANT, VW_MELLOWNESS
 from regcb_stream.explore.budget import DEFAULT_GRID
 from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.vw_text import VWParseError
-from regcb_stream.learner import (
-    DEFAULT_L2,
-    DEFAULT_VARIANT,
-    JOINT_MELLOWNESS,
-    LINEAR_L2,
-    LINEAR_MELLOWNESS,
-    SHARED_MELLOWNESS,
-    RegCB,
-)
+from regcb_stream.learner import RegCB
 from regcb_stream.oracles.bounded import HEAD
 from regcb_stream.oracles.ridge import MAX_EXACT
 
@@ -132,16 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     regcb = parser.add_argument_group("RegCB (as vw)")
     regcb.add_argument("--regcb", action="store_true",
                        help="the elimination variant unless --regcbopt, as in VW (without "
-                            f"either: RegCB's default, {DEFAULT_VARIANT})")
+                            f"either: RegCB's default, {VARIANT})")
     regcb.add_argument("--regcbopt", action="store_true",
                        help="the optimistic variant (VW spells it --regcb --regcbopt)")
     regcb.add_argument("--mellowness", type=float,
                        help="loss budget c0 * ln(K n) * (cb_max_cost - cb_min_cost)^2 "
-                            f"(default: RegCB's, {LINEAR_MELLOWNESS:g} with --cb_explore, "
-                            f"{JOINT_MELLOWNESS:g} for ADF actions with features of their own, "
-                            f"{SHARED_MELLOWNESS:g} for ADF actions sharing every feature: "
-                            "docs/defaults.md, docs/joint_budget.md, docs/joint_defaults.md; "
-                            "VW's is 0.1)")
+                            f"(default: RegCB's, {_per_class('mellowness')}; with --oracle vw "
+                            f"VW's, {VW_MELLOWNESS:g})")
     regcb.add_argument("--first_only", action="store_true",
                        help="optimistic: all mass on the first of tied actions")
     own = parser.add_argument_group("regcb-stream's own")
@@ -172,23 +163,32 @@ def build_parser() -> argparse.ArgumentParser:
                           "within about a thousand labels; default 1, never)")
     own.add_argument("--change_threshold", type=float, metavar="K",
                      help="the change test: when the squared residuals rise past K ln t, keep "
-                          "1%% of every label's weight and explore anew (default 6, with the "
+                          f"1%% of every label's weight and explore anew (default "
+                          f"{DEFAULT_THRESHOLD:g}, with the "
                           "ridge oracles, their optimistic prior and --schedule online; 0: "
                           "never)")
     own.add_argument("--ridge_l2", type=float, metavar="L2",
-                     help=f"--oracle ridge: the ridge penalty, the weight of the prior "
-                          f"(default {LINEAR_L2:g} with --cb_explore, {DEFAULT_L2:g} with "
-                          f"ADF examples)")
+                     help=f"--oracle ridge or bounded: the ridge penalty, the weight of the "
+                          f"prior (default: RegCB's, {_per_class('l2')})")
     own.add_argument("--ridge_prior", choices=["auto", "optimistic", "midpoint", "zero"],
                      help="--oracle ridge: shrink predictions toward --cb_min_cost, so that an "
                           "action not yet tried looks best (optimistic), toward the middle "
                           "of the cost range (midpoint), or toward cost 0 (zero: the "
-                          "paper's ridge); auto, the default: optimistic, but midpoint with an "
-                          "L2 of at least 3 for ADF examples whose actions share every "
-                          "feature")
-    own.add_argument("--optimistic_prior", action="store_const", const="optimistic",
-                     dest="ridge_prior", help=argparse.SUPPRESS)  # the default since 0.2
+                          "paper's ridge); auto, the default: RegCB's, "
+                          f"{_per_class('prior')}")
     return parser
+
+
+#: the model classes of the command's streams, as its help names them (`defaults`)
+STREAMS = {"linear": "--cb_explore", "own features": "ADF actions with features of their "
+           "own", "shared features": "ADF actions sharing every feature"}
+
+
+def _per_class(setting: str) -> str:
+    """A default per model class of the command's streams, from `defaults.MODEL_CLASSES`."""
+    return ", ".join(f"{getattr(MODEL_CLASSES[name], setting):g} for {stream}"
+                     if setting != "prior" else f"{MODEL_CLASSES[name].prior} for {stream}"
+                     for name, stream in STREAMS.items())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,11 +27,11 @@ from typing import TextIO
 
 import numpy as np
 
+from regcb_stream import rules
 from regcb_stream.adapt.events import PendingDecisions
 from regcb_stream.features.encoder import EncodedRows
 from regcb_stream.io.decision_log import context_of, event_line
 from regcb_stream.io.vw_features import parse_namespaces
-from regcb_stream.learner import _sample
 
 
 class Outcomes:
@@ -58,7 +58,7 @@ class Outcomes:
         self.dsjson = dsjson
         self.unmatched = 0  # rewards of no waiting decision
         if wait is not None:
-            pending = learner._waiting()  # (the waiting decisions of a resumed model)
+            pending = learner.pending_rewards.pending  # (those of a resumed model)
             pending.window, pending.default_reward = wait, default_reward
             self.pending: PendingDecisions | None = pending
         else:
@@ -68,7 +68,7 @@ class Outcomes:
                 versions: list[int]) -> None:
         """A block's ADF decisions (``examples``: their `ADFExample`; ``rows``: their
         encoded rows; ``versions``: how many labels the learner had for each)."""
-        chosen = _sample(pmf, self.learner._rng().random(len(pmf))).tolist()
+        chosen = rules.sample(pmf, self.learner.rng.random(len(pmf))).tolist()
         lines = []
         for i, ex in enumerate(examples):
             event_id = ex.event_id or ex.tag or self._new_id()
@@ -97,7 +97,7 @@ class Outcomes:
         features, each action an object with the feature ``action<k>``."""
         if self.log is None:
             return
-        chosen = _sample(pmf, self.learner._rng().random(len(pmf))).tolist()
+        chosen = rules.sample(pmf, self.learner.rng.random(len(pmf))).tolist()
         played, costs = labels
         actions = [{"action": str(k + 1)} for k in range(pmf.shape[1])]
         lines = []
@@ -155,7 +155,7 @@ class Outcomes:
         return context_of(shared, list(ex.actions))
 
     def _new_id(self) -> str:
-        return self.learner._rng().bytes(16).hex()
+        return self.learner.rng.bytes(16).hex()
 
     def _write(self, lines: list) -> None:
         lines = [line for line in lines if line is not None]

@@ -285,7 +285,7 @@ class RegCBExplorer(Explorer):
 
     def __init__(self, learner=None, interactions: Iterable[str] = (), hash_bits: int = 18,
                  name: str = "regcb (defaults)", ahead: int = 8):
-        from regcb_stream.io.vw_encode import AdfEncoder
+        from regcb_stream.io.adf_encode import AdfEncoder
         from regcb_stream.learner import RegCB
 
         self.name = name

@@ -1,4 +1,14 @@
-"""The exploration budget chosen online: exponential weights over a grid of budgets.
+"""Loss budgets, one interface: a fixed form, or the budget chosen online among candidates.
+
+A budget turns the oracle's version space into bounds and the decision rule's
+distributions. `FixedBudget` has one loss budget of a fixed form
+(`regcb_stream.explore.schedules.loss_budget`); `AutoBudget` (``budget="auto"``) chooses
+among candidate budgets online (`BudgetSelector`). Both answer the explorer alike:
+``decide`` a block, ``draw_dense`` one dense context, ``replay`` a block in the compiled
+online loop, ``score`` labels, ``freeze`` at a rebuild, reading the explorer's state (its
+oracle, rule, reward range and epochs).
+
+The automatic budget:
 
 With ``budget="auto"`` the learner keeps ``J`` candidate loss budgets of VW's form,
 ``c ln(K n) span^2`` for each mellowness ``c`` of a grid, side by side on one oracle (an
@@ -23,6 +33,7 @@ grid's over-exploring candidates, not against under-exploring. Every candidate's
 shrink as ``sqrt(ln n / n)`` per direction, so the play converges in the realizable case
 whichever candidate leads (``tests/test_budget.py``: regret growth ``R(T)/R(T/2) <= 1.6``).
 
+
 >>> selector = BudgetSelector((0.0, 0.01, 0.1))
 >>> selector.weights().round(3)
 array([0.333, 0.333, 0.333])
@@ -40,16 +51,203 @@ import math
 import numpy as np
 
 from regcb_stream import rules
-from regcb_stream.oracles.ridge import _ridge
+from regcb_stream.bounds import clip_bounds
+from regcb_stream.explore import schedules
+from regcb_stream.explore.decision import Decision
+from regcb_stream.state import Stateful
+
+try:
+    from regcb_stream.oracles import _ridge  # (the selector's compiled credit and mixture)
+except ImportError:  # not built: the reference arithmetic
+    _ridge = None
 
 #: mellowness values of the default candidates (VW's budget form): around the best fixed
-#: values of docs/defaults.md
+#: values of docs/results/defaults.md
 DEFAULT_GRID = (3e-4, 1e-3, 3e-3, 1e-2)
 DEFAULT_RATE = 2.0  # learning rate per sqrt(label): eta_n = rate / sqrt(n)
 DEFAULT_FLOOR = 0.02  # share of the play spread evenly over the candidates
+DEFAULT_BETA = 1e-3  # budget="beta" without a beta
+COUNTED = ("beta", "summed", "mellowness")  # the fixed forms that are a function of the
+# label count alone (the compiled loops take a budget per count; "theory" is not)
 
 
-class BudgetSelector:
+class FixedBudget(Stateful):
+    """A loss budget of one form: ``"mellowness"`` (VW's ``c ln(K n) span^2``), ``"beta"``
+    (beta on the normalized risk), ``"summed"`` (beta on the summed loss) or ``"theory"``
+    (the paper's schedule for a ``horizon``)."""
+
+    SAVED = {  # what a model file holds (`regcb_stream.state`)
+        "kind": "kind",
+        "beta": "beta",
+        "mellowness": "mellowness",
+        "horizon": "horizon",
+    }
+
+    selector = None
+
+    def __init__(self, kind: str, beta: float | None, mellowness: float,
+                 horizon: int | None = None):
+        self.kind = kind
+        self.beta = DEFAULT_BETA if beta is None else beta
+        self.mellowness = mellowness
+        self.horizon = horizon
+
+    @property
+    def counted(self) -> bool:
+        """Whether the budget is a function of the label count alone (the compiled loops
+        and one-row calls take it)."""
+        return self.kind in COUNTED
+
+    def compiled(self, capabilities) -> bool:
+        """Whether an oracle of these capabilities replays with it in its compiled loop."""
+        return self.counted
+
+    @property
+    def in_force(self) -> str:
+        """The budget in words (for summaries)."""
+        if self.kind == "beta":
+            return f"beta {self.beta:g}"
+        if self.kind == "summed":
+            return f"beta {self.beta:g} on the summed loss"
+        if self.kind == "mellowness":
+            return f"mellowness {self.mellowness:g}"
+        return f"theory (horizon {self.horizon})"
+
+    def summary(self) -> None:
+        """(A fixed budget has no selection to show.)"""
+        return None
+
+    def loss(self, explorer, n_labels, n_actions: int):
+        """The budget of a decision state built from ``n_labels`` labels (NaN: none, the
+        uniform play of the first epoch); an array of counts gives an array of budgets."""
+        lo, hi = explorer.reward_range
+        budget = schedules.loss_budget(
+            self.kind, n_labels=n_labels, n_actions=n_actions, span=hi - lo, beta=self.beta,
+            mellowness=self.mellowness, epoch=explorer.epoch, n_epochs=explorer.n_epochs,
+            dim=explorer.dim, horizon=self.horizon)
+        if isinstance(n_labels, np.ndarray):
+            return np.where(n_labels > 0, budget, np.nan)
+        return budget if n_labels else math.nan
+
+    def uniform(self, pmf: np.ndarray) -> None:
+        """The candidates' distributions in uniform play (none)."""
+        return None
+
+    def decide(self, explorer, phi, models) -> Decision:
+        """Bounds and distributions of a block under the frozen fit."""
+        oracle, k = explorer.oracle, phi.shape[1]
+        budget = self.loss(explorer, explorer.n_frozen, k)
+        if explorer.capabilities.online_loop:
+            return Decision(*oracle.decisions(phi, models, budget, explorer.optimistic,
+                                              explorer.reward_range, explorer.tolerance))
+        prediction, low, high = oracle.bounds(phi, models, budget)
+        low, high = clip_bounds(low, high, explorer.reward_range)
+        return Decision(explorer.rule(low, high, explorer.tolerance), prediction, low, high)
+
+    def ready(self, explorer) -> bool:
+        """Whether ``draw_dense`` may decide now."""
+        return True
+
+    def draw_dense(self, explorer, values, models, intercept: float, uniform: float,
+                   out=None):
+        """One dense context's decision and its draw by ``uniform`` in one compiled call
+        (`RidgeOracle.predict_dense`): ``(index, probability, info)``, or None."""
+        drawn = explorer.oracle.predict_dense(
+            values, models, intercept, self.loss(explorer, explorer.n_frozen, len(models)),
+            explorer.optimistic, explorer.reward_range, explorer.tolerance, uniform, out)
+        return None if drawn is None else (*drawn, {})
+
+    def replay(self, explorer, rows, models, played, rewards, probs, weights, counts):
+        """A block in the oracle's compiled online loop (``counts``: the labels before each
+        rebuild)."""
+        return Decision(*explorer.oracle.replay_online(
+            rows, models, played, rewards, weights,
+            self.loss(explorer, counts, rows.shape[1]), explorer.optimistic,
+            explorer.reward_range, explorer.tolerance))
+
+    def score(self, candidates, probs, rewards, reward_range) -> None:
+        """Labels score nothing."""
+
+    def freeze(self) -> None:
+        """Nothing to freeze at a rebuild."""
+
+
+class AutoBudget(Stateful):
+    """The budget chosen online among the mellowness values of ``grid`` (`BudgetSelector`),
+    on an ellipsoid oracle."""
+
+    SAVED = {  # what a model file holds (`regcb_stream.state`)
+        "selector": "selector",
+    }
+
+    counted = True
+
+    def __init__(self, grid=DEFAULT_GRID):
+        self.selector = BudgetSelector(grid)
+
+    def compiled(self, capabilities) -> bool:
+        return capabilities.auto_loop
+
+    @property
+    def in_force(self) -> str:
+        return f"automatic, leading mellowness {self.selector.summary()['leader']:g}"
+
+    def summary(self) -> dict:
+        return self.selector.summary()
+
+    def uniform(self, pmf: np.ndarray) -> np.ndarray:
+        """Every candidate plays uniformly too."""
+        n, k = pmf.shape
+        return np.broadcast_to(pmf[:, None, :], (n, len(self.selector.grid), k))
+
+    def decide(self, explorer, phi, models) -> Decision:
+        """Every candidate budget's distribution and the selector's mixture of them, with
+        the leading candidate's bounds."""
+        return Decision(*candidate_decisions(
+            self.selector, explorer.oracle, explorer.rule, phi, models, explorer.n_frozen,
+            explorer.reward_range, explorer.tolerance, explorer.capabilities.online_loop))
+
+    def ready(self, explorer) -> bool:
+        return explorer.n_frozen > 0
+
+    def draw_dense(self, explorer, values, models, intercept: float, uniform: float):
+        """``FixedBudget.draw_dense`` with the candidates (`RidgeOracle.predict_auto`):
+        ``(index, probability, info)`` with each candidate's probability of it in
+        ``info``, and every candidate's distribution as its fourth item, or None."""
+        lo, hi = explorer.reward_range
+        roots, scale = self.selector.radius_factors(explorer.n_frozen, len(models), hi - lo)
+        pmfs = np.empty((len(roots), len(models)))
+        drawn = explorer.oracle.predict_auto(
+            values, models, intercept, roots, scale, self.selector.weights(),
+            explorer.optimistic, explorer.reward_range, explorer.tolerance, uniform, pmfs)
+        return None if drawn is None else (drawn[0], drawn[1], {"candidates": drawn[2]}, pmfs)
+
+    def replay(self, explorer, rows, models, played, rewards, probs, weights, counts):
+        lo, hi = explorer.reward_range
+        scales = self.selector.radius_scales(counts, rows.shape[1], hi - lo)
+        return Decision(*explorer.oracle.replay_auto(
+            rows, models, played, rewards, weights, probs, scales, self.selector,
+            explorer.optimistic, explorer.reward_range, explorer.tolerance))
+
+    def score(self, candidates, probs, rewards, reward_range) -> None:
+        """Score the candidates with labels: ``candidates`` ``(n, J)`` are their
+        probabilities of the played actions, ``probs`` the played probabilities."""
+        for row, prob, reward in zip(np.asarray(candidates, float).reshape(
+                len(rewards), -1).tolist(), np.asarray(probs, float).ravel().tolist(),
+                np.asarray(rewards, float).tolist()):
+            self.selector.update(row, prob, unit_reward(reward, reward_range))
+
+    def freeze(self) -> None:
+        self.selector.freeze()
+
+
+def unit_reward(reward: float, reward_range: tuple[float, float]) -> float:
+    """A reward scaled to [0, 1] by the reward range (clipped, for out-of-range ones)."""
+    lo, hi = reward_range
+    return min(max((float(reward) - lo) / (hi - lo), 0.0), 1.0)
+
+
+class BudgetSelector(Stateful):
     """Exponential weights over candidate budgets from importance-weighted rewards.
 
     Parameters
@@ -63,9 +261,19 @@ class BudgetSelector:
         actions keep a probability of at least ``floor / J`` times its own.
     """
 
-    _live: np.ndarray | None = None  # the weights of the estimates so far (None: not yet)
-    _weights: np.ndarray | None = None  # those of the last freeze, for the decisions
-    _spare: np.ndarray | None = None  # an array for update to weigh into, never _weights
+    SAVED = {  # what a model file holds (`regcb_stream.state`)
+        "grid": "grid",
+        "rate": "rate",
+        "floor": "floor",
+        "estimates": "estimates",
+        "n_scored": "n_scored",
+        "sqrt_grid": "_sqrt_grid",
+        "live": "_live",
+        "weights": "_weights",
+        "spare": "_spare",
+        "live_leader": "_live_leader",
+        "leader": "_leader",
+    }
 
     def __init__(self, grid=DEFAULT_GRID, rate: float = DEFAULT_RATE,
                  floor: float = DEFAULT_FLOOR):
@@ -82,6 +290,9 @@ class BudgetSelector:
         self.estimates = [0.0] * len(self.grid)  # importance-weighted summed rewards
         self.n_scored = 0
         self._sqrt_grid = np.sqrt(self.grid)
+        self._live: np.ndarray | None = None  # the weights of the estimates (None: not yet)
+        self._weights: np.ndarray | None = None  # those of the last freeze, for the decisions
+        self._spare: np.ndarray | None = None  # an array for update to weigh into
         self.freeze()
 
     def freeze(self) -> None:
@@ -169,7 +380,7 @@ class BudgetSelector:
         self.n_scored += labels
         self._leader = self._live_leader = self.estimates.index(max(self.estimates))
 
-    def state(self) -> dict:
+    def summary(self) -> dict:
         """Diagnostics: the candidates, their weights and estimates, the leading budget."""
         return {"mellowness": self.grid.tolist(), "weights": self._live_weights().tolist(),
                 "estimates": list(self.estimates), "n_scored": self.n_scored,
@@ -183,31 +394,26 @@ def _radius_scale(n_labels: int, n_actions: int, span: float) -> float:
 
 
 def candidate_decisions(selector: BudgetSelector, oracle, rule, phi, models, n_labels: int,
-                        reward_range: tuple[float, float], tolerance: float):
+                        reward_range: tuple[float, float], tolerance: float,
+                        compiled: bool = False):
     """``(pmf, prediction, low, high, candidates)`` for a block of contexts: the mixture,
-    the oracle's predictions, the leading candidate's clipped bounds and every candidate's
-    distribution ``(n, J, K)``. An ellipsoid oracle (with ``moments``) is asked once, others
-    once per candidate; numpy calls are kept few, as this runs for every online round."""
+    the ellipsoid oracle's predictions, the leading candidate's clipped bounds and every
+    candidate's distribution ``(n, J, K)``, from one ``moments`` call (``compiled``: the
+    arithmetic in one compiled call; numpy calls are kept few otherwise, as this runs for
+    every online round)."""
     k, (lo, hi) = phi.shape[1], reward_range
     radii = selector.radii(n_labels, k, hi - lo)
-    if getattr(oracle, "compiled", False):  # the same arithmetic in one compiled call
-        prediction, variance = oracle.moments(phi, models)
+    prediction, variance = oracle.moments(phi, models)
+    if compiled:
         n, j = len(prediction), len(radii)
         (mix, low, high), pmfs = np.empty((3, n, k)), np.empty((n, j, k))
         _ridge.candidates(prediction, variance, radii, selector.weights(), n, k, j,
                           rule is rules.optimistic, lo, hi, tolerance, selector.leader(),
                           mix, pmfs, low, high)
         return mix, prediction, low, high, pmfs
-    moments = getattr(oracle, "moments", None)
-    if moments is not None:
-        prediction, variance = moments(phi, models)
-        radius = np.sqrt(variance)[:, None, :] * radii[:, None]  # (n, J, K)
-        high = prediction[:, None, :] + radius
-        low = None if rule is rules.optimistic else prediction[:, None, :] - radius
-    else:
-        parts = [oracle.bounds(phi, models, float(r * r)) for r in radii.tolist()]
-        prediction = parts[0][0]
-        low, high = (np.stack([part[i] for part in parts], axis=1) for i in (1, 2))
+    radius = np.sqrt(variance)[:, None, :] * radii[:, None]  # (n, J, K)
+    high = prediction[:, None, :] + radius
+    low = None if rule is rules.optimistic else prediction[:, None, :] - radius
     for bound in (low, high):  # clipped in place (np.clip costs several times more)
         if bound is not None:
             np.minimum(np.maximum(bound, lo, out=bound), hi, out=bound)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from regcb_stream.io.hashing import cross_hash, feature_hash, mask
+from regcb_stream.state import Stateful
 
 try:
     from regcb_stream.io import _scan
@@ -65,13 +66,23 @@ class EncodedRows:
         return EncodedRows(self.index[rows], self.value[rows])
 
 
-class FeatureEncoder:
+class FeatureEncoder(Stateful):
     """Maps contexts (and action feature dicts) to float vectors of a growing dimension."""
 
-    expand = None  # (the defaults of an encoder saved before random features)
-    _input_width: int | None = None
-    _expanded = None  # (map, shape, bytes, features) of the last contexts `expand` mapped
-    _transient = ("_expanded",)  # not saved (`regcb_stream.persist`)
+    SAVED = {  # what a model file holds (`regcb_stream.state`)
+        "cross": "cross",
+        "intercept": "intercept",
+        "hash_bits": "hash_bits",
+        "expand": "expand",
+        "slots": "_slots",
+        "columns": "_index",
+        "named": "_n_named",
+        "dense_dim": "_dense_dim",
+        "input_width": "_input_width",
+        "sparse": "_sparse",
+    }
+    TRANSIENT = {"_expanded": None}
+
 
     def __init__(self, cross: bool = True, intercept: bool = True, hash_bits: int | None = None,
                  expand=None):
@@ -87,6 +98,7 @@ class FeatureEncoder:
         self._dense_dim: int | None = None  # columns of the dense contexts' features
         self._input_width: int | None = None  # and the contexts' own length
         self._sparse: bool | None = None
+        self._expanded = None  # (map, shape, bytes, features) of the last contexts mapped
 
     @property
     def dim(self) -> int:
@@ -296,8 +308,6 @@ class FeatureEncoder:
     def _dense_width(self, width: int) -> None:
         """Check (or, first, set) the length of dense contexts."""
         self._set_kind(sparse=False)
-        if self._input_width is None and self._dense_dim is not None:
-            self._input_width = self._dense_dim  # (an encoder saved before random features)
         if self._input_width is None:
             self._input_width = width
             self._dense_dim = width + (0 if self.expand is None else self.expand.n_features)
@@ -336,7 +346,7 @@ def _name_hash(key) -> int:
     return feature_hash(0, str(key))
 
 
-class SlotColumns:
+class SlotColumns(Stateful):
     """The columns of VW's hashed slots (``hash & mask(bits)``), numbered in order of first
     appearance: a table of ``2**bits`` entries (for ``bits <= 22``; a dict above).
 
@@ -345,6 +355,12 @@ class SlotColumns:
     >>> columns.tolist(), fresh
     ([1, 2, 1, 1], 2)
     """
+
+    SAVED = {  # what a model file holds (`regcb_stream.state`)
+        "mask": "mask",
+        "table": "_table",
+        "dict": "_dict",
+    }
 
     TABLE_BITS = 22
 

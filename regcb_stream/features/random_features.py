@@ -34,12 +34,13 @@ import math
 import numpy as np
 
 from regcb_stream.features import _features
+from regcb_stream.state import Stateful
 
 AMPLITUDE = 0.25  # of each feature (chosen by leave-one-dataset-out: docs/random_features.md)
 WIDTH = 8  # contexts wider than this are scaled down in the linear part (chosen likewise)
 
 
-class RandomFeatures:
+class RandomFeatures(Stateful):
     """The map ``x -> [k x, a (cos(sqrt(d) W^T x / |x| + b) - cos b)]`` of dense contexts
     (1-D) or blocks (2-D), ``k = min(1, sqrt(width / d))``, its ``W`` and ``b`` drawn from
     ``seed`` at the first context (whose length fixes ``d``).
@@ -66,8 +67,19 @@ class RandomFeatures:
         feature dicts, are then learned without random features instead of refused.
     """
 
-    # (a map saved before these existed: amplitude 0.5, not anchored, normalized or scaled)
-    amplitude, width, normalize, required, _offset, _shrink = 0.5, None, False, True, 0.0, 1.0
+    SAVED = {  # what a model file holds (`regcb_stream.state`)
+        "n_features": "n_features",
+        "scale": "scale",
+        "seed": "seed",
+        "amplitude": "amplitude",
+        "width": "width",
+        "normalize": "normalize",
+        "required": "required",
+        "w": "_w",
+        "b": "_b",
+        "offset": "_offset",
+        "shrink": "_shrink",
+    }
 
     def __init__(self, n_features: int, scale: float = 1.0, seed: int | None = 0, *,
                  amplitude: float = AMPLITUDE, width: int | None = WIDTH,
@@ -81,6 +93,8 @@ class RandomFeatures:
         self.required = required
         self._w: np.ndarray | None = None  # (d, D), drawn at the first context
         self._b: np.ndarray | None = None
+        self._offset: np.ndarray | None = None  # cos b
+        self._shrink = 1.0
 
     def __call__(self, contexts: np.ndarray) -> np.ndarray:
         """``contexts`` (d,) or (n, d) with the random features appended."""
@@ -91,8 +105,6 @@ class RandomFeatures:
                              f"were drawn for {len(self._w)}")
         contexts = np.ascontiguousarray(contexts, dtype=float)
         d, offset = contexts.shape[-1], self._offset
-        if not isinstance(offset, np.ndarray):  # (a map saved before: a number)
-            offset = np.full(self.n_features, offset)
         if contexts.ndim == 1:
             waves = contexts.dot(self._w)
             factor = self._factor(contexts, d)

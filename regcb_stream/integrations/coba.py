@@ -22,7 +22,8 @@ import os
 from collections.abc import Mapping, Sequence
 from numbers import Number
 
-from regcb_stream.learner import DEFAULT_VARIANT, RegCB
+from regcb_stream.defaults import VARIANT
+from regcb_stream.learner import RegCB
 
 __all__ = ["MulticlassEnvironment", "RegCBLearner", "VWLogEnvironment"]
 
@@ -60,7 +61,7 @@ class RegCBLearner:
 
     """
 
-    def __init__(self, variant: str = DEFAULT_VARIANT, *, beta: float | None = None,
+    def __init__(self, variant: str = VARIANT, *, beta: float | None = None,
                  schedule: str = "online", reward_range: tuple[float, float] = (0.0, 1.0),
                  seed: int | None = 0, **options):
         self.variant = variant

@@ -22,10 +22,11 @@ from collections.abc import Mapping
 from river import bandit
 from river.stream import utils
 
+from regcb_stream.defaults import VARIANT
 from regcb_stream.io.dsjson import Reward, iter_dsjson_adf
 from regcb_stream.io.vw_features import HashKeys, flatten, flatten_adf
 from regcb_stream.io.vw_text import iter_adf, iter_cb
-from regcb_stream.learner import DEFAULT_VARIANT, RegCB
+from regcb_stream.learner import RegCB
 
 if typing.TYPE_CHECKING:
     from river import base
@@ -130,7 +131,7 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
 
     def __init__(
         self,
-        variant: str = DEFAULT_VARIANT,
+        variant: str = VARIANT,
         *,
         preprocessor: base.Transformer | None = None,
         oracle=None,

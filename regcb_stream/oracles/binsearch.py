@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from regcb_stream.oracles.base import learn_row_by_row
+from regcb_stream.oracles.base import Oracle
 
 
 class SearchResult(NamedTuple):
@@ -164,7 +164,7 @@ def _fresh(regressor):
     return copy.deepcopy(regressor)
 
 
-class BinSearchOracle:
+class BinSearchOracle(Oracle):
     """The Oracle protocol over any weighted batch regressor, with bounds by BinSearch.
 
     Product class: one dataset and one fitted regressor per model. ``rebuild`` freezes the
@@ -205,7 +205,7 @@ class BinSearchOracle:
         self._changed: set[int] = set()
         self._memo: dict = {}
 
-    def grow(self, n_models: int, dim: int) -> None:
+    def grow(self, n_models: int, dim: int, max_dim: int | None = None) -> None:
         """Add empty models; a wider ``dim`` pads old examples with zeros."""
         while len(self._live) < n_models:
             self._live.append([])
@@ -216,8 +216,6 @@ class BinSearchOracle:
         """Store one example of ``model``."""
         self._live[model].append((np.array(x, dtype=float), float(y), float(weight)))
         self._changed.add(model)
-
-    learn_many = learn_row_by_row
 
     def rebuild(self) -> None:
         """Freeze the datasets of the models that learned and fit each once."""

@@ -6,32 +6,18 @@ import numpy as np
 
 from regcb_stream import rules
 from regcb_stream.bounds import clip_bounds, ellipsoid_bounds
-from regcb_stream.oracles.base import (
-    Ellipsoid,
-    MemoryLimitError,
-    SparseRows,
-    learn_row_by_row,
-)
-from regcb_stream.oracles.forgetting import Forgetting, check_forget, top_up
-from regcb_stream.oracles.ridge import (
-    _DENSE,
-    OnlineLoop,
-    _rows,
-    _sparse_row,
-    check_penalty,
-    refresh_interval,
-    resolve_prior,
-)
+from regcb_stream.features.rows import SparseRows
+from regcb_stream.oracles.base import Capabilities, MemoryLimitError
+from regcb_stream.oracles.forgetting import top_up
+from regcb_stream.oracles.loop import DENSE, kernel_row, kernel_rows
+from regcb_stream.oracles.ridge import RidgeOracle
+from regcb_stream.oracles.ridge_base import RidgeBase, _ridge, refresh_interval
+from regcb_stream.state import Stateful
 
-HEAD = 64  # columns kept exact by default (docs/oracle_threshold.md)
-
-try:
-    from regcb_stream.oracles import _ridge
-except ImportError:  # not built: the numpy reference
-    _ridge = None
+HEAD = 64  # columns kept exact by default (docs/results/oracle_threshold.md)
 
 
-class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
+class BoundedRidgeOracle(RidgeBase, Stateful):
     """Ridge regression per model with the Gram matrix ``A = l2 I + sum w x x^T`` kept
     exactly on its first ``head`` columns and as its diagonal ``P`` on the others: memory
     ``O(head^2 + D)`` per model and work ``O(head^2 + nonzeros)`` per label, however many
@@ -71,10 +57,11 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
 
     Parameters
     ----------
-    l2, prior
-        As ``RidgeOracle``'s: the penalty, and the prediction it shrinks toward (a number,
-        ``"optimistic"`` or ``"midpoint"``: the top or the middle of the learner's reward
-        range; ``"auto"``: as the learner settles it).
+    l2, prior, reward_range, kernels
+        As ``RidgeOracle``'s: the penalty (None: the learner's default), the prediction it
+        shrinks toward (a number, ``"optimistic"`` or ``"midpoint"``: the top or the
+        middle of the reward range; ``"auto"``: the learner's default), the reward range,
+        and whether the compiled kernels run.
     head
         Columns kept exact (0: a diagonal ellipsoid).
     memory
@@ -104,23 +91,38 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
     0 0.97 0.853
     """
 
-    reward_range: tuple[float, float] = (0.0, 1.0)  # replaced by the learner's
-    sparse_rows = True
-    compiled = _ridge is not None  # False: the numpy reference
+    SAVED = {  # what a model file holds (`regcb_stream.state`)
+        "l2": "l2",
+        "prior": "prior",
+        "forget": "forget",
+        "reward_range": "reward_range",
+        "kernels": "kernels",
+        "penalty": "_l2",
+        "prior_mean": "_prior",
+        "clock": "_clock",
+        "stamp": "_stamp",
+        "head": "head",
+        "memory": "memory",
+        "dim": "_dim",
+        "head_inverse": "_hinv",
+        "head_gram": "_hgram",
+        "head_theta": "_htheta",
+        "tail_precision": "_prec",
+        "theta": "_theta",
+        "tail": "_tail",
+        "updates": "_updates",
+        "pending": "_pending",
+    }
 
-    def __init__(self, l2: float = 1.0, prior: float | str = 0.0, head: int = HEAD,
-                 memory: int | None = None, forget: float = 1.0):
-        check_penalty(l2, prior)
-        check_forget(forget)
+    def __init__(self, l2: float | None = 1.0, prior: float | str = 0.0, head: int = HEAD,
+                 memory: int | None = None, forget: float = 1.0, *,
+                 reward_range: tuple[float, float] = (0.0, 1.0), kernels: bool = True):
+        super().__init__(l2, prior, forget, reward_range, kernels)
         if not (isinstance(head, (int, np.integer)) and head >= 0):
             raise ValueError(f"head must be an integer >= 0, got {head!r}")
-        self.l2 = l2
-        self.prior = prior
         self.head = int(head)
         self.memory = memory
-        self.forget = forget
         self._dim = 0
-        self.dim_limit: int | None = None  # the most features there can be (hashing)
         self._hinv = np.zeros((0, 0, 0))  # (models, h, h): the head's inverse, Gram and
         self._hgram = np.zeros((0, 0, 0))  # solution
         self._htheta = np.zeros((0, 0))
@@ -129,6 +131,11 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
         self._tail = np.zeros(2)  # learned rows' sum of their tail's squared norms, and rows
         self._updates = np.zeros(0, np.int64)  # head updates since a fresh inverse
         self._pending: list[tuple] = []  # labels since the last rebuild, in order
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(rows="sparse", ellipsoid=True, online_loop=self.compiled,
+                            ridge=True)
 
     @property
     def n_models(self) -> int:
@@ -143,15 +150,11 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
                 f"{self._hinv.shape[1]}, diagonal beyond" + self._forgets())
 
     @property
-    def prior_mean(self) -> float:
-        return resolve_prior(self.prior, self.reward_range)
-
-    @property
     def tail_prior(self) -> float:
         """The prior precision of a tail column: ``l2`` times the mean squared norm of the
         learned rows' tails (at least 1)."""
         sum_sq, rows = self._tail
-        return self.l2 * max(1.0, sum_sq / rows if rows else 1.0)
+        return self._l2 * max(1.0, sum_sq / rows if rows else 1.0)
 
     @property
     def refresh_every(self) -> int:
@@ -164,15 +167,15 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
         return sum(a.nbytes for a in (self._hinv, self._hgram, self._htheta, self._prec,
                                       self._theta))
 
-    def grow(self, n_models: int, dim: int) -> None:
+    def grow(self, n_models: int, dim: int, max_dim: int | None = None) -> None:
         """Add empty models and unseen features (the head takes them while it has room;
-        the tail's arrays grow by a quarter more than needed)."""
+        the tail's arrays grow by a quarter more than needed, up to ``max_dim``)."""
         m0, h0 = self._hinv.shape[:2]
         m, self._dim = max(n_models, m0), max(dim, self._dim)
         h, cap = min(self._dim, self.head), self._theta.shape[1]
         if self._dim > cap:  # in pages of 1024 columns
             cap = -(-max(self._dim, cap + cap // 4) // 1024) * 1024
-            cap = min(cap, max(self._dim, self.dim_limit or cap))
+            cap = min(cap, max(self._dim, max_dim or cap))
         if self.memory is not None:
             need = m * (24 * h * h + 8 * self._dim)
             if need > self.memory:
@@ -184,8 +187,8 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
         if (m, h, cap) == (m0, h0, self._theta.shape[1]):
             return
         eye = np.eye(h)
-        self._hinv = _grown(self._hinv, (m, h, h), eye / self.l2)
-        self._hgram = _grown(self._hgram, (m, h, h), eye * self.l2)
+        self._hinv = _grown(self._hinv, (m, h, h), eye / self._l2)
+        self._hgram = _grown(self._hgram, (m, h, h), eye * self._l2)
         self._htheta = _grown(self._htheta, (m, h), 0.0)
         self._prec = _grown(self._prec, (m, cap), 0.0)
         self._theta = _grown(self._theta, (m, cap), 0.0)
@@ -196,12 +199,10 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
         """Queue one example (a dense row or an ``(index, value)`` pair) for ``model``; the
         rebuild learns the queued labels in order. While forgetting, ``at`` is the clock of
         a label learned before, None a new one."""
-        index, value = _sparse_row(x, self.dim)
+        index, value = kernel_row(x)
         self._pending.append((model, index, value, float(self._stored(weight, at)),
                               y - self.prior_mean))
         self._tick(at)
-
-    learn_many = learn_row_by_row
 
     def rebuild(self) -> None:
         """Learn the queued labels, in order (then a forgetting step, if one is due)."""
@@ -217,7 +218,7 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
         decayed (by the decay times ``keep``), the head's inverse afresh, the solution
         kept."""
         decay = self._decay() * keep
-        top_up(self._hgram, decay, self.l2)
+        top_up(self._hgram, decay, self._l2)
         self._prec *= np.float32(decay)
         for model in range(self.n_models):
             self._invert(model)
@@ -232,7 +233,7 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
         h, cap = self._hinv.shape[1], self._theta.shape[1]
         if self.compiled:
             return _ridge.bounded_learn(self._hinv, self._hgram, self._htheta, self._prec,
-                                        self._theta, self._updates, self._tail, float(self.l2),
+                                        self._theta, self._updates, self._tail, float(self._l2),
                                         model, index, value, len(value), h, cap, weight,
                                         residual, self.refresh_every)
         cols = index if index.size else np.arange(len(value))
@@ -260,18 +261,18 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
     def moments(self, phi, models):
         """Prediction and ``x.A~^-1 x`` per (context, action): ``phi`` dense ``(n, K, D)``
         or ``SparseRows``, ``models`` ids ``(K,)`` or a slice."""
-        index, value = _rows(phi)
+        index, value = kernel_rows(phi)
         models = self._model_ids(models)
         (n, r, width), k = value.shape, len(models)
         h, cap = self._hinv.shape[1], self._theta.shape[1]
         if self.compiled:
             pred, var = np.empty((n, k)), np.empty((n, k))
             _ridge.bounded_moments(self._hinv, self._hgram, self._htheta, self._prec,
-                                   self._theta, self._updates, self._tail, float(self.l2),
+                                   self._theta, self._updates, self._tail, float(self._l2),
                                    models, index, value, n, r, k, width, h, cap,
                                    self.prior_mean, pred, var)
             return pred, var
-        dense = SparseRows(None if index is _DENSE else index, value, cap).dense()
+        dense = SparseRows(None if index is DENSE else index, value, cap).dense()
         dense = np.broadcast_to(dense, (n, k, cap))
         theta = np.hstack([self._htheta, self._theta[:, h:].astype(float)])[models]
         pred = np.einsum("nkd,kd->nk", dense, theta) + self.prior_mean
@@ -282,7 +283,7 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
 
     def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
               reward_range, tolerance, out):
-        (n, r, width), k = value.shape, len(models)
+        n = len(value)
         run = self._run_compiled if self.compiled else self._run_reference
         scaled = weights.copy() if self.forget < 1.0 else weights
         start = 0
@@ -307,7 +308,7 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
         (n, r, width), k = value.shape, len(models)
         stop, learned, stale = _ridge.bounded_run(
             self._hinv, self._hgram, self._htheta, self._prec, self._theta, self._updates,
-            self._tail, float(self.l2), models, index, value, played, rewards, weights,
+            self._tail, float(self._l2), models, index, value, played, rewards, weights,
             budgets, *out, start, n, r, k, width,
             self._hinv.shape[1], self._theta.shape[1], optimistic, self.refresh_every,
             self.prior_mean, *reward_range, tolerance)
@@ -321,7 +322,7 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
         rule = rules.decision_rule("optimistic" if optimistic else "elimination")
         learned, k = 0, len(models)
         for i in range(start, len(value)):
-            row = SparseRows(None if index is _DENSE else index[i : i + 1], value[i : i + 1],
+            row = SparseRows(None if index is DENSE else index[i : i + 1], value[i : i + 1],
                              self.dim)
             pred, var = self.moments(row, models)
             out[1, i], budget = pred[0], budgets[learned]
@@ -333,34 +334,38 @@ class BoundedRidgeOracle(Forgetting, OnlineLoop, Ellipsoid):
             if played[i] >= 0:
                 j = 0 if value.shape[1] == 1 else played[i]
                 model = int(models[played[i]])
-                if self._learn_row(model, _DENSE if index is _DENSE else index[i, j],
+                if self._learn_row(model, DENSE if index is DENSE else index[i, j],
                                    value[i, j], weights[i], rewards[i] - self.prior_mean):
                     self._invert(model)
                 learned += 1
         return len(value), learned
 
     @classmethod
-    def from_ridge(cls, ridge, head: int) -> BoundedRidgeOracle:
-        """Carry on from an exact ``RidgeOracle`` (its pending labels learned first): its
-        current solution, the diagonal of its Gram matrices, and their first ``head``
-        columns exactly."""
-        ridge.rebuild()
-        if ridge.clock > ridge._stamp:  # (the statistics exact, their scale 1)
-            ridge._discount()
-            ridge.rebuild()
-        oracle = cls(ridge.l2, ridge.prior, head=head, memory=ridge.memory,
-                     forget=ridge.forget)
-        oracle._clock = oracle._stamp = ridge.clock
-        oracle.reward_range = ridge.reward_range
-        oracle.grow(ridge.n_models, ridge.dim)
-        d, h = ridge.dim, oracle._hinv.shape[1]
-        theta = np.linalg.solve(ridge._a, ridge._b[..., None])[..., 0]
-        oracle._htheta[:] = theta[:, :h]
-        oracle._prec[:, h:d] = np.diagonal(ridge._a, axis1=1, axis2=2)[:, h:] - ridge.l2
-        oracle._theta[:, h:d] = theta[:, h:]
-        oracle._hgram[:] = ridge._a[:, :h, :h]
-        oracle._hinv[:] = np.linalg.inv(oracle._hgram)
+    def from_ridge(cls, ridge: RidgeOracle, n_models: int) -> BoundedRidgeOracle:
+        """Carry on from an exact ``RidgeOracle`` that outgrows its ``max_exact`` (its
+        labels all learned first), for ``n_models`` models: its current solution, the
+        diagonal of its Gram matrices, and their first columns exactly (``HEAD``, or fewer
+        where ``max_exact`` says so)."""
+        head = min(HEAD, int((ridge.max_exact / max(n_models, 1)) ** 0.5))
+        oracle = cls(ridge.penalty, ridge.prior, head=head, memory=ridge.memory,
+                     forget=ridge.forget, reward_range=ridge.reward_range,
+                     kernels=ridge.kernels)
+        oracle.start_from(*ridge.exact_statistics(), clock=ridge.clock)
         return oracle
+
+    def start_from(self, a: np.ndarray, b: np.ndarray, clock: int = 0) -> None:
+        """Take exact ridge statistics ``A`` ``(models, D, D)`` and ``b`` ``(models, D)``
+        (``b = sum w (y - prior) x``; ``clock``: the labels learned while forgetting): the
+        solution, the diagonal of ``A`` beyond the head, and ``A`` on the head."""
+        self._clock = self._stamp = clock
+        self.grow(*b.shape)
+        d, h = b.shape[1], self._hinv.shape[1]
+        theta = np.linalg.solve(a, b[..., None])[..., 0]
+        self._htheta[:] = theta[:, :h]
+        self._prec[:, h:d] = np.diagonal(a, axis1=1, axis2=2)[:, h:] - self._l2
+        self._theta[:, h:d] = theta[:, h:]
+        self._hgram[:] = a[:, :h, :h]
+        self._hinv[:] = np.linalg.inv(self._hgram)
 
 
 def _grown(array: np.ndarray, shape: tuple[int, ...], fill) -> np.ndarray:

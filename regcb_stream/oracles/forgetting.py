@@ -31,9 +31,9 @@ class Forgetting:
     68
     """
 
-    forget = 1.0  # (an oracle saved before forgetting: none)
-    _clock = 0  # labels learned, while forgetting
-    _stamp = 0  # the clock at the last forgetting step
+    forget: float
+    _clock: int  # labels learned, while forgetting
+    _stamp: int  # the clock at the last forgetting step
 
     @property
     def clock(self) -> int:

@@ -21,7 +21,7 @@ import numpy as np
 from river import compose, linear_model, optim
 
 from regcb_stream.bounds import ellipsoid_bounds, sensitivity_bounds
-from regcb_stream.oracles.base import learn_row_by_row
+from regcb_stream.oracles.base import Oracle
 
 # The weight trial: a few examples, then one learned with weight 1 and with weight 10.
 _WARM_UP = (({0: 1.0, 1: 0.0}, 0.0), ({0: 0.0, 1: 1.0}, 1.0), ({0: 1.0, 1: 1.0}, 0.5),
@@ -29,7 +29,7 @@ _WARM_UP = (({0: 1.0, 1: 0.0}, 0.0), ({0: 0.0, 1: 1.0}, 1.0), ({0: 1.0, 1: 1.0},
 _TRIAL = ({0: 0.5, 1: -1.0}, 2.0)
 
 
-class RiverOracle:
+class RiverOracle(Oracle):
     """A River regressor per model, with sensitivity bounds.
 
     The models are fresh clones of ``regressor`` (one per action for the product class,
@@ -120,8 +120,6 @@ class RiverOracle:
 
     """
 
-    normalize = _bayes = _posterior = _adagrad = False  # for oracles pickled before these
-
     def __init__(self, regressor, *, reward_range: tuple[float, float] = (0.0, 1.0),
                  sensitivity: str = "auto", probe_weight: float = 1.0,
                  normalize: bool = False):
@@ -161,7 +159,12 @@ class RiverOracle:
         the exact ellipsoid of Bayesian linear regression) rather than by probing."""
         return self._closed or self._posterior
 
-    def grow(self, n_models: int, dim: int) -> None:
+    @property
+    def regressors(self) -> list:
+        """The live regressor of each model (clones of ``regressor``)."""
+        return list(self._live)
+
+    def grow(self, n_models: int, dim: int, max_dim: int | None = None) -> None:
         """Add fresh clones of the regressor as new models (and room for new features in
         the closed form's weight array)."""
         m0, d0 = self._coef.shape
@@ -182,8 +185,6 @@ class RiverOracle:
         """``learn_one(x, y, w=weight)`` on the live copy of ``model``."""
         self._learn_one(self._live[model], self._dict(x), float(y), float(weight))
         self._dirty.add(model)
-
-    learn_many = learn_row_by_row
 
     def rebuild(self) -> None:
         """Freeze the models that learned since the last rebuild."""

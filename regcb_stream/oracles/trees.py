@@ -36,7 +36,8 @@ import math
 
 import numpy as np
 
-from regcb_stream.oracles.base import Ellipsoid, learn_row_by_row
+from regcb_stream.oracles.base import Capabilities, Ellipsoid
+from regcb_stream.oracles.leaf_ridge import LeafRidge
 
 try:
     from regcb_stream.oracles import _trees
@@ -79,6 +80,7 @@ class TreesOracle(Ellipsoid):
 
     """
 
+    capabilities = Capabilities(ellipsoid=True)
     kernels = _trees is not None  # False: the numpy reference and LightGBM's pred_leaf
     _last = None  # [(key, rows, prediction, variance)] of the last two moments calls
     _forest_cache = None  # every fitted model's trees in one forest, until the next rebuild
@@ -94,31 +96,43 @@ class TreesOracle(Ellipsoid):
         self.learning_rate = learning_rate
         self.backend, self.l2, self.refit_growth = backend, l2, refit_growth
         self.anchor, self.seed, self.params = anchor, seed, dict(params or {})
-        self._models: list[_LeafRidge] = []
+        self._leaf_ridges: list[LeafRidge] = []
         self._dim = 0
         self._changed: set[int] = set()
 
-    def grow(self, n_models: int, dim: int) -> None:
+    @property
+    def dim(self) -> int:
+        """The features of the rows so far."""
+        return self._dim
+
+    @property
+    def models(self) -> list[LeafRidge]:
+        """Each model's trees and leaf ridge."""
+        return list(self._leaf_ridges)
+
+    def forget_answers(self) -> None:
+        """Drop the answers kept for a repeated block (kept until the next rebuild)."""
+        self._last = None
+
+    def grow(self, n_models: int, dim: int, max_dim: int | None = None) -> None:
         """Add empty models; a wider ``dim`` pads stored rows with zeros."""
-        if n_models > len(self._models) or dim > self._dim:
+        if n_models > len(self._leaf_ridges) or dim > self._dim:
             self._last = self._forest_cache = None
-        self._models += [_LeafRidge() for _ in range(n_models - len(self._models))]
+        self._leaf_ridges += [LeafRidge() for _ in range(n_models - len(self._leaf_ridges))]
         self._dim = max(self._dim, dim)
 
     def learn(self, x: np.ndarray, model: int, y: float, weight: float = 1.0) -> None:
         """Store one example of ``model`` (used at the next rebuild)."""
-        state = self._models[model]
+        state = self._leaf_ridges[model]
         state.rows.append(np.array(x, dtype=float))
         state.y.append(float(y))
         state.w.append(float(weight))
         self._changed.add(model)
 
-    learn_many = learn_row_by_row
-
     def rebuild(self) -> None:
         """Refit the trees of the models due for it, update the others' leaf values."""
         for model in sorted(self._changed):
-            self._models[model].update(self)
+            self._leaf_ridges[model].update(self)
         self._changed.clear()
         self._last = self._forest_cache = None
 
@@ -135,12 +149,12 @@ class TreesOracle(Ellipsoid):
             ids = np.broadcast_to(np.asarray(models, dtype=np.intp), (k,))
         shared = phi.strides[1] == 0  # product class: one context row for every action
         rows = phi[:, 0, :] if shared else phi
-        key = (shared, len(self._models), ids.tolist())
+        key = (shared, len(self._leaf_ridges), ids.tolist())
         for last in self._last or ():
             if last[0] == key and last[1].shape == rows.shape and np.array_equal(last[1], rows):
                 return last[2].copy(), last[3].copy()
         prediction, variance = np.zeros((n, k)), np.full((n, k), 1.0 / self.l2)
-        forest = self._forest() if shared and n <= FOREST_ROWS else None
+        forest = self.forest() if shared and n <= FOREST_ROWS else None
         if forest is not None:  # a few rows: every fitted model's trees in one call
             pred, var = forest.moments(rows)
             column = forest.column[np.minimum(ids, len(forest.column) - 1)]
@@ -149,7 +163,7 @@ class TreesOracle(Ellipsoid):
                                                           var[:, column[fitted]])
         else:
             for model in np.unique(ids).tolist():
-                state = self._models[model] if model < len(self._models) else None
+                state = self._leaf_ridges[model] if model < len(self._leaf_ridges) else None
                 if state is None or state.trees is None:
                     continue
                 cols = np.flatnonzero(ids == model)
@@ -164,16 +178,16 @@ class TreesOracle(Ellipsoid):
     def __getstate__(self):
         return {**self.__dict__, "_last": None, "_forest_cache": None}
 
-    def _forest(self) -> _Forest | None:
+    def forest(self) -> _Forest | None:
         """Every fitted model's trees as one forest (None if a model's trees cannot be
         walked by ``_trees.leaves``: the kernels are not built, or they have categorical
         splits or come from scikit-learn); kept until the next rebuild."""
         if self._forest_cache is None and self.kernels:
-            fitted = [(m, state) for m, state in enumerate(self._models)
+            fitted = [(m, state) for m, state in enumerate(self._leaf_ridges)
                       if state.trees is not None]
             if fitted and all(state.trees.__dict__.get("nodes") is not None
                               for _, state in fitted):
-                self._forest_cache = _Forest(fitted, len(self._models), self._dim)
+                self._forest_cache = _Forest(fitted, len(self._leaf_ridges), self._dim)
         return self._forest_cache
 
     def fit_ensemble(self, X: np.ndarray, y: np.ndarray, w: np.ndarray):
@@ -182,17 +196,17 @@ class TreesOracle(Ellipsoid):
         each tree's first column (``offsets``), the boosted leaf ``values``, ``init`` and
         ``scale``."""
         if len(y) < 2:  # LightGBM needs two rows; one row fits a constant anyway
-            return _Constant(float(y @ w / w.sum()) if w.sum() > 0 else 0.0)
+            return ConstantTrees(float(y @ w / w.sum()) if w.sum() > 0 else 0.0)
         if self.backend == "lightgbm":
-            return _LightGBMTrees(X, y, w, self)
-        return _SklearnTrees(X, y, w, self)
+            return LightGBMTrees(X, y, w, self)
+        return SklearnTrees(X, y, w, self)
 
 
 class _Forest:
     """The trees of several models as one forest, so that a few rows walk all of them in one
     ``_trees.leaves`` call (a call per model costs more than its walks for one row): node
     and leaf numbers are offset model after model. ``moments`` gives what each model's
-    ``_LeafRidge.moments`` gives, computed alike."""
+    ``LeafRidge.moments`` gives, computed alike."""
 
     def __init__(self, fitted: list, n_models: int, dim: int):
         self.column = np.full(n_models, -1, np.intp)  # each model's column of the answers
@@ -248,129 +262,7 @@ def _renumber(children: np.ndarray, node_base: int, col_base: int) -> np.ndarray
     return np.where(children >= 0, children + node_base, children - col_base)
 
 
-class _LeafRidge:
-    """One model: its stored rows, tree structure and ridge over leaf features."""
-
-    _gram_n = _X_n = 0  # rows in the kept Gram matrix and in the stacked rows
-
-    def __init__(self):
-        self.rows: list[np.ndarray] = []
-        self.y: list[float] = []
-        self.w: list[float] = []
-        self.n_used = self.n_fit = self.updates = 0
-        self.trees = self.cols = self.a_inv = self.theta = None
-
-    def update(self, oracle: TreesOracle) -> None:
-        """Fold the rows stored since the last update in (refitting the trees if due)."""
-        n, y, w = len(self.y), np.array(self.y), np.array(self.w)
-        X = self._stacked(oracle._dim)
-        if self.trees is None or n >= oracle.refit_growth * self.n_fit:
-            self.trees, self.n_fit = oracle.fit_ensemble(X, y, w), n
-            self.cols = self.trees.columns(X, oracle.kernels)
-            self._gram_n = 0  # a new structure: no Gram matrix of it yet
-            self._invert(w, oracle.l2, oracle.kernels)
-        else:
-            new = self.trees.columns(X[self.n_used :], oracle.kernels)
-            self.cols = np.vstack([self.cols, new])
-            if 2 * len(new) > len(self.a_inv) or self.updates + len(new) > len(self.a_inv):
-                self._invert(w, oracle.l2, oracle.kernels)
-            else:
-                self._woodbury(new, w[self.n_used :], oracle.kernels)
-        self.n_used = n
-        scale, size = self.trees.scale, len(self.a_inv)
-        prior = self.trees.values / scale if oracle.anchor else np.zeros(size)
-        residual = y - self.trees.init - scale * prior[self.cols].sum(axis=1)
-        moment = np.bincount(self.cols.ravel(), np.repeat(w * residual, self.cols.shape[1]), size)
-        self.theta = prior + self.a_inv @ (scale * moment)
-
-    def _stacked(self, dim: int) -> np.ndarray:
-        """The stored rows as an ``(n, dim)`` array (padded with zeros), kept between
-        updates: only the rows learned since the last one are copied in."""
-        X, n = self.__dict__.get("_X"), len(self.rows)
-        done = 0 if X is None else self._X_n
-        if X is None or X.shape[1] < dim or len(X) < n:
-            grown = np.zeros((max(n, 2 * done), dim))
-            if X is not None:
-                grown[:done, : X.shape[1]] = X[:done]
-            X = self._X = grown
-        X[done:n] = _stack(self.rows[done:n], X.shape[1])
-        self._X_n = n
-        return X[:n, :dim]
-
-    def moments(self, rows: np.ndarray, kernels: bool = True):
-        """Prediction and ``phi^T A^-1 phi`` of feature rows ``(N, d)``."""
-        cols, scale = self.trees.columns(rows, kernels), self.trees.scale
-        prediction = self.trees.init + scale * self.theta[cols].sum(axis=1)
-        variance = _variance(self.a_inv, cols, kernels)
-        return prediction, np.maximum(scale * scale * variance, 0.0)
-
-    def _invert(self, w: np.ndarray, l2: float, kernels: bool = True) -> None:
-        """``A^-1`` from scratch (exactly symmetric), in the model's work matrix: from
-        fewer rows than a third of the leaves, by Woodbury's identity from the prior (an
-        ``n x n`` factorization; the faster below ~0.4), else by a Cholesky factorization
-        of ``A``, whose Gram matrix is kept when an epoch's rows may outnumber half the
-        leaves before the next refit (at least as many rows as leaves): a fresh inverse
-        then adds only the new rows to it."""
-        size, scale, n = self.trees.n_columns, self.trees.scale, len(self.cols)
-        a_inv, keep = self._matrix(size), w > 0
-        if 3 * np.count_nonzero(keep) < size:
-            self._kept_gram = None
-            _dual_inverse(a_inv, self.cols[keep], w[keep], scale, l2, kernels)
-        elif self._gram_n or n >= size:
-            start, gram = self._gram_n, self.__dict__.get("_kept_gram")
-            if gram is None or gram.shape != (size, size):
-                start, gram = 0, np.empty((size, size))
-                self._kept_gram = gram
-            _gram(self.cols[start:], scale**2 * w[start:n], gram, kernels, clear=start == 0)
-            self._gram_n = n
-            if kernels and _trees is not None:  # only the triangle the factorization reads
-                _trees.lower_plus(gram, a_inv, size, l2)
-            else:
-                np.copyto(a_inv, gram)
-                a_inv.flat[:: size + 1] += l2
-            _spd_inverse(a_inv, kernels)
-        else:
-            self._kept_gram = None
-            _gram(self.cols, scale**2 * w, a_inv, kernels)
-            a_inv.flat[:: size + 1] += l2
-            _spd_inverse(a_inv, kernels)
-        self.a_inv, self.updates = a_inv, 0
-
-    def _matrix(self, size: int) -> np.ndarray:
-        """A ``(size, size)`` work matrix over the model's storage (the inverse it
-        replaces): a new matrix of tens of megabytes costs a page fault per 4 KB."""
-        store = self.__dict__.get("_store")
-        if store is None or store.size < size * size:
-            self.a_inv = self._store = None  # freed before the new storage is made
-            store = self._store = np.empty(size * size)
-        return store[: size * size].reshape(size, size)
-
-    def _woodbury(self, cols: np.ndarray, w: np.ndarray, kernels: bool = True) -> None:
-        """``A^-1`` after adding ``scale^2 Phi^T W Phi`` of new rows (Woodbury identity):
-        ``A^-1 - Z^T Z`` with ``Z = L^-1 Phi A^-1`` and ``L L^T = W^-1 / scale^2 + Phi A^-1
-        Phi^T``, a symmetric rank-``p`` update."""
-        from scipy.linalg import solve_triangular
-
-        keep = w > 0
-        self.updates += len(cols)
-        if not keep.any():
-            return
-        design = _design(cols[keep], len(self.a_inv))
-        spread = _spread(self.a_inv, cols[keep], kernels)  # Phi A^-1, (p, D)
-        core = design @ spread.T
-        core.flat[:: len(core) + 1] += 1.0 / (self.trees.scale**2 * w[keep])
-        factor = np.linalg.cholesky(core)
-        z = solve_triangular(factor, spread, lower=True, check_finite=False)
-        _subtract_gram(self.a_inv, z, kernels)
-
-    def __getstate__(self):
-        state = {**self.__dict__, "a_inv": None if self.a_inv is None else self.a_inv.copy()}
-        for work in ("_store", "_X", "_X_n", "_kept_gram", "_gram_n"):  # work arrays
-            state.pop(work, None)
-        return state
-
-
-class _LightGBMTrees:
+class LightGBMTrees:
     """A LightGBM ensemble as leaf columns (``init`` 0: LightGBM folds the mean into the
     first tree). Pickles as its model string."""
 
@@ -382,8 +274,8 @@ class _LightGBMTrees:
                   "seed": oracle.seed, "num_threads": 1, "deterministic": True,
                   "force_col_wise": True, "verbose": -1, **oracle.params}
         data = lightgbm.Dataset(X, y, weight=w, params={"verbose": -1})
-        self._booster = lightgbm.train(params, data, num_boost_round=oracle.n_estimators)
-        self.model = self._booster.model_to_string()
+        self.booster = lightgbm.train(params, data, num_boost_round=oracle.n_estimators)
+        self.model = self.booster.model_to_string()
         trees = _parse_lightgbm(self.model)
         sizes = [int(tree["num_leaves"]) for tree in trees]
         self.offsets = np.r_[0, np.cumsum(sizes)[:-1]].astype(np.intp)
@@ -404,18 +296,18 @@ class _LightGBMTrees:
             _trees.leaves(X, len(X), self.width, root, depth, len(root), feature, threshold,
                           flags, left, right, len(feature), self.n_columns, out)
             return out
-        if self._booster is None:
+        if self.booster is None:
             import lightgbm
 
-            self._booster = lightgbm.Booster(model_str=self.model)
-        leaves = self._booster.predict(X[:, : self.width], pred_leaf=True, num_threads=1)
+            self.booster = lightgbm.Booster(model_str=self.model)
+        leaves = self.booster.predict(X[:, : self.width], pred_leaf=True, num_threads=1)
         return leaves.reshape(len(X), -1).astype(np.intp) + self.offsets
 
     def __getstate__(self):
-        return {**self.__dict__, "_booster": None}
+        return {**self.__dict__, "booster": None}
 
 
-class _SklearnTrees:
+class SklearnTrees:
     """A scikit-learn ``GradientBoostingRegressor`` as leaf columns."""
 
     def __init__(self, X, y, w, oracle: TreesOracle):
@@ -443,7 +335,7 @@ class _SklearnTrees:
         return self.lookup[np.arange(self.lookup.shape[0]), nodes]
 
 
-class _Constant:
+class ConstantTrees:
     """A single leaf (fewer than two rows)."""
 
     offsets = np.zeros(1, np.intp)
@@ -498,128 +390,3 @@ def _node_arrays(trees: list[dict[str, str]], offsets: np.ndarray):
     return (root, depth, _field(trees, "split_feature", np.int64),
             _field(trees, "threshold", float), flags, left.astype(np.int64),
             right.astype(np.int64))
-
-
-def _stack(rows: list[np.ndarray], dim: int) -> np.ndarray:
-    """Rows of various widths as an ``(n, dim)`` array, padded with zeros."""
-    out = np.zeros((len(rows), dim))
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = row
-    return out
-
-
-def _design(cols: np.ndarray, size: int, weight: np.ndarray | None = None):
-    """Sparse leaf-indicator matrix ``(n, size)`` of leaf columns ``(n, T)``, rows scaled
-    by ``weight``."""
-    from scipy import sparse
-
-    n, t = cols.shape
-    data = np.ones(n * t) if weight is None else np.repeat(weight, t)
-    return sparse.csr_matrix((data, cols.ravel(), np.arange(0, n * t + 1, t)), shape=(n, size))
-
-
-def _variance(a_inv: np.ndarray, cols: np.ndarray, kernels: bool = True) -> np.ndarray:
-    """``phi^T A^-1 phi`` of the leaf-indicator rows of leaf columns ``(n, T)`` (``A^-1``
-    exactly symmetric): a ``T x T`` gather per row, in ``_trees.c`` tree pair by tree
-    pair (``kernels``) or in numpy, 64 rows at a time."""
-    n, t = cols.shape
-    out = np.empty(n)
-    if kernels and _trees is not None:
-        _trees.variance(a_inv, np.ascontiguousarray(cols.T, dtype=np.int32), n, t,
-                        len(a_inv), out)
-        return out
-    for start in range(0, n, 64):  # (64, T, T) blocks of the inverse at a time
-        block = cols[start : start + 64]
-        out[start : start + 64] = a_inv[block[:, :, None], block[:, None, :]].sum(axis=(1, 2))
-    return out
-
-
-def _spread(a_inv: np.ndarray, cols: np.ndarray, kernels: bool = True) -> np.ndarray:
-    """``Phi A^-1`` ``(p, D)`` of the leaf-indicator rows of leaf columns ``(p, T)``."""
-    if kernels and _trees is not None:
-        out = np.empty((len(cols), len(a_inv)))
-        _trees.spread(a_inv, np.ascontiguousarray(cols, dtype=np.int32), len(cols),
-                      cols.shape[1], len(a_inv), out)
-        return out
-    return _design(cols, len(a_inv)) @ a_inv
-
-
-def _gram(cols: np.ndarray, w: np.ndarray, out: np.ndarray, kernels: bool = True,
-          clear: bool = True) -> None:
-    """``Phi^T W Phi`` ``(D, D)`` of the leaf-indicator rows of leaf columns ``(n, T)``
-    into ``out`` (added to it unless ``clear``): its lower triangle and diagonal
-    (``_trees.gram``; what the Cholesky factorization reads) or all of it (the numpy
-    reference)."""
-    if kernels and _trees is not None:
-        _trees.gram(np.ascontiguousarray(cols.T, dtype=np.int32),
-                    np.ascontiguousarray(w, dtype=float), len(cols), cols.shape[1], len(out),
-                    out, clear)
-        return
-    gram = (_design(cols, len(out)).T @ _design(cols, len(out), w)).toarray()
-    if clear:
-        out[...] = gram
-    else:
-        out += gram
-
-
-def _spd_inverse(a: np.ndarray, kernels: bool = True) -> None:
-    """Inverts a symmetric positive definite matrix ``a`` (C order; only its lower
-    triangle and diagonal are read) in place by its Cholesky factorization (LAPACK
-    ``potrf``, ``potri``: half the work of a general inverse), exactly symmetric."""
-    from scipy.linalg import lapack
-
-    # a.T is the matrix in Fortran order, whose upper triangle is a's lower one
-    factor, info = lapack.dpotrf(a.T, lower=0, overwrite_a=1, clean=0)
-    if info == 0:
-        factor, info = lapack.dpotri(factor, lower=0, overwrite_c=1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"leaf Gram matrix not positive definite (info {info})")
-    if not np.shares_memory(factor, a):
-        a[...] = factor.T
-    _mirror(a, kernels)  # Fortran's upper triangle of a.T is a's lower one
-
-
-def _dual_inverse(out: np.ndarray, cols: np.ndarray, w: np.ndarray, scale: float, l2: float,
-                  kernels: bool = True) -> None:
-    """``(l2 I + scale^2 Phi^T W Phi)^-1`` of ``n`` rows (weights > 0) into ``out``
-    ``(D, D)`` by Woodbury's identity from ``(l2 I)^-1``: ``(I - Z^T Z) / l2`` with ``Z =
-    L^-1 Phi`` and ``L L^T = Phi Phi^T + l2 W^-1 / scale^2`` (``n x n``), O(n^2 D + n D^2)
-    instead of O(D^3)."""
-    from scipy.linalg import blas, solve_triangular
-
-    size = len(out)
-    if len(cols) == 0:
-        out[...] = 0.0
-        out.flat[:: size + 1] = 1.0 / l2
-        return
-    design = _design(cols, size)
-    core = (design @ design.T).toarray()  # leaves shared by two rows
-    core.flat[:: len(core) + 1] += l2 / (scale**2 * w)
-    z = solve_triangular(np.linalg.cholesky(core), design.toarray(), lower=True,
-                         check_finite=False)
-    result = blas.dsyrk(-1.0 / l2, z.T, beta=0.0, c=out.T, trans=0, lower=0, overwrite_c=1)
-    if not np.shares_memory(result, out):
-        out[...] = result.T
-    out.flat[:: size + 1] += 1.0 / l2
-    _mirror(out, kernels)  # the lower triangle (Fortran's upper of out.T) is set
-
-
-def _subtract_gram(a_inv: np.ndarray, z: np.ndarray, kernels: bool = True) -> None:
-    """``a_inv -= z^T z`` in place (BLAS ``syrk`` on one triangle, then its mirror)."""
-    from scipy.linalg import blas
-
-    out = blas.dsyrk(-1.0, z.T, beta=1.0, c=a_inv.T, trans=0, lower=0, overwrite_c=1)
-    if not np.shares_memory(out, a_inv):
-        a_inv[...] = out.T
-    _mirror(a_inv, kernels)
-
-
-def _mirror(a: np.ndarray, kernels: bool = True) -> np.ndarray:
-    """``a`` (C order) made symmetric in place: its upper triangle the mirror of the lower
-    one."""
-    if kernels and _trees is not None:
-        _trees.mirror(a, len(a), True)
-        return a
-    upper = np.triu_indices(len(a), 1)
-    a[upper] = a.T[upper]
-    return a

@@ -22,8 +22,9 @@ import math
 import numpy as np
 
 from regcb_stream.bounds import sensitivity_move
-from regcb_stream.oracles.base import learn_row_by_row
-from regcb_stream.oracles.ridge import OnlineLoop
+from regcb_stream.oracles.base import Capabilities, Oracle
+from regcb_stream.oracles.loop import OnlineLoop
+from regcb_stream.state import Stateful
 
 try:
     from regcb_stream.oracles import _ridge
@@ -35,20 +36,20 @@ X2_MIN = F32(1.084202e-19) ** 2
 TOLERANCE = F32(1e-6)
 
 
-class VWOracle(OnlineLoop):
+class VWOracle(OnlineLoop, Oracle, Stateful):
     """VW's adaptive, normalized, invariant SGD regressor, one weight vector per model.
 
     VW learns a ``--cb_explore_adf`` label with importance weight ``events / actions``
     (labelled examples over their total number of actions, so ``1/K`` for a constant K);
     this oracle does the same, taking the number of actions from its last decision.
-    It takes sparse input (``sparse_input``): costs are O(nonzero features) per label and
+    It takes sparse input (its rows are ``(index, value)`` pairs): costs are O(nonzero features) per label and
     per (context, action) bound whatever the number of distinct features, and its state is
     3 float32 numbers per (model, feature) seen, so contexts with up to millions of distinct
     features fit (2^18 features and 4 models: 12 MB). Labels are queued and a rebuild
     learns them in order (each update reads the state the previous one left, as in VW), so
     the decisions always see the state of the last rebuild with no second copy of it. With
     the ``online`` schedule a block of logged examples is decided and learned in one
-    compiled loop (``compiled``; ``regcb_stream/oracles/_ridge.c``, ``vw_run``), which sums in
+    compiled loop (``online_loop``; ``regcb_stream/oracles/_ridge.c``, ``vw_run``), which sums in
     feature order as VW does.
 
     Parameters
@@ -60,10 +61,15 @@ class VWOracle(OnlineLoop):
         decisions) instead of the exact root of the cubic it approximates (the default:
         VW's search stops at the lower end of its bracket, which can be 0 when its early
         stop fires, and is coarse when the budget is small; it is also 20 numpy passes).
+    reward_range
+        The rewards' range: the fake labels of the bounds lie one beyond each end (the
+        learner's, when it takes the oracle).
+    kernels
+        Run the compiled loop, where it is built (False: the numpy reference).
 
     Examples
     --------
-    >>> from regcb_stream.oracles.base import SparseRows
+    >>> from regcb_stream.features.rows import SparseRows
     >>> oracle = VWOracle()
     >>> oracle.grow(n_models=1, dim=2)
     >>> for _ in range(20):
@@ -76,21 +82,41 @@ class VWOracle(OnlineLoop):
 
     """
 
-    sparse_input = True
-    compiled = _ridge is not None  # False: the numpy reference (tests compare the two)
+    SAVED = {  # what a model file holds (`regcb_stream.state`)
+        "learning_rate": "learning_rate",
+        "bisection": "bisection",
+        "reward_range": "reward_range",
+        "kernels": "kernels",
+        "state": "_state",
+        "n_actions": "_n_actions",
+        "events": "_events",
+        "action_sum": "_action_sum",
+        "pending": "_pending",
+    }
 
-    def __init__(self, learning_rate: float = 0.5, bisection: bool = False):
+    def __init__(self, learning_rate: float = 0.5, bisection: bool = False, *,
+                 reward_range: tuple[float, float] = (0.0, 1.0), kernels: bool = True):
         self.learning_rate = learning_rate
         self.bisection = bisection
-        self._state = _State.empty()
+        self.reward_range = (float(reward_range[0]), float(reward_range[1]))
+        self.kernels = kernels
+        self._state = VWState.empty()
         self._n_actions = 1  # of the last decision: VW's importance-weight normaliser
         self._events = 0
         self._action_sum = 0
         self._pending: list[tuple] = []  # labels since the last rebuild, in order
-        self.dim_limit: int | None = None  # the most features there can be (hashing)
 
-    def grow(self, n_models: int, dim: int) -> None:
-        self._state.grow(n_models, dim, self.dim_limit)
+    @property
+    def compiled(self) -> bool:
+        """Whether the compiled loop runs (False: the numpy reference)."""
+        return self.kernels and _ridge is not None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(rows="pairs", online_loop=self.compiled)
+
+    def grow(self, n_models: int, dim: int, max_dim: int | None = None) -> None:
+        self._state.grow(n_models, dim, max_dim)
 
     def learn(self, x, model: int, y: float, weight: float = 1.0) -> None:
         """VW's ``gd`` update on one example (``x``: nonzero ``(index, value)`` arrays), with
@@ -100,8 +126,6 @@ class VWOracle(OnlineLoop):
         weight = F32(weight * self._events / self._action_sum)
         idx, value = x
         self._pending.append((model, idx, value.astype(F32), F32(y), weight))
-
-    learn_many = learn_row_by_row
 
     @property
     def n_models(self) -> int:
@@ -138,7 +162,7 @@ class VWOracle(OnlineLoop):
 
     def bounds(self, phi, models, budget: float):
         """Score and VW's sensitivity bounds: the fake labels are one beyond each end of
-        the reward range (``reward_range``, which the learner sets to its own)."""
+        the reward range (``reward_range``)."""
         low_end, high_end = self.reward_range
         self._n_actions = phi.shape[1]
         row_models, idx, values = _flat_rows(phi, models)
@@ -159,19 +183,24 @@ class VWOracle(OnlineLoop):
         shape = phi.shape[:2]
         return score.astype(float).reshape(shape), low.reshape(shape), high.reshape(shape)
 
-    reward_range: tuple[float, float] = (0.0, 1.0)  # replaced by the learner's
 
-
-class _State:
+class VWState(Stateful):
     """Weights, adaptive sums, normalizers (float32 like VW) and VW's global counters
     ``c = [total weight, normalizer sum, least label, largest label]`` (float64)."""
+
+    SAVED = {  # what a model file holds (`regcb_stream.state`)
+        "w": "w",
+        "g": "g",
+        "s": "s",
+        "c": "c",
+    }
 
     def __init__(self, w, g, s, counters):
         self.w, self.g, self.s = w, g, s
         self.c = np.array(counters, float)
 
     @classmethod
-    def empty(cls) -> _State:
+    def empty(cls) -> VWState:
         return cls(*(np.zeros((0, 0), F32) for _ in range(3)), [0.0, 0.0, 0.0, 0.0])
 
     def grow(self, n_models: int, dim: int, limit: int | None = None) -> None:

@@ -50,7 +50,8 @@ from collections.abc import Callable
 import numpy as np
 
 from regcb_stream import persist
-from regcb_stream.learner import PIECE_LABELS
+from regcb_stream.explore.explorer import PIECE_LABELS
+from regcb_stream.stream.replay import played_actions
 
 #: epochs with fewer labels than this are replayed by the driver (one task costs ~ms)
 MIN_SPREAD = 8 * 1024
@@ -121,7 +122,7 @@ def run_epochs(learner, n: int, parts, client=None, tasks: int | None = None,
             for (start, end), (payload, pieces, seconds) in zip(spans, results if spans
                                                                  else []):
                 parts.take(start, end, payload)
-                learner._absorb(pieces, end - start)
+                learner.model.explorer.absorb(pieces, end - start)
                 busy.append(seconds)
         if not spans:
             parts.local(learner, position, stop)
@@ -242,7 +243,7 @@ def _check(learner) -> None:
                          "spread (replicas serve it in parallel: regcb_stream.stream.replicas)")
     if not _piecewise(learner):
         raise ValueError(f"parallel replay needs the ridge oracle, not "
-                         f"{type(learner._oracle).__name__}")
+                         f"{type(learner.model.explorer.oracle).__name__}")
     if learner.budget_selection is not None:
         raise ValueError("parallel replay needs a fixed budget (the automatic one scores "
                          "the candidates label by label)")
@@ -251,12 +252,12 @@ def _check(learner) -> None:
 def _piecewise(learner) -> bool:
     """Whether the learner's oracle learns in pieces (exact ridge; once it hands over to
     the bounded ridge, the epochs that follow are replayed by the driver)."""
-    return getattr(learner._oracle, "piecewise", False)
+    return learner.model.explorer.piecewise
 
 
 def _mid_epoch(learner) -> bool:
     """Whether labels of the current epoch were learned already (an open piece)."""
-    return learner.n_labels != learner._n_frozen
+    return learner.n_labels != learner.model.explorer.n_frozen
 
 
 def _spans(n_labels: int, start: int, stop: int, tasks: int, piece: int) -> list[tuple]:
@@ -295,7 +296,23 @@ def _array_task(load: Callable, state: bytes, first: int, start: int, stop: int
     _labelled(block[2], start)
     weights = block[5] if len(block) > 5 else None
     return run_part(state, lambda learner, pieces: _packed(
-        learner._replay_part(*block[:5], weights, first, pieces).pmf))
+        replay_part(learner, *block[:5], weights, first, pieces).pmf))
+
+
+def replay_part(learner, contexts, actions, played, rewards, probs, weights, first: int,
+                pieces: list):
+    """Part of one epoch of a logged block, every context labelled, its first label the
+    ``first``-th: the decisions of the frozen state, and the statistics of the labels
+    appended to ``pieces`` at each piece's end (`RidgeOracle.take_piece`); those after the
+    last stay open. The learner itself learns nothing."""
+    played, rewards, probs, weights = learner.checked_log(played, rewards, probs, weights)
+    if (played < 0).any():
+        raise ValueError("no label: a parallel replay needs every example labelled")
+    decision = learner.decide_many(contexts, actions)
+    model = learner.model
+    block = model.labels(contexts, played_actions(actions, np.arange(len(played)), played))
+    model.explorer.learn_pieces(block, rewards, weights, first, pieces)
+    return decision
 
 
 def run_part(state: bytes, replay: Callable) -> tuple | None:
@@ -306,7 +323,7 @@ def run_part(state: bytes, replay: Callable) -> tuple | None:
     one process does)."""
     began = time.perf_counter()
     learner, _ = persist.loads(state)
-    oracle, pieces = learner._oracle, []
+    oracle, pieces = learner.model.explorer.oracle, []
     known = oracle.n_models, oracle.dim
     payload = replay(learner, pieces)
     if (oracle.n_models, oracle.dim) != known:

@@ -26,8 +26,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from regcb_stream import persist
-from regcb_stream.learner import _sample
+from regcb_stream import persist, rules
 
 
 def snapshot(learner) -> bytes:
@@ -55,7 +54,7 @@ def serve(learner, contexts, actions: Sequence, reveal: Callable, refresh: int,
     for start in range(0, n, refresh):
         stop = min(n, start + refresh)
         decision = replica(snapshot(learner)).decide_many(contexts[start:stop], actions)
-        index = _sample(decision.pmf, uniforms[start:stop])
+        index = rules.sample(decision.pmf, uniforms[start:stop])
         rewards[start:stop] = reveal(np.arange(start, stop), index)
         probs = decision.pmf[np.arange(stop - start), index]
         learner.replay(contexts[start:stop], actions, index, rewards[start:stop], probs)

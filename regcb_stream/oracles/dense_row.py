@@ -1,0 +1,76 @@
+"""An exact ridge oracle's one-row compiled calls: one dense context's decision, its draw,
+or its label and the rebuild after it, in one call each (the Python API's per-example path:
+``predict`` then ``learn``, without a block's machinery)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from regcb_stream.oracles.ridge_base import _ridge
+
+
+class DenseRowCalls:
+    """``predict_dense``, ``predict_auto``, ``replay_auto`` and ``learn_dense`` of a
+    `RidgeOracle` (its ``one_row`` and ``auto_loop`` capabilities)."""
+
+    def predict_dense(self, context: np.ndarray, models: np.ndarray, intercept: float,
+                      budget: float, optimistic: bool, reward_range: tuple[float, float],
+                      tolerance: float, uniform: float, out: np.ndarray | None = None
+                      ) -> tuple[int, float] | None:
+        """One decision for a dense context (the product class's rows: the intercept, then
+        the context) under the frozen fit, and its draw by ``uniform``, in one compiled
+        call: ``(index, probability)``, or None if a value is not finite or the model is
+        kept in blocks (the general path then decides); with ``out`` ``(4, K)``, the
+        distribution, predictions and clipped bounds written into it."""
+        if self._blocks is not None:
+            return None
+        extra = () if out is None else (out,)
+        return _ridge.predict_dense(self._a_inv, self._theta, models, context, intercept,
+                                    self.dim, self.prior_mean, budget, optimistic,
+                                    *reward_range, tolerance, uniform, *extra)
+
+    def predict_auto(self, context: np.ndarray, models: np.ndarray, intercept: float,
+                     sqrt_grid: np.ndarray, scale: float, weights: np.ndarray,
+                     optimistic: bool, reward_range: tuple[float, float], tolerance: float,
+                     uniform: float, pmfs: np.ndarray) -> tuple[int, float, tuple] | None:
+        """``predict_dense`` with the automatic budget's candidates (radii ``sqrt_grid *
+        scale``, mixed by ``weights``: `regcb_stream.explore.budget`): ``(index, probability, each
+        candidate's probability of it)``, every candidate's distribution into ``pmfs`` (J,
+        K), or None if a value is not finite or the model is kept in blocks."""
+        if self._blocks is not None:
+            return None
+        return _ridge.predict_auto(self._a_inv, self._theta, models, context, intercept,
+                                   self.dim, self.prior_mean, sqrt_grid, scale, weights,
+                                   optimistic, *reward_range, tolerance, uniform, pmfs)
+
+    def replay_auto(self, phi, models, played, rewards, weights, probs, scales, selector,
+                    optimistic: bool, reward_range: tuple[float, float], tolerance: float):
+        """``replay_online`` with the automatic budget's ``selector`` (`BudgetSelector`):
+        ``scales[j]`` the candidates' radius scale after ``j`` more labels (NaN: uniform play),
+        each label scoring the candidates with its logged probability ``probs[i]``."""
+        return self.replay_online(phi, models, played, rewards, weights, scales, optimistic,
+                                  reward_range, tolerance,
+                                  scoring=(selector, np.ascontiguousarray(probs, dtype=float)))
+
+    def learn_dense(self, context: np.ndarray, intercept: float, model: int, y: float,
+                    weight: float) -> float | None:
+        """``learn`` then ``rebuild`` of a dense context's row in one compiled call: the
+        fit's prediction of the row before the label (``moments``'s, bit for bit), or None,
+        nothing learned, if a value is not finite, labels are pending or the model is kept
+        in blocks (the general path then learns it)."""
+        if self._pending or self._blocks is not None:
+            return None
+        prior = self.prior_mean
+        learned = _ridge.learn_dense(self._a, self._b, self._a_inv, self._theta, self._updates,
+                                     model, context, intercept, self.dim,
+                                     self._stored(weight, None), y - prior,
+                                     self.refresh_every)
+        if learned is None:
+            return None
+        stale, fit = learned
+        self._tick(None)
+        if self._step_due():
+            self.rebuild()
+        elif stale:
+            self._invert(model)
+        return fit + prior

@@ -1,0 +1,131 @@
+"""A learner over a block of rounds: a logged stream replayed, bandit feedback simulated.
+
+Both are functions over a model's block API (`regcb_stream.model.Model`: the rows of a
+block, its explorer's ``decide``, ``learn`` and compiled ``replay``), as River's
+``evaluate_offline`` is a function over ``pull`` and ``update``: each epoch's rounds are
+decided in one computation from the frozen state, then learned; on the ``online`` schedule
+with an oracle that has a compiled loop, a whole block is decided and learned in it.
+`RegCB.replay` and `RegCB.play` are these functions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from regcb_stream import rules
+from regcb_stream.explore.decision import Decision, stacked
+from regcb_stream.features.encoder import EncodedRows
+from regcb_stream.features.rows import Block
+
+
+def replay(model, contexts, actions, played, rewards, probs, weights) -> Decision:
+    """Progressive validation of a checked log by ``model``: each context decided, then
+    its logged label learned (``played[i]`` -1: none), epoch by epoch (see
+    `RegCB.replay`)."""
+    n, labelled = len(played), np.flatnonzero(played >= 0)
+    encoded = isinstance(actions, EncodedRows)  # the joint class's rows, per context
+    decisions, start, first = [], 0, 0  # labelled[first]: the first label from start
+    whole = None  # (the compiled loop's: the whole block's rows, encoded once, and where)
+    while start < n:
+        explorer = model.explorer
+        compiled = explorer.compiled_replay  # (then blocks end at the change test's checks)
+        room = explorer.replay_room if compiled else explorer.labels_until_rebuild
+        rows = labelled[first:first + room]
+        stop = int(rows[-1]) + 1 if len(rows) == room else n
+        block = slice(start, stop)
+        first += len(rows)
+        if compiled:
+            if whole is None:
+                whole = model.decisions(contexts[start:], actions[start:] if encoded
+                                        else actions), start
+            (all_rows, at) = whole
+            decision = model.explorer.replay(all_rows.take(slice(start - at, stop - at)),
+                                             played[block], rewards[block], probs[block],
+                                             weights[block])
+        else:
+            rows_of_block = model.decisions(contexts[block], actions[block] if encoded
+                                            else actions)
+            decision = model.explorer.decide(*rows_of_block)
+            if len(rows):
+                model.learn_many(
+                    take(contexts, rows), played_actions(actions, rows, played[rows]),
+                    rewards[rows], probs[rows], weights[rows],
+                    None if decision.candidates is None
+                    else decision.candidates[rows - start, :, played[rows]])
+        decisions.append(decision)
+        start = stop
+    return stacked(decisions)
+
+
+def play(learner, contexts, actions, reveal, uniforms: np.ndarray, check_reward
+         ) -> tuple[np.ndarray, Decision]:
+    """Bandit feedback on a block of rounds (see `RegCB.play`): ``learner`` a model or a
+    learner over models (model selection: ``models``, the ``leader``'s decisions, its
+    models' fits ``observe``-d); ``check_reward`` refuses a reward ``reveal`` gives."""
+    main, n = learner.main, len(contexts)
+    encoded = None  # checked and encoded once; rows are learned by model id
+    if not main.rows.actions.is_joint(actions):  # (by each model: model selection's two)
+        encoded = [main.decisions(contexts, actions)]
+        models = learner.models
+        encoded += [model.decisions(contexts, actions) for model in models[1:]]
+        ids = [np.arange(model.rows.actions.n_models)[block.models]  # of the played rows
+               for model, block in zip(models, encoded)]
+    decisions, played, start = [], np.empty(n, dtype=np.intp), 0
+    while start < n:
+        stop = min(n, start + main.explorer.labels_until_rebuild)
+        block = slice(start, stop)
+        if encoded is not None:
+            options = [model.explorer.decide(*rows.take(block))
+                       for model, rows in zip(models, encoded)]
+            decision = options[learner.leader()]
+        else:
+            decision = learner.decide_many(contexts[block], actions)
+        index = rules.sample(decision.pmf, uniforms[block])
+        rewards = revealed(reveal(np.arange(start, stop), index), stop - start, start)
+        rows = np.arange(stop - start)
+        probs = decision.pmf[rows, index]
+        if decision.candidates is not None:
+            main.explorer.score(decision.candidates[rows, :, index], probs, rewards)
+        for reward in rewards.tolist():
+            check_reward(reward)
+        if encoded is None:
+            learner.learn_many(contexts[block], [actions[i] for i in index.tolist()],
+                               rewards, probs, np.ones(len(rewards)))
+        else:
+            fits = [option.prediction[rows, index] for option in options]  # (online)
+            for model, (x, _), own, fitted in zip(models, encoded, ids, fits):
+                model.explorer.learn(Block(x.take((block, slice(0, 1))), own[index]),
+                                     rewards, np.ones(stop - start), fitted)
+            learner.observe(rewards, *fits)
+        decisions.append(decision)
+        played[start:stop] = index
+        start = stop
+    return played, stacked(decisions)
+
+
+def take(contexts, rows: np.ndarray):
+    """The contexts at ``rows`` of a block (an array, ``EncodedRows`` or a sequence)."""
+    if isinstance(contexts, (np.ndarray, EncodedRows)):
+        return contexts[rows]
+    return [contexts[i] for i in rows.tolist()]
+
+
+def played_actions(actions, rows: np.ndarray, chosen: np.ndarray):
+    """The actions played in ``rows``: labels from the offered list, or the joint class's
+    encoded rows."""
+    if isinstance(actions, EncodedRows):
+        return EncodedRows(actions.index[rows, chosen], actions.value[rows, chosen])
+    return [actions[i] for i in chosen.tolist()]
+
+
+def revealed(rewards, n: int, start: int) -> np.ndarray:
+    """``reveal``'s answer: one number per round asked, or an error saying what came back
+    instead."""
+    try:
+        out = np.asarray(rewards, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"reveal must return numbers, got {rewards!r:.80}") from None
+    if out.shape != (n,):
+        raise ValueError(f"reveal was asked for the rewards of rounds {start}..{start + n - 1} "
+                         f"({n} rounds) and returned shape {out.shape}")
+    return out
