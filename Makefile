@@ -27,53 +27,23 @@ $(VENV)/.compiled: $(shell find regcb_stream -name '*.py') | $(VENV)/.installed
 	$(BIN)/python -m compileall -q regcb_stream
 	touch $@
 
-demo: $(VENV)/.installed $(VENV)/.compiled
+# the example logs of the README and the guides (made, not shipped)
+examples/data/cb.dat: regcb_stream/datasets/examples.py | $(VENV)/.installed
+	$(BIN)/python -m regcb_stream.datasets.examples examples/data
+
+demo: $(VENV)/.installed $(VENV)/.compiled examples/data/cb.dat
 	$(BIN)/python -m regcb_stream.demo
+	@echo "The commands are in $(BIN): . $(BIN)/activate, then e.g."
+	@echo "  regcb-stream --cb_explore 4 -d examples/data/cb.dat -p predictions.txt"
 
 test: $(VENV)/.installed-test $(VENV)/.compiled
 	$(BIN)/python -m pytest
 
-# every benchmark behind the numbers in README.md and docs/ (several hours on 2 cores)
+# every benchmark behind the numbers in README.md and docs/results/ (several hours on 2 cores),
+# in the order of bench/registry.py (each after those it reads; --list shows them)
 bench: $(VENV)/.installed-test
 	$(BIN)/python -m pip install -q -e '.[bench]'
-	$(BIN)/python -m bench
-	$(BIN)/python -m bench --families regcb-elim:river_bayes regcb-opt:river_bayes \
-		regcb-elim:ridge-summed regcb-opt:ridge-summed regcb-elim:gb5-summed regcb-opt:gb5-summed
-	$(BIN)/python benchmarks/gb5_speed.py --baseline 1d76a9b
-	$(BIN)/python benchmarks/gb5_speed.py --workload issue --baseline c4f73be --pairs 3 \
-		--output docs/gb5_speed_issue.md
-	$(BIN)/python benchmarks/gb5_width.py
-	$(BIN)/python benchmarks/progressive_reward.py
-	$(BIN)/python benchmarks/oracles.py --update
-	$(BIN)/python benchmarks/ridge_prior.py
-	$(BIN)/python benchmarks/throughput.py
-	$(BIN)/python benchmarks/command_speed.py
-	$(BIN)/python benchmarks/soak.py
-	$(BIN)/python benchmarks/oracle_trees.py
-	$(BIN)/python benchmarks/defaults.py
-	$(BIN)/python benchmarks/random_features.py  # after defaults.py: it reads its runs
-	$(BIN)/python benchmarks/feature_ridge.py  # after defaults.py: it reads its runs
-	$(BIN)/python benchmarks/model_selection.py  # after defaults.py: it reads its runs
-	$(BIN)/python benchmarks/joint_budget.py  # after defaults.py: it reads its runs
-	$(BIN)/python benchmarks/joint_defaults.py
-	$(BIN)/python benchmarks/long_horizon.py
-	$(BIN)/python benchmarks/unseen_streams.py  # after random_features.py: it reads its runs
-	$(BIN)/python benchmarks/forgetting.py
-	$(BIN)/python benchmarks/change_detection.py
-	$(BIN)/python benchmarks/auto_budget_cost.py
-	$(BIN)/python benchmarks/blas_threads.py
-	$(BIN)/python benchmarks/high_dim.py
-	$(BIN)/python benchmarks/bounded_quality.py
-	$(BIN)/python benchmarks/oracle_threshold.py
-	$(BIN)/python benchmarks/reliability.py
-	$(BIN)/python benchmarks/delayed_rewards.py
-	$(BIN)/python benchmarks/dsjson_speed.py
-	$(BIN)/python benchmarks/explore_eval_coverage.py --multiplier min
-	$(BIN)/python benchmarks/compare_speed.py
-	$(BIN)/python benchmarks/dask_sweep.py
-	$(BIN)/python benchmarks/replica_refresh.py
-	$(BIN)/python benchmarks/parallel_replay.py
-	$(BIN)/python benchmarks/command_cluster.py
+	$(BIN)/python -m bench.registry
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime
 import pathlib
 import subprocess
+import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[1]  # the repository
 
 
 def code_version() -> str:
@@ -19,6 +20,14 @@ def code_version() -> str:
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
     dirty = git("status", "--porcelain", "regcb_stream")
     return commit + (" + uncommitted changes in regcb_stream/" if dirty else "")
+
+
+def command_line() -> str:
+    """This process's command as typed at the repository's root for a report's header:
+    ``python -m bench.experiments.NAME ARGS`` (``python SCRIPT ARGS`` for a script)."""
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    program = ["-m", spec.name] if spec is not None else [sys.argv[0]]
+    return " ".join(["python", *program, *sys.argv[1:]])
 
 
 def stamp() -> str:

@@ -1,6 +1,6 @@
 """RegCB next to coba's VW learners, in coba's sequential evaluation, with coba's plot.
 
-    python examples/coba_experiment.py                      # vehicle, plot to docs/coba_vehicle.png
+    python examples/coba_experiment.py                      # vehicle, plot to docs/results/coba_vehicle.png
     python examples/coba_experiment.py out.png --dataset letter --take 2000 --seeds 3
 
 Needs coba and matplotlib (``pip install "regcb-stream[coba]"``; without matplotlib the table
@@ -46,7 +46,7 @@ LEARNERS = {  # legend label -> learner, in coba's learner_id order
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("out", nargs="?", default="docs/coba_vehicle.png", help="plot file")
+    parser.add_argument("out", nargs="?", default="docs/results/coba_vehicle.png", help="plot file")
     parser.add_argument("--dataset", default="vehicle", help="a UCI set of bench.datasets")
     parser.add_argument("--take", type=int, help="rounds per environment (default: all)")
     parser.add_argument("--seeds", type=int, default=5, help="shuffles of the data set")

@@ -1,26 +1,28 @@
-"""Smoke tests of the benchmark scripts' core functions on a tiny slice of ``vehicle``."""
+"""Smoke tests of the experiments' core functions (``bench.experiments``) on a tiny slice of
+``vehicle``, and of their registry (``bench.registry``)."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import pathlib
+import pkgutil
 
 import numpy as np
 import pytest
 
+import bench.experiments
+from bench import registry
+from bench.experiments import forgetting as fg
+from bench.experiments import joint_defaults as jd
+from bench.experiments import progressive_reward as pr
+from bench.experiments import throughput as tp
+from bench.experiments import unseen_streams as us
 from regcb_stream.datasets import uci as ds
 
-BENCH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 ROUNDS = 300
-
-
-def load_script(name: str):
-    """Import ``benchmarks/<name>.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,6 @@ def vehicle() -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("schedule", ["sqrt2", "doubling", "online"])
 @pytest.mark.parametrize("variant", ["elimination", "optimistic"])
 def test_vectorized_reproduces_per_example(vehicle, variant: str, schedule: str) -> None:
-    tp = load_script("throughput")
     X, R = vehicle
     one = tp.run_per_example(X, R, variant, 1e-3, schedule, seed=3)
     block = tp.run_vectorized(X, R, variant, 1e-3, schedule, seed=3)
@@ -53,7 +54,6 @@ def test_vectorized_reproduces_per_example_on_ties(schedule: str) -> None:
         ds.require("letter.tsv.gz")
     except FileNotFoundError as missing:
         pytest.skip(str(missing))
-    tp = load_script("throughput")
     X, R = ds.bandit_stream("letter", noisy=False, seed=0)
     one = tp.run_per_example(X[:ROUNDS], R[:ROUNDS], "optimistic", 1e-4, schedule)
     block = tp.run_vectorized(X[:ROUNDS], R[:ROUNDS], "optimistic", 1e-4, schedule)
@@ -61,7 +61,6 @@ def test_vectorized_reproduces_per_example_on_ties(schedule: str) -> None:
 
 
 def test_epoch_blocks_cover_the_stream() -> None:
-    tp = load_script("throughput")
     blocks = list(tp.epoch_blocks("sqrt2", 20))
     assert [(b.start, b.stop) for b in blocks] == [
         (0, 1), (1, 2), (2, 4), (4, 7), (7, 11), (11, 17), (17, 20)
@@ -69,7 +68,6 @@ def test_epoch_blocks_cover_the_stream() -> None:
 
 
 def test_throughput_report(vehicle) -> None:
-    tp = load_script("throughput")
     X, R = vehicle
     rows = tp.measure(X, R, reps=1, log=lambda msg: None)
     tp.check_vectorized(X, R, rows)
@@ -83,7 +81,6 @@ def test_throughput_report(vehicle) -> None:
 
 
 def test_progressive_reward_records(vehicle) -> None:
-    pr = load_script("progressive_reward")
     settings = [
         {"algo": "ours", "variant": "optimistic", "beta": 1e-4},
         {"algo": "vw", "explorer": "regcb", "mellowness": 1e-3, "encoding": "-10"},
@@ -112,7 +109,6 @@ def test_joint_streams_have_the_structure_they_stand_for() -> None:
     both are decided by ``RegCB()``'s rule for action feature rows accordingly."""
     from regcb_stream.features.rows import own_features
 
-    jd = load_script("joint_defaults")
     try:
         ranking, adf = jd.load("vehicle-rank251", 0), jd.load("vehicle-noise-adf", 0)
     except FileNotFoundError as missing:
@@ -131,7 +127,6 @@ def test_unseen_streams_are_bandits_of_river_data() -> None:
     """Each repetition shuffles the same rows (a drifting stream: draws its own, in order),
     keeps the harness's holdout and rewards the true class alone; the tuned VW settings
     that are a default reuse the default's run."""
-    us = load_script("unseen_streams")
     X, y = us.load("phishing")
     assert X.shape == (1250, 9) and np.allclose(X.mean(axis=0), 0.0)
     problem, again = us.load_problem("phishing", 1), us.load_problem("phishing", 1)
@@ -155,7 +150,6 @@ def test_unseen_streams_settings_name_the_default_map() -> None:
     """The random features' setting the report calls RegCB()'s is the map RegCB() draws."""
     from regcb_stream import RegCB
 
-    us = load_script("unseen_streams")
     assert us.DEFAULT_SETTING in us.eligible_settings()
     assert us.random_features("D=32 a=0.35 width=None direction s=0.75", 0).width is None
     ours = RegCB(seed=3)
@@ -170,7 +164,6 @@ def test_unseen_streams_settings_name_the_default_map() -> None:
 def test_forgetting_runs_the_factor_it_names_and_reports_every_stream() -> None:
     """``RegCB()`` is the factor 1; a named factor reaches the learner's oracle; the report
     has a row per stream and the drifting streams' peers."""
-    fg = load_script("forgetting")
     assert fg.name_of(1.0) == "RegCB()" and fg.FORGETFUL["RegCB(forget=0.999)"] == 0.999
     record = fg.run(("RegCB(forget=0.999)", "phishing", 0))
     assert 0.5 < record["progressive"] <= 1.0
@@ -188,3 +181,50 @@ def test_forgetting_runs_the_factor_it_names_and_reports_every_stream() -> None:
         assert f"| {stream} |" in text
     assert "**1.50x** the time" in text and "| RegCB(forget=0.998) |" in text
     assert "| learner | 1,000 | 2,000 |" in text
+
+
+def test_registry_lists_every_experiment_after_what_it_reads() -> None:
+    """Every module of ``bench.experiments`` is in the registry and imports with a ``main``;
+    every input is an earlier experiment or what one wrote, or a committed file; every
+    report of ``docs/results/`` is written by exactly one experiment (the harness's runs
+    all write its report)."""
+    experiments = registry.EXPERIMENTS
+    names = [e.name for e in experiments]
+    assert len(set(names)) == len(names)
+    package = {f"bench.experiments.{m.name}" for m in pkgutil.iter_modules(
+        bench.experiments.__path__)}
+    assert {e.module for e in experiments} == package | {registry.HARNESS}
+    for name in sorted({e.module for e in experiments}):
+        spec = importlib.util.find_spec(name)
+        module = importlib.import_module(
+            f"{name}.__main__" if spec.submodule_search_locations else name)
+        assert callable(getattr(module, "main", None)) or name == registry.HARNESS, name
+    earlier: set[str] = set()
+    for e in experiments:
+        for needed in e.inputs:
+            assert needed in earlier or (ROOT / needed).is_file(), (e.name, needed)
+        earlier |= {e.name, *e.outputs}
+    reports = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs" / "results").glob("*.md")}
+    written = {o for e in experiments for o in e.outputs if o.endswith(".md")}
+    assert written == reports
+    for report in reports:
+        writers = [e for e in experiments if report in e.outputs]
+        if report in registry.HARNESS_OUTPUTS:
+            assert {e.module for e in writers} == {registry.HARNESS}, report
+        else:
+            assert len(writers) == 1, (report, [e.name for e in writers])
+    for e in experiments:
+        assert all(o.startswith(("docs/results/", "bench/results/", "results/"))
+                   for o in e.outputs), e.name
+
+
+def test_registry_lists_and_selects_in_its_order(capsys) -> None:
+    assert registry.main(["--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["name", "inputs", "outputs"]
+    assert [line.split()[0] for line in lines[1:]] == [e.name for e in registry.EXPERIMENTS]
+    chosen = registry.selected(["unseen_streams", "defaults"])
+    assert [e.name for e in chosen] == ["defaults", "unseen_streams"]
+    assert registry.BY_NAME["gb5_speed_issue"].command[1:3] == ["-m", "bench.experiments.gb5_speed"]
+    with pytest.raises(SystemExit):
+        registry.selected(["no_such_experiment"])

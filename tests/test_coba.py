@@ -81,8 +81,8 @@ def test_logged_vw_environment_off_policy(tmp_path):
 
 def test_learner_is_lazy_and_survives_deepcopy_and_pickle():
     learner = RegCBLearner(beta=0.01, seed=4)
-    assert learner._learner is None
-    assert pickle.loads(pickle.dumps(learner))._learner is None
+    fresh = len(pickle.dumps(learner))  # no RegCB yet: its parameters alone
+    assert fresh < 1000 and len(pickle.dumps(pickle.loads(pickle.dumps(learner)))) == fresh
     for t in range(60):
         context = [np.sin(t), np.cos(t)]
         action, prob, info = learner.predict(context, ["x", "y"])

@@ -69,11 +69,11 @@ def test_bad_input(tmp_path, capsys):
 def test_students_quantiles():
     from scipy import stats
 
-    from regcb_stream.evaluation.compare import _student
+    from regcb_stream.evaluation.compare import student_quantile
 
     for dof in (1, 2, 3, 4, 6, 10, 40):
-        assert _student(dof) == pytest.approx(stats.t.ppf(0.975, dof), rel=0.008)
-    assert _student(1.5) >= stats.t.ppf(0.975, 1.5) and _student(2.5) >= stats.t.ppf(0.975, 2.5)
+        assert student_quantile(dof) == pytest.approx(stats.t.ppf(0.975, dof), rel=0.008)
+    assert student_quantile(1.5) >= stats.t.ppf(0.975, 1.5) and student_quantile(2.5) >= stats.t.ppf(0.975, 2.5)
 
 
 def test_a_dsjson_log():
@@ -85,7 +85,7 @@ def test_a_dsjson_log():
 
 
 def test_replays_count_the_learners_path():
-    from regcb_stream.evaluation.compare import Row, _student, combined
+    from regcb_stream.evaluation.compare import Row, student_quantile, combined
 
     one = Row("x", 0.5, 0.4, 0.6, 0.5, 0.4, 0.6, 10, 3.0, [(5, 0.5)], 0.05, 0.05)
     assert combined([one]) is one
@@ -93,7 +93,7 @@ def test_replays_count_the_learners_path():
             for v, k in ((0.4, 2.0), (0.6, 4.0))]
     row = combined(rows)
     se2, path = 0.05 ** 2, 0.02 / 2  # s^2 = 0.02, R = 2
-    half = _student((se2 + path) ** 2 / path ** 2) * (se2 + path) ** 0.5
+    half = student_quantile((se2 + path) ** 2 / path ** 2) * (se2 + path) ** 0.5
     assert (row.estimate, row.kept, row.trace) == (pytest.approx(0.5), 3.0, [(5, 0.5)])
     assert (row.low, row.high) == (pytest.approx(0.5 - half), pytest.approx(0.5 + half))
     assert row.se == pytest.approx((se2 + path) ** 0.5)
@@ -107,11 +107,11 @@ def test_replays_count_the_learners_path():
 def test_replays_after_the_first_play_the_log_shuffled(tmp_path):
     """Replay s > 0 reads the log's examples in the order seeded by s: each VW replay's
     estimate is our estimator's on that order, so the row is their mean."""
-    from regcb_stream.evaluation.compare import _examples, _log_bytes, _shuffled
+    from regcb_stream.evaluation.compare import log_examples, log_bytes, shuffled
     from regcb_stream.evaluation.explore_eval import VWExplorer, explore_eval, read_log
 
     path = str(needs(LOG))
-    copy, order = _shuffled(_examples(_log_bytes(path), False), False, 1,
+    copy, order = shuffled(log_examples(log_bytes(path), False), False, 1,
                             str(tmp_path / "copy.dat"))
     original = [ex.lines for ex in read_log(open(path))]
     assert [ex.lines for ex in read_log(open(copy))] == [original[i] for i in order]
@@ -126,10 +126,10 @@ def test_replays_after_the_first_play_the_log_shuffled(tmp_path):
 
 
 def test_a_dsjson_log_shuffles_by_lines(tmp_path):
-    from regcb_stream.evaluation.compare import _examples, _shuffled
+    from regcb_stream.evaluation.compare import log_examples, shuffled
 
     path = needs(TRAIN / "dsjson_cb.json")
-    copy, order = _shuffled(_examples(path.read_bytes(), True), True, 3,
+    copy, order = shuffled(log_examples(path.read_bytes(), True), True, 3,
                             str(tmp_path / "copy.json"))
     lines = [line for line in path.read_bytes().splitlines() if line.strip()]
     assert open(copy, "rb").read().splitlines()[:len(lines)] == [lines[i] for i in order]
@@ -159,15 +159,15 @@ def test_batch_means_count_dependent_terms():
     (a learner's stretch of good or bad play) widen it."""
     import numpy as np
 
-    from regcb_stream.evaluation.compare import _batch_mean
+    from regcb_stream.evaluation.compare import batch_mean
 
     terms = np.random.default_rng(0).normal(size=400)
-    value, se, dof = _batch_mean(terms, np.ones(400))
+    value, se, dof = batch_mean(terms, np.ones(400))
     assert (value, se, dof) == (pytest.approx(terms.mean()),
                                 pytest.approx(terms.std(ddof=1) / 20), 399)
     runs = np.repeat(terms[:40], 10)  # the same term ten times in a row
     iid = runs.std(ddof=1) / 20
-    batched = _batch_mean(np.add.reduceat(runs, np.arange(0, 400, 10)), np.full(40, 10.0))
+    batched = batch_mean(np.add.reduceat(runs, np.arange(0, 400, 10)), np.full(40, 10.0))
     assert batched[1] > 2.5 * iid and batched[2] == 39
 
 

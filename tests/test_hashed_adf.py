@@ -141,7 +141,7 @@ def test_the_command_is_the_same_with_and_without_the_compiled_path(tmp_path, mo
      "shared |s f2\n\nshared |s f0:0.25 f1:0.18 f2:0.94\n", 0),  # lone lines, two layouts
 ])
 def test_inputs_the_fuzzer_found_end_with_a_status_not_a_traceback(tmp_path, text, status):
-    """Found by benchmarks/reliability.py: each raised from the hashed ADF path (an empty
+    """Found by bench/experiments/reliability.py: each raised from the hashed ADF path (an empty
     layout, a feature summed into one key, several examples without actions, a slow lone
     shared line)."""
     data = tmp_path / "fuzz.dat"

@@ -1,32 +1,28 @@
-"""Smoke tests of ``benchmarks/oracles.py`` on a short slice of ``vehicle`` (a few seconds)."""
+"""Smoke tests of ``bench.experiments.oracles`` on a short slice of ``vehicle`` (a few
+seconds)."""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
+import importlib
 
 import numpy as np
 import pytest
 
 from regcb_stream.datasets import uci as ds
 
-SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "oracles.py"
 ROUNDS = 150
 
 
 @pytest.fixture(scope="module")
 def bench():
-    """The benchmark script as a module (needs the vehicle data and LightGBM)."""
+    """The benchmark's module (needs the vehicle data and LightGBM)."""
     pytest.importorskip("lightgbm")
     try:
         ds.require("vehicle.tsv.gz")
         ds.require(ds.REWARD_MATRICES)
     except FileNotFoundError as missing:
         pytest.skip(str(missing))
-    spec = importlib.util.spec_from_file_location("bench_oracles", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module("bench.experiments.oracles")
 
 
 def one_per_family(settings: list[dict], bench) -> list[dict]:

@@ -64,13 +64,13 @@ def test_a_block_is_mapped_once_for_its_decisions_and_labels():
 def numpy_map(features: RandomFeatures, context: np.ndarray) -> np.ndarray:
     """The map's arithmetic in numpy expressions, one context (the compiled map's
     reference: the same operations in the same order)."""
-    waves = context @ features._w
+    waves = context @ features.state()["w"]
     if features.normalize:
         square = float(context @ context)
         waves = waves * (np.sqrt(context.size) / np.sqrt(square) if square > 0 else 0.0)
-    return np.concatenate([context * features._shrink,
-                           features.amplitude * (np.cos(waves + features._b)
-                                                 - features._offset)])
+    return np.concatenate([context * features.state()["shrink"],
+                           features.amplitude * (np.cos(waves + features.state()["b"])
+                                                 - features.state()["offset"])])
 
 
 @pytest.mark.skipif(not np.array_equal(np.cos(np.linspace(-50, 50, 10_001)), [
@@ -155,9 +155,9 @@ def test_the_features_are_those_of_the_contexts_direction():
     np.testing.assert_array_equal(scaled[:, :16], X[:20] * 30.0)
     plain = RandomFeatures(8, seed=2, width=None, normalize=False, amplitude=0.35)
     plain(X[:1])  # draws the map
-    waves = X[:20] @ plain._w
+    waves = X[:20] @ plain.state()["w"]
     np.testing.assert_allclose(plain(X[:20])[:, 16:],
-                               0.35 * (np.cos(waves + plain._b) - np.cos(plain._b)))
+                               0.35 * (np.cos(waves + plain.state()["b"]) - np.cos(plain.state()["b"])))
 
 
 def test_the_default_applies_to_dense_contexts_and_the_default_oracle_only():

@@ -1,6 +1,6 @@
 """A resumed run (``-i``) keeps every setting of its model: split-and-resume is byte-identical
 to one run, a conflicting flag is an error naming both values, and new exploration flags are
-applied and reported. (`benchmarks/reliability.py` runs the whole matrix of flags.)"""
+applied and reported. (`bench/experiments/reliability.py` runs the whole matrix of flags.)"""
 
 from __future__ import annotations
 

@@ -256,8 +256,8 @@ def test_normalized_steps_divide_the_weight_by_the_squared_norm():
     for _ in range(3):
         plain.learn_one({0: 1.0, 1: 2.0, 3: -1.0}, 0.7, w=1.5 / 6)
         normal.learn(x, 0, 0.7, 1.5)
-    assert normal._live[0].weights == plain.weights
-    assert normal._live[0].intercept == plain.intercept
+    assert normal.regressors[0].weights == plain.weights
+    assert normal.regressors[0].intercept == plain.intercept
 
 
 @pytest.mark.parametrize("joint", [False, True], ids=["product", "joint"])

@@ -95,10 +95,10 @@ def test_text_encoder_takes_the_template_path_for_a_regular_stream():
     bodies[7] = "s f0:1 f1:abc g"
     encoded = TextEncoder(registry).encode(bodies)
     assert list(encoded.errors) == [7] and encoded.errors[7].rule == "feature_value"
-    assert len(TextEncoder(registry)._templates) == 0
+    assert TextEncoder(registry).n_templates == 0
     encoder = TextEncoder(registry)
     encoder.encode(bodies[:7] + bodies[8:])
-    assert len(encoder._templates) == 1  # one name sequence, resolved once
+    assert encoder.n_templates == 1  # one name sequence, resolved once
     for i in (0, 49):
         assert registry.decode(encoded.rows.index[i], encoded.rows.value[i]) == reference(
             bodies[i])

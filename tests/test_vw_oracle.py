@@ -12,7 +12,7 @@ from vowpalwabbit import Workspace
 from regcb_stream import RegCB, checks
 from regcb_stream.datasets.synthetic import LinearProblem
 from regcb_stream.oracles.base import SparseRows
-from regcb_stream.oracles.vw import VWOracle, _bisection
+from regcb_stream.oracles.vw import VWOracle, vw_bisection
 
 
 def vw_predict_file(args: str, data, tmp_path) -> str:
@@ -107,7 +107,7 @@ def test_bisection_finds_the_budget_boundary():
     fhat = np.array([1.5, 2.0, 1.2], dtype=np.float32)
     sens = np.array([0.1, 0.5, 2.0], dtype=np.float32)
     delta = np.float32(0.05)
-    w = _bisection(fhat, delta, sens)
+    w = vw_bisection(fhat, delta, sens)
     spent = w * (fhat**2 - (fhat - sens * w) ** 2)
     assert np.all(spent <= delta + 1e-5) and np.all(spent > delta - 1e-3)
 

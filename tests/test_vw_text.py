@@ -360,7 +360,7 @@ def test_a_block_of_predictions_is_its_lines_one_by_one(seed, n, k):
     lines = "".join(
         format_pmf([(a, pmfs[i, a]) for a in orders[i].tolist()], tags[i]) for i in range(n))
     assert format_block(pmfs, orders, tags) == lines  # (compiled, but a tag not UTF-8)
-    assert vw_predictions._format_block(pmfs, orders, tags) == lines
+    assert vw_predictions.format_block_reference(pmfs, orders, tags) == lines
     assert format_legacy_block(pmfs, tags) == "".join(
         format_legacy(pmfs[i].tolist(), tags[i]) for i in range(n))
 

@@ -50,8 +50,8 @@ def half_decades(first: int) -> tuple[float, ...]:
 POLICIES = (1, 2, 3, 4, 6, 8, 12, 16)
 #: each VW explorer's default setting (``--cover`` and ``--bag`` have none: VW needs the number)
 VW_DEFAULTS = {"vw-epsilon": 0.05, "vw-squarecb": 10.0, "vw-regcb": 0.1, "vw-regcbopt": 0.1}
-#: the peers a new user's default is held against (``benchmarks/defaults.py`` and
-#: ``benchmarks/unseen_streams.py``): label -> (VW explorer, setting), each explorer at its
+#: the peers a new user's default is held against (``bench/experiments/defaults.py`` and
+#: ``bench/experiments/unseen_streams.py``): label -> (VW explorer, setting), each explorer at its
 #: default and the bake-off's best, ``--regcbopt --mellowness 0.001``
 VW_DEFAULT_PEERS = {"VW --epsilon 0.05": ("epsilon", VW_DEFAULTS["vw-epsilon"]),
                     "VW --squarecb": ("squarecb", VW_DEFAULTS["vw-squarecb"]),
@@ -120,13 +120,13 @@ def _families() -> dict[str, Family]:
 
 FAMILIES = _families()
 #: left out of the default sweep (``--families`` adds them), to keep it within three hours
-#: on 2 cores: RegCB with VW's regressor is benchmarked by ``benchmarks/oracles.py``; the
+#: on 2 cores: RegCB with VW's regressor is benchmarked by ``bench/experiments/oracles.py``; the
 #: optimistic ridge on the paper's epochs decides no stream's comparison; River's Bayesian
 #: linear regression is the paper's ridge (the same decisions: ``tests/test_river_integration.py``
 #: and the committed sweep's runs) at ~50x its CPU seconds; RegCB with beta on the summed
 #: loss (the paper's experiments) repeats the ridge and GB5 families with the other budget
 #: form. (RegCB-GB5 is in, ~900 CPU seconds a variant since its kernels were compiled,
-#: ``benchmarks/gb5_speed.py``, and so are the GB5 baselines: Bootstrap-GB5's eight fits a
+#: ``bench/experiments/gb5_speed.py``, and so are the GB5 baselines: Bootstrap-GB5's eight fits a
 #: run, ~4,200 CPU seconds.)
 DEFAULT_EXCLUDED = ("regcb-elim:vw", "regcb-opt:vw", "regcb-elim:optimistic",
                     "regcb-opt:optimistic", "regcb-elim:river_bayes", "regcb-opt:river_bayes",

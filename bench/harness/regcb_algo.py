@@ -17,7 +17,7 @@ from regcb_stream.learner import RegCB
 from regcb_stream.oracles.ridge import RidgeOracle
 
 ORACLES = ("ridge", "optimistic", "vw", "river", "river_adagrad", "river_bayes", "gb5")
-OPTIMISTIC_L2 = 10.0  # the prior's weight, chosen on the UCI streams: docs/ridge_prior.md
+OPTIMISTIC_L2 = 10.0  # the prior's weight, chosen on the UCI streams: docs/results/ridge_prior.md
 
 
 def make_oracle(name: str, seed: int = 0):

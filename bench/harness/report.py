@@ -38,7 +38,7 @@ PROTOCOL = """## Protocol
   depth 5, leaf values refit in closed form within ``sqrt2`` epochs) is in the sweep, and
   so are the baselines with GB5 below; the paper's ridge with online updates is run as the
   reference of the River oracles with online updates. Left out of the default sweep
-  (``--families`` adds them): RegCB with VW's regressor (``benchmarks/oracles.py``
+  (``--families`` adds them): RegCB with VW's regressor (``bench/experiments/oracles.py``
   measures it), the optimistic ridge on ``sqrt2`` epochs, River's Bayesian linear
   regression (the paper's ridge, decision for decision, at ~50x its CPU seconds), and the
   ridge and GB5 families with β on the summed loss.
@@ -53,8 +53,8 @@ PROTOCOL = """## Protocol
   ``--epsilon``, ``--bag``, ``--cover`` on the same rounds (cost 1 − r, online updates).
   Supervised: ridge on every action's reward (the validation curve at t uses the first t
   rounds; its final value is the paper's line).
-- What a new user gets: ``RegCB()`` with no arguments (``docs/defaults.md`` and
-  ``docs/random_features.md`` say how the defaults were chosen), next to each VW explorer
+- What a new user gets: ``RegCB()`` with no arguments (``docs/results/defaults.md`` and
+  ``docs/results/random_features.md`` say how the defaults were chosen), next to each VW explorer
   at its default setting and River's ``bandit.LinUCBDisjoint`` (its default ``alpha = 1``
   and its ``alpha`` grid as a tuned family; UCI streams only).
 - 8 log-spaced parameter values per family (grids in

@@ -8,12 +8,12 @@ whether their mean has risen: the one-sided Page-Hinkley test (Page, "Continuous
 schemes", Biometrika 1954; River's ``drift.PageHinkley``, its ``delta`` and ``min_instances``),
 ``m_t = sum_{s <= t} (x_s - mean_s - delta)``, a change when ``m_t - min_{s <= t} m_s``
 exceeds ``threshold * ln t`` (``t`` labels since the test began). The threshold growing with
-``ln t`` keeps the false alarms of a long stationary stream rare (``docs/change_detection.md``).
+``ln t`` keeps the false alarms of a long stationary stream rare (``docs/results/change_detection.md``).
 
 ``mean_s`` is the mean of the last ``WINDOW`` labels' residuals, about (the plain mean up to
 ``WINDOW`` labels, then an exponentially weighted one): the residuals of a stationary stream
 may still creep upward as the learner's own fit changes (hashed sparse features filling in:
-their mean rose by 0.016 over the first 100,000 labels of ``benchmarks/high_dim.py``'s ADF
+their mean rose by 0.016 over the first 100,000 labels of ``bench/experiments/high_dim.py``'s ADF
 log, and the plain mean's test alarmed there at k = 6). A rise slower than ``delta`` per
 ``WINDOW`` labels is taken as such a creep, not as a change.
 
@@ -48,7 +48,7 @@ DELTA = 0.005  # the tolerated rise of the mean squared residual (River's defaul
 MIN_LABELS = 30  # labels before the test may alarm (River's min_instances)
 WINDOW = 8192  # labels the reference mean remembers, about
 KEEP = 0.01  # the share of every label's weight kept when a change is detected
-DEFAULT_THRESHOLD = 6.0  # times ln t (benchmarks/change_detection.py chose it)
+DEFAULT_THRESHOLD = 6.0  # times ln t (bench/experiments/change_detection.py chose it)
 
 
 class ChangeDetector(Stateful):
@@ -105,7 +105,7 @@ class ChangeDetector(Stateful):
         block, self.waiting = self.waiting, []
         state = (self._n, mean, self._walk, self._low, self.threshold, DELTA, MIN_LABELS,
                  WINDOW)
-        alarm, *state = (_page_hinkley if _ridge is None else _ridge.page_hinkley)(
+        alarm, *state = (page_hinkley if _ridge is None else _ridge.page_hinkley)(
             block, *state)
         if alarm:
             self.changes += 1
@@ -115,7 +115,7 @@ class ChangeDetector(Stateful):
         return False
 
 
-def _page_hinkley(block: list[float], n: int, mean: float, walk: float, low: float,
+def page_hinkley(block: list[float], n: int, mean: float, walk: float, low: float,
                   threshold: float, delta: float, min_labels: int, window: int) -> tuple:
     """The test's recurrence over a block (``_ridge.page_hinkley``'s reference): whether it
     alarmed (it stops there), and ``n``, ``mean``, ``walk`` and ``low`` after it."""

@@ -18,7 +18,7 @@ linear model takes over (``tests/test_selection.py``). A better prediction of th
 actions' rewards is not a better decision everywhere (the loss counts only the actions
 played; a model's exploration is not scored), and a switch of leader changes the plausible
 set at once: the regret bound of each model's RegCB is not carried over to the switching
-learner. Measured (``benchmarks/model_selection.py``, ``docs/model_selection.md``): its
+learner. Measured (``bench/experiments/model_selection.py``, ``docs/results/model_selection.md``): its
 regret growth on the 200,000-round realizable problem stays low, with the linear model's own
 ridge weight, but on the 16 UCI streams it is a little behind the random-features model
 alone, which is why it is not the default.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-# BLAS on one thread (one core does more than two: docs/blas_threads.md), set before numpy
+# BLAS on one thread (one core does more than two: docs/results/blas_threads.md), set before numpy
 # loads, which is ~4 ms of start-up cheaper than a limit set afterwards; a user's value stays.
 for _threads in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_threads, "1")
@@ -82,8 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
     io.add_argument("--dsjson", action="store_true",
                     help="the input is VW's Decision Service JSON, one decision per line "
                          "(implies --cb_explore_adf)")
-    io.add_argument("--blocks", action="store_true",
-                    help=argparse.SUPPRESS)  # input is always read ahead as far as available
     loop = parser.add_argument_group("the production loop (regcb-stream's own)")
     loop.add_argument("--decision_log", metavar="FILE",
                       help="write each decision (event id, context, actions, chosen action, "

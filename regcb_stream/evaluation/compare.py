@@ -113,7 +113,7 @@ def _compare(path: str, folder: str, regcb, vw, interactions, target_rate, seed:
              progress: bool, points: int, dsjson: bool, replays: int, multiplier,
              snips: bool) -> list[Row]:
     """`compare` of an ADF or DSJSON log, its temporary files in ``folder``."""
-    data = _log_bytes(path)
+    data = log_bytes(path)
     costs, probs = _scan_labels(data, dsjson)
     cost_range = (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
     if multiplier == "min":
@@ -124,8 +124,8 @@ def _compare(path: str, folder: str, regcb, vw, interactions, target_rate, seed:
         f" --multiplier {multiplier!r}" if multiplier is not None else "")
     seeds = range(seed, seed + replays)
     examples: list = []  # (label, number of actions) of each example, read by RegCB's run
-    units = _examples(data, dsjson) if replays > 1 else []
-    logs = [(path, None)] + [_shuffled(units, dsjson, s, os.path.join(folder, f"{s}.log"))
+    units = log_examples(data, dsjson) if replays > 1 else []
+    logs = [(path, None)] + [shuffled(units, dsjson, s, os.path.join(folder, f"{s}.log"))
                              for s in seeds[1:]]
     size = max(1, len(costs) // points)  # examples in a batch
     runs = [[_start_vw(flags, f"{tail} --random_seed {s}", log,
@@ -177,7 +177,7 @@ def _labelled(examples: list, order: np.ndarray | None) -> list[tuple]:
     return [(i, label) for i, label in enumerate(labels) if _usable(label)]
 
 
-def _log_bytes(path: str) -> bytes:
+def log_bytes(path: str) -> bytes:
     """The log's bytes, decompressed if it is gzip."""
     with open(path, "rb") as log:
         data = log.read()
@@ -197,15 +197,15 @@ def _adf_copy(path: str, n_actions: int, copy: str) -> str:
     return copy
 
 
-def _examples(data: bytes, dsjson: bool) -> list[bytes]:
+def log_examples(data: bytes, dsjson: bool) -> list[bytes]:
     """The log's examples as text: DSJSON's lines, or text's blocks between empty lines."""
     split = rb"\r?\n" if dsjson else rb"\r?\n(?:[ \t]*\r?\n)+"
     return [unit for unit in re.split(split, data) if unit.strip()]
 
 
-def _shuffled(units: list[bytes], dsjson: bool, seed: int, copy: str
+def shuffled(units: list[bytes], dsjson: bool, seed: int, copy: str
               ) -> tuple[str, np.ndarray]:
-    """A copy of the log's examples (`_examples`) in a shuffled order (``seed``): the
+    """A copy of the log's examples (`log_examples`) in a shuffled order (``seed``): the
     copy's path, and for each of its examples the number of that example in the log."""
     order = replay_order(len(units), seed)
     with open(copy, "wb") as out:
@@ -318,8 +318,8 @@ def _progress_row(name: str, err: str, positions: np.ndarray) -> Row:
         sums, counts = np.zeros(1), np.zeros(1)
     sums[-1] += -average * n - sums.sum()
     counts[-1] += n - counts.sum()
-    value, se, dof = _batch_mean(sums, counts.astype(float))
-    half = _student(dof) * se
+    value, se, dof = batch_mean(sums, counts.astype(float))
+    half = student_quantile(dof) * se
     trace = [(int(c), float(v)) for c, v, k in zip(np.cumsum(counts), _running(sums, counts),
                                                    counts) if k]
     return Row(name, value, value - half, value + half, None, None, None, n, trace=trace,
@@ -365,7 +365,7 @@ def combined(replays: list[Row]) -> Row:
         value = float(np.mean(values))
         dof = (se2 + path) ** 2 / (path ** 2 / (n - 1)) if path > 0 else math.inf
         se = math.sqrt(se2 + path)
-        return value, value - _student(dof) * se, value + _student(dof) * se, se
+        return value, value - student_quantile(dof) * se, value + student_quantile(dof) * se, se
 
     (*ips, se) = pooled([r.estimate for r in replays], [r.se for r in replays])
     (*snips, snips_se) = pooled([r.snips for r in replays], [r.snips_se for r in replays])
@@ -376,7 +376,7 @@ def combined(replays: list[Row]) -> Row:
                float(np.mean(kept)) if kept else None, trace, se, snips_se)
 
 
-def _student(dof: float) -> float:
+def student_quantile(dof: float) -> float:
     """Student's t quantile of 97.5% for ``dof`` degrees of freedom: below 3, the exact
     value at the integer below (wider: conservative); from 3, the Cornish-Fisher expansion
     around the normal's (within 0.8% of the exact value at 3, 0.3% at 4, 0.1% at 5)."""
@@ -400,7 +400,7 @@ class _Batches:
         return np.minimum(positions // self.size, self.count - 1)
 
 
-def _batch_mean(sums: np.ndarray, counts: np.ndarray) -> tuple[float, float, int]:
+def batch_mean(sums: np.ndarray, counts: np.ndarray) -> tuple[float, float, int]:
     """The ratio ``sum(sums) / sum(counts)`` of per-batch sums, its standard error by batch
     means (the batches' residuals ``sums - value * counts``, which counts the dependence of
     nearby examples: a learner's estimate is not a mean of independent terms), and its
@@ -434,9 +434,9 @@ def _row(name: str, weights: np.ndarray, rewards: np.ndarray, positions: np.ndar
     batch = batches.of(positions)
     sums = np.bincount(batch, weights * rewards, batches.count)
     counts = np.bincount(batch, minlength=batches.count).astype(float)
-    value, se, dof = _batch_mean(sums, counts)
-    snips, snips_se, snips_dof = _batch_mean(sums, np.bincount(batch, weights, batches.count))
-    half, snips_half = _student(dof) * se, _student(snips_dof) * snips_se
+    value, se, dof = batch_mean(sums, counts)
+    snips, snips_se, snips_dof = batch_mean(sums, np.bincount(batch, weights, batches.count))
+    half, snips_half = student_quantile(dof) * se, student_quantile(snips_dof) * snips_se
     trace = [(int(c), float(v)) for c, v, k in zip(np.cumsum(counts), _running(sums, counts),
                                                    counts) if k]
     return Row(name, value, value - half, value + half, snips, snips - snips_half,

@@ -27,7 +27,7 @@ experts whose advice does not depend on the play; here the candidates share the 
 mixture collects, so each estimate is a candidate's reward *given* that data. Exploration by
 one candidate benefits all of them, and the estimates do not credit it: the weights drift
 toward the candidates that exploit best on the data gathered so far, which is the smallest
-budget of the grid on every public stream (``docs/defaults.md``). The selection therefore
+budget of the grid on every public stream (``docs/results/defaults.md``). The selection therefore
 plays a randomized budget concentrated on the low end of its grid: it protects against a
 grid's over-exploring candidates, not against under-exploring. Every candidate's widths
 shrink as ``sqrt(ln n / n)`` per direction, so the play converges in the realizable case

@@ -7,7 +7,7 @@ the contexts' scale), with ``w_j ~ N(0, scale^2 I / d)`` and ``b_j ~ U[0, 2 pi)`
 from the learner's seed: a linear oracle on them approximates ridge regression with a
 Gaussian kernel on the contexts' directions on top of the linear one, so rewards that are
 not linear in the context (a class indicator, as in the UCI streams) fit far better
-(``docs/random_features.md``). Subtracting ``cos b_j`` takes away most of each feature's
+(``docs/results/random_features.md``). Subtracting ``cos b_j`` takes away most of each feature's
 constant part, so the features do not stand in for the intercept: the optimistic prior on
 the intercept keeps its weight, and a few low rewards do not pull an action down
 everywhere. A context wider than ``width`` features is scaled by ``sqrt(width / d)`` in the
@@ -36,7 +36,7 @@ import numpy as np
 from regcb_stream.features import _features
 from regcb_stream.state import Stateful
 
-AMPLITUDE = 0.25  # of each feature (chosen by leave-one-dataset-out: docs/random_features.md)
+AMPLITUDE = 0.25  # of each feature (chosen by leave-one-dataset-out: docs/results/random_features.md)
 WIDTH = 8  # contexts wider than this are scaled down in the linear part (chosen likewise)
 
 

@@ -78,6 +78,11 @@ class TextEncoder:
         self._keys = None if hash_bits is None else HashKeys()
         self._templates: dict[tuple[str, ...], tuple | None] = {}
 
+    @property
+    def n_templates(self) -> int:
+        """The name sequences resolved to columns so far (one template each)."""
+        return len(self._templates)
+
     def encode(self, bodies: list[str]) -> EncodedBlock:
         """Encode the feature text of a block of lines."""
         if self.interactions or (self._keys and _scan is None):

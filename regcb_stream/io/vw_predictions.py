@@ -91,10 +91,10 @@ def format_block(pmfs: np.ndarray, orders: np.ndarray, tags: Sequence[str | None
                                   np.ascontiguousarray(orders, np.int64), k, list(tags))
         if text is not None:
             return text
-    return _format_block(pmfs, orders, tags)
+    return format_block_reference(pmfs, orders, tags)
 
 
-def _format_block(pmfs: np.ndarray, orders: np.ndarray, tags: Sequence[str | None]) -> str:
+def format_block_reference(pmfs: np.ndarray, orders: np.ndarray, tags: Sequence[str | None]) -> str:
     """`format_block` by numpy (the compiled one's reference), each distinct probability
     formatted once."""
     k = pmfs.shape[1]

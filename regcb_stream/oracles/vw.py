@@ -174,7 +174,7 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
         sens = state.sensitivity(row_models, idx, values, score, fake, self.learning_rate)
         distance = (fake - score) * sign
         if self.bisection:
-            move = sens * _bisection(distance, delta, sens)
+            move = sens * vw_bisection(distance, delta, sens)
         else:
             move = sensitivity_move(distance.astype(float), sens.astype(float), budget)
         bound = score + sign * move
@@ -269,7 +269,7 @@ def _flat_rows(phi, models):
     return np.tile(models, n), idx, phi.value.reshape(n * k, -1).astype(F32)
 
 
-def _bisection(fhat: np.ndarray, delta: F32, sens: np.ndarray) -> np.ndarray:
+def vw_bisection(fhat: np.ndarray, delta: F32, sens: np.ndarray) -> np.ndarray:
     """VW's search for the largest weight w <= fhat/sens with
     ``w (fhat^2 - (fhat - sens w)^2) <= delta`` (20 halvings, tolerance 1e-6), per row."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

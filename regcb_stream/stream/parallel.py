@@ -22,8 +22,8 @@ workers, because nothing depends on where a number was computed:
   state has not is replayed by the driver instead.
 
 Short epochs (fewer than ``min_spread`` labels) are replayed by the driver itself: shipping
-the state costs more than they do. `benchmarks/parallel_replay.py` measures the speed-up
-and fits the cost model of `docs/parallel_replay.md`.
+the state costs more than they do. `bench/experiments/parallel_replay.py` measures the speed-up
+and fits the cost model of `docs/results/parallel_replay.md`.
 
 Every example of the log must carry a label (a labelled log: the label count is then the
 position in the log, so the piece ends are known before the examples are read).

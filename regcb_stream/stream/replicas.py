@@ -9,7 +9,7 @@ its decision state, refreshed every ``refresh`` labels: the learner's model file
 context does not change, so the number of replicas changes nothing: every decision is the
 learner's as it was at the last refresh, at most ``refresh`` labels old. ``refresh = 1``
 is the ``online`` schedule itself; the cost of a larger one is measured by
-`benchmarks/replica_refresh.py` (`docs/replica_refresh.md`).
+`bench/experiments/replica_refresh.py` (`docs/results/replica_refresh.md`).
 
 >>> import numpy as np
 >>> from regcb_stream import RegCB
