@@ -115,3 +115,16 @@ def test_every_result_of_the_readme_is_in_its_report():
         claim, number, report = (cell.strip() for cell in line.strip("|").split("|"))
         target = ROOT / re.search(r"\]\(([^)]+)\)", report).group(1)
         assert number in target.read_text(), f"{claim}: {number} not in {target.name}"
+
+
+@pytest.mark.parametrize("path", GUIDES, ids=ids(GUIDES))
+def test_every_measured_number_of_a_guide_is_in_the_report_it_cites(path):
+    """A paragraph that cites reports (``../results/x.md``) quotes only their numbers."""
+    for paragraph in path.read_text(encoding="utf-8").split("\n\n"):
+        reports = re.findall(r"\]\((\.\./results/[^)#]+\.md)\)", paragraph)
+        if not reports or paragraph.startswith("```"):
+            continue
+        text = "".join((path.parent / report).read_text(encoding="utf-8") for report in reports)
+        prose = re.sub(r"`[^`]*`|\]\([^)]*\)", "", paragraph)  # (code and links aside)
+        for number in re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", prose):
+            assert number in text, f"{path.name}: {number} is in none of {reports}"

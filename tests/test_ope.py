@@ -338,9 +338,9 @@ def test_cli_exit_statuses(tmp_path, capsys):
 def test_cli_as_a_module_reads_stdin():
     """``python -m regcb_stream.evaluation.ope`` (the real entry point, in a process of its own)."""
     log = "1:1:0.5 |s x\n2:0:0.5 |s x\n1:0:0.5 |s y\n2:1:0.5 |s y\n"
-    done = subprocess.run([sys.executable, "-m", "regcb_stream.evaluation.ope", "-d", "-", "--cb_explore",
-                           "2", "--policy", "constant:0"], input=log, capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run([sys.executable, "-m", "regcb_stream.evaluation.ope", "-d", "-",
+                           "--cb_explore", "2", "--policy", "constant:0"],
+                          input=log, capture_output=True, text=True, check=True)
     rows = {line.split()[0]: line.split() for line in done.stdout.splitlines()[1:]}
     assert sorted(rows) == ["dr", "ips", "snips"]
     assert float(rows["ips"][1]) == -0.5 and float(rows["ips"][-1]) == 0.5  # value, VW loss

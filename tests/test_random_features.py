@@ -156,8 +156,8 @@ def test_the_features_are_those_of_the_contexts_direction():
     plain = RandomFeatures(8, seed=2, width=None, normalize=False, amplitude=0.35)
     plain(X[:1])  # draws the map
     waves = X[:20] @ plain.state()["w"]
-    np.testing.assert_allclose(plain(X[:20])[:, 16:],
-                               0.35 * (np.cos(waves + plain.state()["b"]) - np.cos(plain.state()["b"])))
+    b = plain.state()["b"]
+    np.testing.assert_allclose(plain(X[:20])[:, 16:], 0.35 * (np.cos(waves + b) - np.cos(b)))
 
 
 def test_the_default_applies_to_dense_contexts_and_the_default_oracle_only():

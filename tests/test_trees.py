@@ -304,7 +304,8 @@ def test_gram_and_variance_kernels():
             slow = np.tril(got)
     np.testing.assert_allclose(fast, slow, rtol=1e-13, atol=0)
     a_inv = np.linalg.inv(np.eye(size) + slow + np.tril(slow, -1).T)
-    np.testing.assert_allclose(leaf_ridge.variances(a_inv, cols), leaf_ridge.variances(a_inv, cols, False),
+    np.testing.assert_allclose(leaf_ridge.variances(a_inv, cols),
+                               leaf_ridge.variances(a_inv, cols, False),
                                rtol=1e-12, atol=0)
     with pytest.raises(ValueError, match="out of order"):
         leaf_ridge.variances(a_inv, cols[:, ::-1])

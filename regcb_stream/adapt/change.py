@@ -8,7 +8,8 @@ whether their mean has risen: the one-sided Page-Hinkley test (Page, "Continuous
 schemes", Biometrika 1954; River's ``drift.PageHinkley``, its ``delta`` and ``min_instances``),
 ``m_t = sum_{s <= t} (x_s - mean_s - delta)``, a change when ``m_t - min_{s <= t} m_s``
 exceeds ``threshold * ln t`` (``t`` labels since the test began). The threshold growing with
-``ln t`` keeps the false alarms of a long stationary stream rare (``docs/results/change_detection.md``).
+``ln t`` keeps the false alarms of a long stationary stream rare
+(``docs/results/change_detection.md``).
 
 ``mean_s`` is the mean of the last ``WINDOW`` labels' residuals, about (the plain mean up to
 ``WINDOW`` labels, then an exponentially weighted one): the residuals of a stationary stream

@@ -1,12 +1,14 @@
 """Model selection by prequential loss: the random-features model or the linear one.
 
-``RegCB()`` appends random Fourier features to dense contexts (`regcb_stream.features.random_features`),
+``RegCB()`` appends random Fourier features to dense contexts
+(`regcb_stream.features.random_features`),
 which fit rewards that are not linear in the context far better, but on a short, noisy stream
 that a linear model already fits, their extra dimensions are more to explore and more to
 estimate. With ``select_model=True`` the learner therefore also learns the linear model (the
 same oracle on the contexts as they are) from every label, and decides with whichever of the
 two has predicted the labels so far better: follow the leader on the prequential squared
-loss, ``sum_s (r_s - f_s(x_s, a_s))^2`` with ``f_s`` each model's fit *before* label ``s`` (Dawid, "Present position and
+loss, ``sum_s (r_s - f_s(x_s, a_s))^2`` with ``f_s`` each model's fit *before* label ``s``
+(Dawid, "Present position and
 potential developments: the prequential approach", JRSS A 1984), each label weighted as the
 regression weighs it. Both models learn the same labels, so each loss is measured on the same
 rounds, and only on rewards already revealed; the random-features model leads at a tie
@@ -18,7 +20,8 @@ linear model takes over (``tests/test_selection.py``). A better prediction of th
 actions' rewards is not a better decision everywhere (the loss counts only the actions
 played; a model's exploration is not scored), and a switch of leader changes the plausible
 set at once: the regret bound of each model's RegCB is not carried over to the switching
-learner. Measured (``bench/experiments/model_selection.py``, ``docs/results/model_selection.md``): its
+learner. Measured (``bench/experiments/model_selection.py``,
+``docs/results/model_selection.md``): its
 regret growth on the 200,000-round realizable problem stays low, with the linear model's own
 ridge weight, but on the 16 UCI streams it is a little behind the random-features model
 alone, which is why it is not the default.

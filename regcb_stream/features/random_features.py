@@ -36,7 +36,8 @@ import numpy as np
 from regcb_stream.features import _features
 from regcb_stream.state import Stateful
 
-AMPLITUDE = 0.25  # of each feature (chosen by leave-one-dataset-out: docs/results/random_features.md)
+# Chosen by leave-one-dataset-out: docs/results/random_features.md.
+AMPLITUDE = 0.25  # of each feature
 WIDTH = 8  # contexts wider than this are scaled down in the linear part (chosen likewise)
 
 

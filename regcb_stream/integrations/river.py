@@ -196,7 +196,10 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
         return decision.prediction.tolist()
 
     def pmf(self, context, actions: list) -> list[float]:
-        """`distribution` in the argument order of ``RegCB.pmf`` (for `regcb_stream.evaluation.ope`)."""
+        """`distribution` in the argument order of ``RegCB.pmf``.
+
+        For `regcb_stream.evaluation.ope`.
+        """
         return self.distribution(actions, context)
 
     def update(self, arm_id, context, reward: float, prob: float | None = None):

@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from regcb_stream.oracles.base import Oracle
+    from regcb_stream.oracles.base import Capabilities, Oracle
     from regcb_stream.oracles.binsearch import BinSearchOracle
     from regcb_stream.oracles.bounded import BoundedRidgeOracle
     from regcb_stream.oracles.ridge import RidgeOracle
@@ -18,13 +18,15 @@ if TYPE_CHECKING:
     from regcb_stream.oracles.trees import TreesOracle
     from regcb_stream.oracles.vw import VWOracle
 
-_HOMES = {"BinSearchOracle": "regcb_stream.oracles.binsearch", "Oracle": "regcb_stream.oracles.base",
+_HOMES = {"BinSearchOracle": "regcb_stream.oracles.binsearch",
+          "Oracle": "regcb_stream.oracles.base",
+          "Capabilities": "regcb_stream.oracles.base",
           "BoundedRidgeOracle": "regcb_stream.oracles.bounded",
           "RidgeOracle": "regcb_stream.oracles.ridge", "RiverOracle": "regcb_stream.oracles.river",
           "TreesOracle": "regcb_stream.oracles.trees", "VWOracle": "regcb_stream.oracles.vw"}
 
-__all__ = ["BinSearchOracle", "BoundedRidgeOracle", "Oracle", "RidgeOracle", "RiverOracle",
-           "TreesOracle", "VWOracle"]
+__all__ = ["BinSearchOracle", "BoundedRidgeOracle", "Capabilities", "Oracle", "RidgeOracle",
+           "RiverOracle", "TreesOracle", "VWOracle"]
 
 
 def __getattr__(name: str):

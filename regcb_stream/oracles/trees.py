@@ -57,8 +57,9 @@ class TreesOracle(Ellipsoid):
         The ensemble (the paper's GB5: 100 trees of depth 5; rate 0.1).
     backend
         ``"lightgbm"`` (``num_leaves = 2^max_depth``, its other defaults, one thread) or
-        ``"sklearn"`` (``GradientBoostingRegressor``). ``docs/results/oracle_trees.md`` compares them
-        on letter: LightGBM fits 2.5-25x faster as accurately and looks leaves up 25x faster.
+        ``"sklearn"`` (``GradientBoostingRegressor``). ``docs/results/oracle_trees.md``
+        compares them on letter: LightGBM fits 2.5-25x faster as accurately and looks
+        leaves up 25x faster.
     l2, anchor
         Ridge penalty on the leaf values' departure from the boosted values (``anchor``)
         or from 0.

@@ -39,18 +39,17 @@ TOLERANCE = F32(1e-6)
 class VWOracle(OnlineLoop, Oracle, Stateful):
     """VW's adaptive, normalized, invariant SGD regressor, one weight vector per model.
 
-    VW learns a ``--cb_explore_adf`` label with importance weight ``events / actions``
-    (labelled examples over their total number of actions, so ``1/K`` for a constant K);
-    this oracle does the same, taking the number of actions from its last decision.
-    It takes sparse input (its rows are ``(index, value)`` pairs): costs are O(nonzero features) per label and
-    per (context, action) bound whatever the number of distinct features, and its state is
-    3 float32 numbers per (model, feature) seen, so contexts with up to millions of distinct
-    features fit (2^18 features and 4 models: 12 MB). Labels are queued and a rebuild
-    learns them in order (each update reads the state the previous one left, as in VW), so
-    the decisions always see the state of the last rebuild with no second copy of it. With
-    the ``online`` schedule a block of logged examples is decided and learned in one
-    compiled loop (``online_loop``; ``regcb_stream/oracles/_ridge.c``, ``vw_run``), which sums in
-    feature order as VW does.
+    VW learns a ``--cb_explore_adf`` label with importance weight ``events / actions`` (labelled
+    examples over their total number of actions, so ``1/K`` for a constant K); this oracle does
+    the same, taking the number of actions from its last decision. It takes sparse input (its
+    rows are ``(index, value)`` pairs): costs are O(nonzero features) per label and per
+    (context, action) bound whatever the number of distinct features, and its state is 3 float32
+    numbers per (model, feature) seen, so contexts with up to millions of distinct features fit
+    (2^18 features and 4 models: 12 MB). Labels are queued and a rebuild learns them in order
+    (each update reads the state the previous one left, as in VW), so the decisions always see
+    the state of the last rebuild with no second copy of it. With the ``online`` schedule a
+    block of logged examples is decided and learned in one compiled loop (``online_loop``;
+    ``regcb_stream/oracles/_ridge.c``, ``vw_run``), which sums in feature order as VW does.
 
     Parameters
     ----------
