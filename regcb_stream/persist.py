@@ -28,6 +28,7 @@ convert OLD NEW``.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -192,26 +193,67 @@ def save_model(path: str | os.PathLike, learner, settings: dict,
                allow_pickle: bool = False) -> None:
     """Write the model to a temporary file beside ``path``, then rename it over ``path``:
     a crash mid-write leaves the old file (or none), never a truncated one; the file gets
-    the permissions of the user's umask. Objects outside this package's own need
+    the permissions of the user's umask. Processes saving to one path at once each rename
+    a whole file of their own: the last rename wins. The temporary files that killed saves
+    left are removed (`remove_stale_temporaries`). Objects outside this package's own need
     ``allow_pickle`` (see the module docstring)."""
-    import tempfile  # here: it costs the command's start-up a few milliseconds
-
     data = dumps(learner, settings, allow_pickle)
-    folder, name = os.path.split(os.fspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=folder or ".")
+    fd, tmp = _locked_temporary(os.fspath(path))
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
+        view = memoryview(data)
+        while view:  # (a write may take part of it)
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+        os.replace(tmp, path)  # (still locked: no other save takes it for a stale one)
     except BaseException:
-        if os.path.exists(tmp):
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    finally:
+        os.close(fd)
+    remove_stale_temporaries(path)
+
+
+def _locked_temporary(path: str) -> tuple[int, str]:
+    """A new file ``NAME.XXXXXXXX.tmp`` beside ``path``, open and locked (``flock``) while
+    this process writes it. (A save that removes stale temporaries may have taken it in the
+    moment between its creation and the lock: then it is gone, and another is made.)"""
+    import fcntl
+    import tempfile  # here: it costs the command's start-up a few milliseconds
+
+    folder, name = os.path.split(path)
+    while True:
+        fd, tmp = tempfile.mkstemp(prefix=name + ".", suffix=".tmp", dir=folder or ".")
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with contextlib.suppress(OSError):
+            if os.stat(tmp).st_ino == os.fstat(fd).st_ino:
+                return fd, tmp
+        os.close(fd)
+
+
+def remove_stale_temporaries(path: str | os.PathLike) -> None:
+    """Remove the temporary files ``NAME.*.tmp`` that saves of ``path`` killed before their
+    rename left behind: those no process holds locked (a save in flight holds its own)."""
+    import fcntl
+    import glob
+
+    folder, name = os.path.split(os.path.abspath(path))
+    for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(name) + ".*.tmp")):
+        try:
+            fd = os.open(stale, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.stat(stale).st_ino == os.fstat(fd).st_ino:  # (still that file)
+                os.unlink(stale)
+        except OSError:  # locked: a save in flight
+            pass
+        finally:
+            os.close(fd)
 
 
 def dumps(learner, settings: dict, allow_pickle: bool = False) -> bytes:

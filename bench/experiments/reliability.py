@@ -26,7 +26,7 @@
    a uniform random time in the first ``--window`` seconds of its saving, ``--kills``
    times. After each kill the model file must load (the previous or the new model, whole);
    then
-   ``regcb_stream.command.shell.remove_stale_temporaries`` and a save (what the command does before
+   ``regcb_stream.persist.remove_stale_temporaries`` and a save (what the command does before
    its own save) must leave no temporary file.
 
 From the repository root::
@@ -506,8 +506,7 @@ LABELS = {0: 3000, 1: 2000}  # n_labels of the learner saved with an even, odd "
 
 def run_kills(kills: int, seed: int, window: float) -> dict:
     from regcb_stream import RegCB
-    from regcb_stream.command.shell import remove_stale_temporaries
-    from regcb_stream.persist import load_model, save_model
+    from regcb_stream.persist import load_model, remove_stale_temporaries, save_model
 
     rng = random.Random(seed)
     counts = {"kills": 0, "loads failed": 0, "wrong model": 0, "kills leaving a temporary": 0,

@@ -190,6 +190,16 @@ def _per_class(setting: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command (see ``--help``): its exit status."""
+    try:
+        return _command(argv)
+    except KeyboardInterrupt:  # before the run started (e.g. loading -i): nothing was learned
+        print("regcb-stream: interrupted before the run started: nothing written",
+              file=sys.stderr)
+        return shell.INTERRUPTED
+
+
+def _command(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -203,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.scheduler:
         _check_cluster(parser, args, learner)
     shell.keep_freed_memory()  # each block's buffers: reused, not page-faulted in anew
-    with contextlib.ExitStack() as stack:
+    # (argv None: the process's own command, which ends with main: Ctrl-C stays held)
+    with shell.Interrupts(final=argv is None) as interrupts, contextlib.ExitStack() as stack:
         try:
             lines = shell.open_input(stack, args.data)
             sink = args.predictions and shell.open_output(stack, args.predictions, "-p")
@@ -220,43 +231,70 @@ def main(argv: list[str] | None = None) -> int:
                                 dsjson=settings.dsjson)
         progress = ProgressTable(None if args.quiet else sys.stderr,
                                  _preamble(settings, learner))
-        interrupts = stack.enter_context(shell.Interrupts())
         driver = Driver(learner, settings, sink or None, progress, legacy=settings.legacy,
                         first_only=settings.first_only and learner.variant == "optimistic",
                         vw_compat=settings.vw_compat, learn=not args.testonly,
                         guard=interrupts.block, outcomes=outcomes)
-        if args.scheduler:
-            status = _run_on_cluster(driver, args)
-        else:
-            status = _run(driver, lines, _on_error(args, progress))
-    if not args.quiet and status != shell.PIPE_CLOSED:
-        changes = learner.changes_detected
-        more = [*(outcomes.summary() if outcomes else ()),
-                *(() if changes is None else (f"changes detected = {changes}",))]
-        sys.stderr.write(progress.summary(learner.budget_in_force, learner.oracle_in_use, more))
-    if status == shell.INTERRUPTED:
-        print(f"regcb-stream: interrupted after {progress.examples} examples, every "
-              "prediction of them written", file=sys.stderr)
-    return _save(args, learner, settings, status)
+        try:
+            interrupts.start()
+            if args.scheduler:
+                status = _run_on_cluster(driver, args)
+            else:
+                status = _run(driver, lines, _on_error(args, progress))
+        except KeyboardInterrupt:  # (before or just after _run)
+            status = shell.INTERRUPTED
+        interrupts.hold()  # from here on a Ctrl-C waits for the outputs, summary and save
+        output_failed = _close([sink, log], status == _OUTPUT_FAILED)
+        save_anyway = output_failed and status != 1  # (after a bad example: not saved)
+        status = 1 if output_failed else status
+        if not args.quiet and status != shell.PIPE_CLOSED:
+            changes = learner.changes_detected
+            more = [*(outcomes.summary() if outcomes else ()),
+                    *(() if changes is None else (f"changes detected = {changes}",))]
+            sys.stderr.write(progress.summary(learner.budget_in_force, learner.oracle_in_use,
+                                              more))
+        if interrupts.pending and status == 0:
+            status = shell.INTERRUPTED
+        if status == shell.INTERRUPTED:
+            print(f"regcb-stream: interrupted after {progress.examples} examples, every "
+                  "prediction of them written", file=sys.stderr)
+        return _save(args, learner, settings, status, save_anyway)
 
 
-def _save(args, learner, settings: StreamSettings, status: int) -> int:
-    """Save the model with ``-f`` (after a bad example: not; after Ctrl-C or a closed
-    output pipe: the state after the last whole block)."""
-    if not args.final_regressor or status == 1:
+def _close(outputs: list, failed: bool) -> bool:
+    """Close the outputs (-p, --decision_log); whether one of them could not be written
+    (``failed``: already said)."""
+    for output in outputs:
+        try:
+            if output:
+                output.close()
+        except shell.OutputError as error:
+            if not failed:
+                print(f"regcb-stream: error: {error}", file=sys.stderr)
+            failed = True
+        except BrokenPipeError:
+            shell.silence_stdout()
+    return failed
+
+
+def _save(args, learner, settings: StreamSettings, status: int, output_failed: bool) -> int:
+    """Save the model with ``-f`` (after a bad example: not; after Ctrl-C or a closed output
+    pipe: the state after the last whole block; after -p or --decision_log could not be
+    written: the state after the block whose output failed, which it has learned)."""
+    if not args.final_regressor or (status == 1 and not output_failed):
         if args.final_regressor and status == 1:
             print(f"regcb-stream: the model was not saved to {args.final_regressor}",
                   file=sys.stderr)
         return status
     from regcb_stream.persist import save_model  # (here: json and zipfile cost start-up)
 
-    shell.remove_stale_temporaries(args.final_regressor)
     try:
         save_model(args.final_regressor, learner, settings.__dict__)
     except OSError as error:
         return _fail(f"-f {args.final_regressor}: cannot save the model ({error.strerror})", 1)
-    if status == shell.INTERRUPTED:
-        print(f"regcb-stream: model saved to {args.final_regressor}", file=sys.stderr)
+    if status in (1, shell.INTERRUPTED):
+        also = " (it has learned the examples whose output failed too)" if output_failed else ""
+        print(f"regcb-stream: model saved to {args.final_regressor}{also}", file=sys.stderr)
     return status
 
 
@@ -347,6 +385,9 @@ def _run_on_cluster(driver: Driver, args) -> int:
     return _run(driver, None, None, replay)
 
 
+_OUTPUT_FAILED = -1  # `_run`'s status when -p or --decision_log cannot be written (exits 1)
+
+
 def _run(driver: Driver, lines, on_error, run=None) -> int:
     """Run the stream (or ``run(lines, on_error)``); the exit status (see ``--help``)."""
     try:
@@ -354,6 +395,9 @@ def _run(driver: Driver, lines, on_error, run=None) -> int:
     except VWParseError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except shell.OutputError as error:
+        print(f"regcb-stream: error: {error}", file=sys.stderr)
+        return _OUTPUT_FAILED
     except (ValueError, TypeError, OSError) as error:  # e.g. a probability the learner
         if isinstance(error, BrokenPipeError):  # refuses, an unreadable input
             shell.silence_stdout()

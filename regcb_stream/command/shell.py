@@ -1,7 +1,9 @@
-"""The command as a Unix tool: paths checked before any work, Ctrl-C at a block boundary,
-a closed output pipe, one-line errors.
+"""The command as a Unix tool: paths checked before any work, Ctrl-C at a block boundary
+(and held while the run closes its outputs and saves its model), a closed output pipe,
+outputs that fail named by their flags, one-line errors.
 
 >>> with Interrupts() as interrupts:
+...     interrupts.start()
 ...     with interrupts.block():  # a Ctrl-C here waits for the block to end
 ...         pass
 >>> interrupts.pending
@@ -31,11 +33,15 @@ PIPE_CLOSED = 128 + signal.SIGPIPE
 class Interrupts:
     """SIGINT held back while a block is decided, learned and written (so the learner and
     the predictions agree when the run stops), and raised at once otherwise, e.g. while
-    waiting for input. Outside the main thread, SIGINT is left as it is."""
+    waiting for input. Held too before `start` and after `hold` (``pending`` says whether
+    one came). ``final``: the process ends after it, SIGINT stays held (ignored). Outside
+    the main thread, SIGINT is left as it is."""
 
-    def __init__(self):
+    def __init__(self, final: bool = False):
         self.pending = False
-        self._busy = False
+        self._busy = True  # (until `start`)
+        self._held = False
+        self._final = final
         self._previous = None
 
     def __enter__(self) -> Interrupts:
@@ -45,12 +51,24 @@ class Interrupts:
 
     def __exit__(self, *exc) -> None:
         if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+            signal.signal(signal.SIGINT, signal.SIG_IGN if self._final else self._previous)
+
+    def start(self) -> None:
+        """Raise SIGINT at once from now on, outside blocks (one held before: now)."""
+        self._busy = False
+        if self.pending:
+            raise KeyboardInterrupt
 
     def _handle(self, signum, frame) -> None:
         if not self._busy:
             raise KeyboardInterrupt
         self.pending = True
+
+    def hold(self) -> None:
+        """Hold every SIGINT from now on (the run is over: its outputs are closed, its
+        summary written and its model saved whatever comes)."""
+        self._busy = True
+        self._held = True
 
     @contextlib.contextmanager
     def block(self):
@@ -59,8 +77,8 @@ class Interrupts:
         try:
             yield
         finally:
-            self._busy = False
-        if self.pending:
+            self._busy = self._held
+        if self.pending and not self._held:
             raise KeyboardInterrupt
 
 
@@ -95,13 +113,53 @@ def input_paths(name: str) -> list[str]:
     return paths
 
 
-def open_output(stack: contextlib.ExitStack, name: str, flag: str):
+class OutputError(Exception):
+    """A write to an output that failed (one line, naming its flag and path)."""
+
+
+class Output:
+    """A text output named by its flag: a write that fails (a full disk, ``/dev/full``)
+    raises `OutputError` naming them; a closed pipe stays a ``BrokenPipeError``."""
+
+    def __init__(self, file, flag: str, name: str):
+        self._file, self._flag, self._name = file, flag, name
+
+    def write(self, text: str) -> None:
+        self._do(self._file.write, text)
+
+    def flush(self) -> None:
+        self._do(self._file.flush)
+
+    def close(self) -> None:
+        """Close the file (standard output: flush it). After a failed write what is left
+        unwritten is dropped, the error was already raised."""
+        if self._file is sys.stdout:
+            return self.flush()
+        try:
+            self._do(self._file.close)
+        finally:
+            with contextlib.suppress(OSError):
+                self._file.close()  # (closed even when the last flush failed)
+
+    def _do(self, method, *args) -> None:
+        try:
+            method(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as error:
+            if self._file is sys.stdout:
+                silence_stdout()  # (the interpreter's last flush must not fail again)
+            raise OutputError(f"{self._flag} {self._name}: cannot write it "
+                              f"({error.strerror or error})") from None
+
+
+def open_output(stack: contextlib.ExitStack, name: str, flag: str) -> Output:
     """A text file to write (``-`` and ``/dev/stdout``: standard output, not reopened, which
-    would truncate a redirected stdout)."""
+    would truncate a redirected stdout), as an `Output`."""
     if name in ("-", "/dev/stdout"):
-        return sys.stdout
+        return Output(sys.stdout, flag, name)
     try:
-        return stack.enter_context(open(name, "w"))
+        return Output(stack.enter_context(open(name, "w")), flag, name)
     except OSError as error:
         raise PathError(f"{flag} {name}: cannot write it ({error.strerror})") from None
 
@@ -118,15 +176,6 @@ def check_model_path(name: str | None) -> None:
         raise PathError(f"-f {name}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PathError(f"-f {name}: the folder {folder} is not writable")
-
-
-def remove_stale_temporaries(path: str) -> None:
-    """Remove the temporary files that saves of ``path`` killed before their rename left
-    behind (``persist.save_model`` names them ``NAME.*.tmp``)."""
-    folder, name = os.path.split(os.path.abspath(path))
-    for stale in glob.glob(os.path.join(glob.escape(folder), glob.escape(name) + ".*.tmp")):
-        with contextlib.suppress(OSError):
-            os.unlink(stale)
 
 
 def silence_stdout() -> None:
