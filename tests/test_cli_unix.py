@@ -1,8 +1,10 @@
-"""The command as a Unix tool: paths checked first, Ctrl-C, closed pipes, gzip input,
-whitespace-only lines and -t as VW treats them, --help and --version, memory reused."""
+"""The command as a Unix tool: paths checked first, Ctrl-C, closed pipes, outputs that cannot
+be written, gzip input (damaged too), whitespace-only lines and -t as VW treats them, --help
+and --version, memory reused."""
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import platform
 import resource
@@ -80,14 +82,37 @@ def test_a_closed_output_pipe_ends_the_run_quietly(tmp_path):
     assert result.stderr == ""
 
 
-def test_temporary_files_of_killed_saves_are_removed(tmp_path):
+def test_temporary_files_of_killed_saves_are_removed_but_not_those_of_saves_in_flight(
+        tmp_path):
     data, model = tmp_path / "cb.dat", tmp_path / "m.regcb"
     data.write_text(cb_stream(50))
-    stale = tmp_path / "m.regcb.k9x2.tmp"
+    stale, busy = tmp_path / "m.regcb.k9x2.tmp", tmp_path / "m.regcb.a7b3.tmp"
     stale.write_bytes(b"half a model")
-    assert run_cli(["--cb_explore", "4", "-d", str(data), "-f", str(model), "--quiet"]
-                   ).returncode == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cb.dat", "m.regcb"]
+    busy.write_bytes(b"a model being written")
+    with open(busy, "rb") as writing:
+        fcntl.flock(writing, fcntl.LOCK_EX)  # as a save in flight holds its file
+        assert run_cli(["--cb_explore", "4", "-d", str(data), "-f", str(model), "--quiet"]
+                       ).returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cb.dat", "m.regcb", busy.name]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["-p", "/dev/full"], "-p /dev/full: cannot write it (No space left on device)"),
+    (["--decision_log", "/dev/full"],
+     "--decision_log /dev/full: cannot write it (No space left on device)"),
+    (["-p", "-"], "-p -: cannot write it (No space left on device)"),  # stdout: /dev/full
+])
+def test_an_output_that_cannot_be_written_is_one_line_and_the_model_is_saved(
+        tmp_path, flags, message):
+    data, model = tmp_path / "cb.dat", tmp_path / "m.regcb"
+    data.write_text(cb_stream(3000))
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([*COMMAND, "--cb_explore", "4", "-d", str(data), "-f",
+                                 str(model), "--quiet", *flags], stdout=full,
+                                stderr=subprocess.PIPE, text=True)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[0] == f"regcb-stream: error: {message}"
+    assert "model saved to" in result.stderr and load_model(model)[0].n_labels > 0
 
 
 def test_gzip_input_from_a_file_or_a_pipe(tmp_path):
@@ -103,6 +128,39 @@ def test_gzip_input_from_a_file_or_a_pipe(tmp_path):
     packed.write_bytes(gzip.compress(text.encode())[:-30])  # cut short
     result = run_cli(["--cb_explore", "4", "-d", str(packed), "-p", "-", "--quiet"])
     assert result.returncode == 1 and "gzip input ends" in result.stderr
+
+
+def damaged_gzip(path, text: str) -> str:
+    """``text`` gzipped with its checksum damaged (every line decompresses, then the end
+    fails), or with its second half cut off; what each case leaves readable."""
+    data = bytearray(gzip.compress(text.encode()))
+    data[-8] ^= 1
+    path.with_suffix(".crc.gz").write_bytes(data)
+    path.with_suffix(".cut.gz").write_bytes(data[:len(data) // 2])
+    path.with_suffix(".head.gz").write_bytes(b"\x1f\x8bgarbage")
+
+
+@pytest.mark.parametrize("case, line", [("crc", 401), ("cut", None), ("head", 1)])
+def test_damaged_gzip_input_writes_the_intact_lines_then_names_the_first_lost(
+        tmp_path, case, line):
+    text = cb_stream(400)
+    damaged_gzip(tmp_path / "cb", text)
+    packed = tmp_path / f"cb.{case}.gz"
+    result = run_cli(["--cb_explore", "4", "-d", str(packed), "-p", "-", "--quiet"])
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "gzip input" in result.stderr
+    written = result.stdout.count("\n\n")
+    assert result.stderr.startswith(f"error: line {line or written + 1}: ")
+    assert 0 < written or line == 1
+    whole = run_cli(["--cb_explore", "4", "-p", "-", "--quiet"], stdin=text).stdout
+    assert whole.startswith(result.stdout)  # the intact lines, decided as in one run
+    for program in ("ope", "compare"):
+        flags = (["-d", str(packed), "--cb_explore", "4"] if program == "ope" else
+                 [str(packed), "--cb_explore", "4", "--quiet"])
+        other = subprocess.run([sys.executable, "-m", f"regcb_stream.evaluation.{program}",
+                                *flags], capture_output=True, text=True, timeout=300)
+        assert other.returncode == 1 and "Traceback" not in other.stderr
+        assert f"error: line {line or written + 1}: " in other.stderr, other.stderr
 
 
 @pytest.mark.parametrize("flags, text", [

@@ -35,6 +35,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import zlib
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
 
@@ -178,10 +179,19 @@ def _labelled(examples: list, order: np.ndarray | None) -> list[tuple]:
 
 
 def log_bytes(path: str) -> bytes:
-    """The log's bytes, decompressed if it is gzip."""
+    """The log's bytes, decompressed if it is gzip (damaged gzip: a ``ValueError`` naming
+    the first line that cannot be read)."""
     with open(path, "rb") as log:
         data = log.read()
-    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    if data[:2] != b"\x1f\x8b":
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as error:
+        with _log(path) as lines:
+            for _ in lines:  # (the reader names the line; gzip.decompress does not)
+                pass
+        raise ValueError(f"{path}: the gzip input is corrupt ({error})") from None
 
 
 def replay_order(n: int, seed: int) -> np.ndarray:

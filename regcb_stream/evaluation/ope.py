@@ -45,6 +45,7 @@ The command prints one row per estimator (value, interval, VW's loss) and exits 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
 import sys
@@ -231,19 +232,21 @@ def main(argv: list[str] | None = None) -> int:
         policy, adf, n_actions, interactions = _policy_and_format(args)
     except (OSError, ValueError) as error:  # bad flags, or a model file that is not one
         parser.error(str(error))
+    from regcb_stream.command import shell
     from regcb_stream.integrations.river import iter_vw
 
-    source = sys.stdin if args.data == "-" else args.data
     bits = policy.settings.get("hash_bits") if isinstance(policy, ModelPolicy) else None
     dsjson = args.dsjson or bool(isinstance(policy, ModelPolicy)
                                  and policy.settings.get("dsjson"))
-    examples = iter_vw(source, adf, n_actions, interactions=interactions, merge_shared=True,
-                       hash_bits=bits, dsjson=dsjson)
-    try:
-        estimates = evaluate(policy, examples, alpha=args.alpha)
-    except (OSError, ValueError) as error:  # unreadable file, bad example, empty log
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return 1
+    try:  # the log read as regcb-stream reads its input (gzip, stdin)
+        with contextlib.ExitStack() as stack:
+            examples = iter_vw(shell.open_input(stack, args.data), adf, n_actions,
+                               interactions=interactions, merge_shared=True, hash_bits=bits,
+                               dsjson=dsjson)
+            estimates = evaluate(policy, examples, alpha=args.alpha)
+    except (OSError, ValueError, shell.PathError) as error:  # an unreadable file (damaged
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)  # gzip: the line), a bad
+        return 1  # example, an empty log
     level = f"{1 - args.alpha:.0%} CI"
     print(f"{'':6s} {'value':>9s}  {level:>20s}  {'VW loss':>9s}  (value: reward = -cost; "
           f"n = {estimates['ips'].n})")

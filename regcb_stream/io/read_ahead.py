@@ -6,7 +6,8 @@ whatever the descriptor has (up to a chunk), and `ready` tells the caller whethe
 line can be had without waiting. A file is always ready; a pipe from a process that waits
 for a prediction is not, so that example is decided at once. Gzip input (a file or a pipe
 whose bytes start with gzip's magic number) is decompressed as it is read, as VW reads
-``.gz`` files.
+``.gz`` files; gzip input that is corrupt or cut short gives its lines up to the damage,
+then an `InputError` naming the first line it could not read.
 
 >>> read, write = os.pipe()
 >>> _ = os.write(write, b"1:0.5:0.2 | a\\n2 | b\\n3 | c")
@@ -23,6 +24,7 @@ whose bytes start with gzip's magic number) is decompressed as it is read, as VW
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -48,6 +50,14 @@ CHUNK = 1 << 16
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+class InputError(ValueError):
+    """Input that cannot be read from a line on (corrupt or cut gzip), named by that line."""
+
+    def __init__(self, line_no: int, reason: str):
+        super().__init__(f"line {line_no}: {reason}; every line before it was read")
+        self.line_no = line_no
+
+
 class ReadAhead:
     """The lines of a file descriptor, without their ``\\n`` (bytes that are not UTF-8
     become surrogate escapes and fail their own line)."""
@@ -61,6 +71,8 @@ class ReadAhead:
         self._tail = b""
         self._gzip: zlib._Decompress | None = None  # with gzip input
         self._started = False
+        self._done = 0  # lines given out before those of _lines (and of earlier files)
+        self._damage: str | None = None  # why the input cannot be read further
 
     def __iter__(self) -> Iterator[str]:
         while self._next < len(self._lines) or self._fill():
@@ -72,8 +84,16 @@ class ReadAhead:
         available without waiting; ``[]`` at the end of the input."""
         out: list[str] = []
         while len(out) < limit:
-            if self._next == len(self._lines) and (out and not self.ready() or not self._fill()):
-                break
+            if self._next == len(self._lines):
+                if out and not self.ready():
+                    break
+                try:
+                    if not self._fill():
+                        break
+                except InputError:
+                    if not out:
+                        raise
+                    break  # (raised again at the next take, after these lines)
             stop = min(len(self._lines), self._next + limit - len(out))
             out += self._lines[self._next:stop]
             self._next = stop
@@ -102,7 +122,10 @@ class ReadAhead:
         return examples, self._next - start
 
     def _read(self) -> bytes:
-        """The next bytes of the input, decompressed if it is gzip ("" at its end)."""
+        """The next bytes of the input, decompressed if it is gzip ("" at its end; damaged
+        gzip: what it holds before the damage, then an `InputError`)."""
+        if self._damage:
+            raise InputError(self._done + 1, self._damage)
         data = os.read(self._fd, self._chunk)
         if not self._started:
             self._started = True
@@ -115,14 +138,28 @@ class ReadAhead:
                 self._gzip = zlib.decompressobj(zlib.MAX_WBITS | 16)
         if self._gzip is None:
             return data
+        before = self._gzip.copy()
+        try:
+            out = self._inflate(data)
+        except zlib.error as error:  # what the chunk holds before the damage, byte by byte
+            self._gzip, out = before, bytearray()
+            with contextlib.suppress(zlib.error):
+                for i in range(len(data)):
+                    out += self._inflate(data[i:i + 1])
+            self._damage = f"the gzip input is corrupt ({str(error).split(': ')[-1]})"
+            return bytes(out) or self._read()
+        if not data and not self._gzip.eof:
+            self._damage = "the gzip input ends before its end of stream"
+            return self._read()
+        return out if out or not data else self._read()
+
+    def _inflate(self, data: bytes) -> bytes:
         out = self._gzip.decompress(data)
         while self._gzip.unused_data:  # concatenated gzip members, as gzip reads them
             rest = self._gzip.unused_data
             self._gzip = zlib.decompressobj(zlib.MAX_WBITS | 16)
             out += self._gzip.decompress(rest)
-        if not data and not self._gzip.eof:
-            raise ValueError("the gzip input ends before its end of stream")
-        return out if out or not data else self._read()
+        return out
 
     def ready(self) -> bool:
         """Whether a line is buffered or the descriptor has data (or its end) to read."""
@@ -131,6 +168,7 @@ class ReadAhead:
 
     def _fill(self) -> bool:
         """Read until a line is complete (or the input ends); False at the end."""
+        self._done += len(self._lines)
         self._lines, self._next = [], 0
         while not self._lines:
             data = self._read()
@@ -167,15 +205,23 @@ class Concatenated:
         self._readers = readers
 
     def __iter__(self) -> Iterator[str]:
-        return itertools.chain.from_iterable(self._readers)
+        while self._readers:
+            yield from self._readers[0]
+            self._pop()
 
     def take(self, limit: int) -> list[str]:
         while self._readers:
             lines = self._readers[0].take(limit)
             if lines:
                 return lines
-            self._readers.pop(0)
+            self._pop()
         return []
+
+    def _pop(self) -> None:
+        """On to the next file, its lines numbered after the last one's."""
+        done = self._readers.pop(0)
+        if self._readers:
+            self._readers[0]._done = done._done
 
     def take_known(self, known: dict, out: list, limit: int) -> int:
         return self._readers[0].take_known(known, out, limit) if self._readers else 0
