@@ -75,3 +75,24 @@ def test_new_exploration_flags_are_applied_and_reported(tmp_path):
     assert result.returncode == 0
     assert "resuming with elimination and mellowness 0.01" in result.stderr
     assert "\noracle = exact ridge, 4 models of 4 features\n" in result.stderr
+
+
+def test_a_resume_keeps_the_waiting_flags_and_refuses_others(tmp_path):
+    """``--reward_wait`` and ``--default_reward`` are kept by the model like the other
+    stream flags: a resume without them is the run with them; other values conflict."""
+    from test_outcomes import run, unlabelled
+
+    lines = unlabelled(rewards_after=30, n=120)[0].splitlines(keepends=True)
+    half = next(i for i, line in enumerate(lines) if '"EventId": "e60"' in line
+                and '"c"' in line)
+    flags = ("--reward_wait", "50", "--default_reward", "0")
+    whole = run(tmp_path, "whole", "".join(lines), *flags)
+    model = tmp_path / "m.regcb"
+    first = run(tmp_path, "first", "".join(lines[:half]), *flags, "-f", str(model))
+    second = run(tmp_path, "second", "".join(lines[half:]), "-i", str(model))
+    assert (first[0] + second[0], first[1] + second[1]) == whole
+    for given, message in ((["--reward_wait", "40"], "--reward_wait 40 conflicts with 50"),
+                           (["--reward_wait", "50", "--default_reward", "1"],
+                            "--default_reward 1.0 conflicts with 0.0")):
+        result = run_cli(["-i", str(model), *given, "--quiet"], stdin=lines[half])
+        assert result.returncode == 2 and message in result.stderr, result.stderr

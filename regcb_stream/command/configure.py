@@ -156,6 +156,7 @@ def _resumed(args, learner: RegCB, settings: StreamSettings):
     errors = resume.conflicts(vars(args), saved, args.initial_regressor)
     if errors:
         raise ValueError("; ".join(errors))
+    resume.keep(args, saved)
     flags = resume.exploration_flags(vars(args), saved)
     if flags != saved:
         variant, budget = exploration(flags)

@@ -2,10 +2,11 @@
 
 The model file holds every setting that changes the behaviour or the output of the command:
 how examples are read (``StreamSettings``), how predictions are written (``--cb_force_legacy``,
-``--first_only``, ``--vw_compat``) and the flags the learner was built with. Given again with
-``-i``, a flag that agrees with the model changes nothing; one that disagrees is an error
-naming both values, except the exploration parameters (the variant and the budget: VW lets a
-model loaded with ``-i`` take new ones), which are applied and reported.
+``--first_only``, ``--vw_compat``), the flags the learner was built with and those of the
+decisions waiting for rewards (``--reward_wait``, ``--default_reward``: kept when not given).
+Given again with ``-i``, a flag that agrees with the model changes nothing; one that
+disagrees is an error naming both values, except the exploration parameters (the variant and
+the budget: VW lets a model loaded with ``-i`` take new ones), which are applied and reported.
 
 >>> flags = {"schedule": "online", "random_seed": 0}
 >>> conflicts({"schedule": "sqrt2", "random_seed": None}, flags, "m.regcb")
@@ -21,7 +22,10 @@ FIXED = {"oracle": "--oracle", "schedule": "--schedule", "random_seed": "--rando
          "cb_min_cost": "--cb_min_cost", "cb_max_cost": "--cb_max_cost",
          "noconstant": "--noconstant", "cb_force_legacy": "--cb_force_legacy",
          "first_only": "--first_only", "vw_compat": "--vw_compat", "dsjson": "--dsjson",
-         "forget": "--forget", "change_threshold": "--change_threshold"}
+         "forget": "--forget", "change_threshold": "--change_threshold",
+         "reward_wait": "--reward_wait", "default_reward": "--default_reward"}
+#: flags of `FIXED` the command reads beyond the learner: a resumed run takes the model's
+KEPT = ("reward_wait", "default_reward")
 #: exploration flags a resumed run may change (VW's behaviour on load)
 EXPLORATION = ("regcb", "regcbopt", "mellowness", "beta", "auto_budget")
 
@@ -29,6 +33,13 @@ EXPLORATION = ("regcb", "regcbopt", "mellowness", "beta", "auto_budget")
 def saved_flags(args) -> dict:
     """The flags to keep in a model file (those of `FIXED` and `EXPLORATION`)."""
     return {name: getattr(args, name) for name in (*FIXED, *EXPLORATION)}
+
+
+def keep(args, saved: dict) -> None:
+    """Give the `KEPT` flags not given their values in the model."""
+    for name in KEPT:
+        if getattr(args, name) is None:
+            setattr(args, name, saved.get(name))
 
 
 def conflicts(given: dict, saved: dict, path) -> list[str]:
