@@ -38,7 +38,8 @@ def make_learner(args) -> RegCB:
     memory = None if args.oracle_memory is None else int(args.oracle_memory * 2**20)
     forget = 1.0 if args.forget is None else args.forget
     if args.oracle == "vw":
-        oracle = VWOracle(bisection=args.vw_compat)
+        oracle = VWOracle(bisection=args.vw_compat, **(
+            {} if args.learning_rate is None else {"learning_rate": args.learning_rate}))
     elif args.oracle == "bounded":
         oracle = BoundedRidgeOracle(l2=l2, prior=prior, memory=memory, forget=forget)
     else:
@@ -101,6 +102,7 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
         raise ValueError("--default_reward applies with --reward_wait N")
     if args.reward_wait and args.testonly:
         raise ValueError("--reward_wait learns the rewards that arrive: not with -t")
+    _check_vw_flags(args)
     if args.initial_regressor:
         from regcb_stream.persist import load_model  # (here: it costs start-up)
 
@@ -147,6 +149,36 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
     return learner, settings
 
 
+def _check_vw_flags(args) -> None:
+    """VW's flags taken with their VW meaning (`vw_flags`), and ``-q``'s pairs."""
+    for spec in args.interactions:
+        if len(spec) != 2:
+            raise ValueError(f"-q {spec}: regcb-stream crosses two namespaces, named by their "
+                             "first letters (-q AB)")
+    if args.cb_type not in (None, "mtr"):
+        raise ValueError(f"--cb_type {args.cb_type}: VW's --regcb runs --cb_type mtr only (a "
+                         "regression of the observed cost), and so does regcb-stream")
+    if args.passes not in (None, 1):
+        raise ValueError(f"--passes {args.passes}: a stream is one pass (to learn a log "
+                         "twice, give it twice: cat log.dat log.dat | regcb-stream ...)")
+    if args.initial_regressor and (args.learning_rate, args.power_t, args.l2) != (None,) * 3:
+        raise ValueError("-l, --power_t and --l2 configure a new --oracle vw; the model file "
+                         f"-i {args.initial_regressor} keeps its own")
+    oracle = f"--oracle {args.oracle or 'ridge'}"
+    if args.learning_rate is not None and args.oracle != "vw":
+        raise ValueError(f"-l is VW's learning rate, for --oracle vw; {oracle} has none "
+                         "(its penalty: --ridge_l2)")
+    if args.learning_rate is not None and not 0 < args.learning_rate < float("inf"):
+        raise ValueError(f"-l must be a number > 0, got {args.learning_rate:g}")
+    if args.power_t is not None and (args.oracle != "vw" or args.power_t != 0.5):
+        raise ValueError(f"--power_t {args.power_t:g}: --oracle vw runs VW's default, "
+                         "--power_t 0.5, only" + ("" if args.oracle == "vw" else
+                                                 f"; {oracle} has no learning rate"))
+    if args.l2 is not None and (args.oracle != "vw" or args.l2 != 0):
+        raise ValueError(f"--l2 {args.l2:g}: --oracle vw runs VW's default, --l2 0, only; the "
+                         "ridge oracles' penalty is --ridge_l2")
+
+
 def _resumed(args, learner: RegCB, settings: StreamSettings):
     """The model's learner and settings, the flags given with ``-i`` checked against them:
     a conflict is an error naming both values; new exploration parameters are applied and
@@ -187,9 +219,18 @@ def _check_same(saved: StreamSettings, args) -> None:
     given = stream_settings(args)
     if args.cb_explore is None and not args.cb_explore_adf:
         return
-    for name in ("adf", "n_actions", "interactions"):
-        if getattr(given, name) != getattr(saved, name):
-            raise ValueError(
-                f"{name} = {getattr(given, name)!r} from the flags conflicts with "
-                f"{getattr(saved, name)!r} in the model file {args.initial_regressor}"
-            )
+    for same, words in (("adf", "n_actions"), _input_flags), (("interactions",), _crosses):
+        if any(getattr(given, name) != getattr(saved, name) for name in same):
+            raise ValueError(f"{words(given)} conflicts with {words(saved)} in the model file "
+                             f"{args.initial_regressor}")
+
+
+def _input_flags(settings: StreamSettings) -> str:
+    """The input format in the command's flags."""
+    return ("--dsjson" if settings.dsjson else "--cb_explore_adf" if settings.adf else
+            f"--cb_explore {settings.n_actions}")
+
+
+def _crosses(settings: StreamSettings) -> str:
+    """The ``-q`` crosses in the command's flags."""
+    return " ".join(f"-q {spec}" for spec in settings.interactions) or "no -q"

@@ -1,0 +1,113 @@
+"""VW's flags that a VW user types out of habit (`regcb_stream.command.vw_flags`): each is
+taken with VW's meaning, ignored as VW's contextual bandits ignore it, or refused in one line
+naming what to use instead (exit status 2)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from test_cli import TRAIN, needs, vw_predictions
+
+from regcb_stream.command.main import main
+from regcb_stream.command.vw_flags import FLAGS, VW_FLAGS, markdown
+
+GUIDE = pathlib.Path(__file__).resolve().parents[1] / "docs" / "guide" / "command-line.md"
+ADF = "shared |s a b\n0:1:0.5 |a x\n|a y\n\n|s c\n|a x\n0:0:0.5 |a y\n\n"
+
+
+def run(capsys, tmp_path, *flags, data: str = ADF, base=("--cb_explore_adf",)):
+    """Exit status, -p output and stderr of a run of the command on ``data``."""
+    path, out = tmp_path / "in.dat", tmp_path / "out.txt"
+    path.write_text(data)
+    out.unlink(missing_ok=True)
+    try:
+        status = main([*base, "-d", str(path), "-p", str(out), "--quiet", *flags])
+    except SystemExit as stop:
+        status = stop.code
+    return status, out.read_text() if out.exists() else None, capsys.readouterr().err
+
+
+def refused(capsys, tmp_path, *flags, **kwargs) -> str:
+    """The one line a refused run prints, checked for exit status 2 and no output."""
+    status, output, err = run(capsys, tmp_path, *flags, **kwargs)
+    assert status == 2 and not output, (flags, err)
+    assert err.count("\n") == 1 and err.startswith("regcb-stream: error: "), err
+    return err
+
+
+def typed(flag) -> list[str]:
+    """A flag of the table as a user types it, with a value if it takes one."""
+    value = {"E": "0.1", "N": "2", "K": "3", "ABC": "abc", "PORT": "26542"}.get(flag.value)
+    return [flag.names[0], *([value] if flag.value else [])]
+
+
+@pytest.mark.parametrize("flag", [f for f in VW_FLAGS if f.handling == "refused"],
+                         ids=lambda f: f.names[0])
+def test_a_refused_flag_names_what_to_use_instead_in_one_line(capsys, tmp_path, flag):
+    err = refused(capsys, tmp_path, *typed(flag))
+    assert f"VW's {flag.names[0]} is not taken: {flag.meaning}" in err
+
+
+def test_explorers_are_refused_with_the_comparison_that_runs_them(capsys, tmp_path):
+    err = refused(capsys, tmp_path, "--epsilon", "0.05")
+    assert "regcb-stream explores by RegCB" in err
+    assert "regcb-compare LOG --vw '--epsilon 0.05'" in err
+    assert "regcb-ope" in refused(capsys, tmp_path, "--cb", "2")
+    assert "regcb-compare" in refused(capsys, tmp_path, "--explore_eval")
+
+
+@pytest.mark.parametrize("flag", [f for f in VW_FLAGS if f.handling == "ignored"],
+                         ids=lambda f: f.names[-1])
+def test_an_ignored_flag_changes_nothing(capsys, tmp_path, flag):
+    plain = run(capsys, tmp_path)
+    for name in flag.names:
+        value = [] if flag.value is None else [str(tmp_path / "cache")]
+        assert run(capsys, tmp_path, name, *value) == plain
+    assert not (tmp_path / "cache").exists()  # no cache file is made
+
+
+def test_unknown_flags_get_one_line_not_the_usage(capsys, tmp_path):
+    err = refused(capsys, tmp_path, "--no_such_flag")
+    assert "unrecognized arguments: --no_such_flag" in err and "usage:" not in err
+
+
+def test_cb_type_mtr_is_what_regcb_runs(capsys, tmp_path):
+    assert run(capsys, tmp_path, "--cb_type", "mtr") == run(capsys, tmp_path)
+    for other in ("ips", "dr", "dm"):
+        err = refused(capsys, tmp_path, "--cb_type", other)
+        assert f"--cb_type {other}: VW's --regcb runs --cb_type mtr only" in err
+
+
+def test_passes_one_only(capsys, tmp_path):
+    assert run(capsys, tmp_path, "--passes", "1") == run(capsys, tmp_path)
+    assert "a stream is one pass" in refused(capsys, tmp_path, "--passes", "2")
+
+
+def test_learning_rate_configures_vws_regressor_as_vw(capsys, tmp_path):
+    data = needs(TRAIN / "cb_load.dat")
+    flags = "--cb_explore_adf -q UA --regcb --mellowness .001"
+    ours = run(capsys, tmp_path, *flags.split()[1:], "-l", "0.3", "--oracle", "vw",
+               "--vw_compat", data=data.read_text())
+    assert ours[0] == 0
+    assert ours[1] == vw_predictions(f"{flags} -l 0.3", data, tmp_path)
+    default = run(capsys, tmp_path, *flags.split()[1:], "--oracle", "vw", "--vw_compat",
+                  data=data.read_text())
+    assert default[1] != ours[1]  # (the rate changes the decisions)
+    assert default == run(capsys, tmp_path, *flags.split()[1:], "--oracle", "vw",
+                          "--vw_compat", "--power_t", "0.5", "--l2", "0",
+                          "--learning_rate", "0.5", data=data.read_text())
+
+
+def test_gd_flags_with_the_ridge_oracle_name_its_own(capsys, tmp_path):
+    assert "--ridge_l2" in refused(capsys, tmp_path, "-l", "0.3")
+    assert "--ridge_l2" in refused(capsys, tmp_path, "--l2", "0.01")
+    assert "--ridge_l2" in refused(capsys, tmp_path, "--l2", "0.01", "--oracle", "vw")
+    assert "--power_t 0.5, only" in refused(capsys, tmp_path, "--power_t", "0.4", "--oracle",
+                                            "vw")
+    assert "-l must be a number > 0" in refused(capsys, tmp_path, "-l", "0", "--oracle", "vw")
+
+
+def test_the_guide_lists_every_vw_flag_as_the_table_says():
+    assert markdown() in GUIDE.read_text()
+    assert set(FLAGS) == {name for flag in VW_FLAGS for name in flag.names}
