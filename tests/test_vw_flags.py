@@ -111,3 +111,56 @@ def test_gd_flags_with_the_ridge_oracle_name_its_own(capsys, tmp_path):
 def test_the_guide_lists_every_vw_flag_as_the_table_says():
     assert markdown() in GUIDE.read_text()
     assert set(FLAGS) == {name for flag in VW_FLAGS for name in flag.names}
+
+
+# -- --ignore, --keep, --ignore_linear: VW's namespace filters ---------------------------------
+
+
+ADF_LOG = ("cb_load.dat", "--cb_explore_adf -q UA --regcb --mellowness .001")
+DSJSON_LOG = ("decisionservice.json", "--cb_explore_adf --dsjson -q GT --regcb --mellowness .01")
+
+
+@pytest.mark.parametrize("log, flags, filters", [
+    *[(*ADF_LOG, f) for f in ("--ignore U", "--ignore x --ignore A", "--keep A", "--keep U",
+                              "--ignore_linear U", "--ignore_linear UA")],
+    *[(*DSJSON_LOG, f) for f in ("--ignore G", "--keep T", "--keep G --keep T",
+                                 "--ignore_linear G", "--ignore_linear T")]])
+def test_namespace_filters_make_vws_features(capsys, tmp_path, log, flags, filters):
+    """The decisions of VW's regressor on the filtered features are VW's, line for line
+    (ADF and DSJSON namespaces, with and without their crosses)."""
+    data = needs(TRAIN / log)
+    ours = run(capsys, tmp_path, *flags.split(), *filters.split(), "--oracle", "vw",
+               "--vw_compat", data=data.read_text(), base=())
+    assert ours[0] == 0, ours[2]
+    assert ours[1] == vw_predictions(f"{flags} {filters}", data, tmp_path)
+    unfiltered = run(capsys, tmp_path, *flags.split(), "--oracle", "vw", "--vw_compat",
+                     data=data.read_text(), base=())
+    assert unfiltered[1] != ours[1]  # (the filter changed the features)
+
+
+def test_namespace_filters_on_single_lines_drop_what_the_text_would_not_have(capsys,
+                                                                            tmp_path):
+    lines = [f"{1 + i % 3}:{i % 2}:0.5 |x a:{1 + i % 5} b |y c:{1 + i % 7} |z d"
+             for i in range(300)]  # (no zero values: the fast path registers their slots)
+    text = "\n".join(lines) + "\n"
+    base = ("--cb_explore", "3")
+
+    def without(*namespaces):
+        return "\n".join(" |".join(part for part in line.split(" |")
+                                   if part[0] not in namespaces) for line in lines) + "\n"
+
+    assert run(capsys, tmp_path, "--ignore", "y", data=text, base=base) == run(
+        capsys, tmp_path, data=without("y"), base=base)
+    assert run(capsys, tmp_path, "--keep", "x", data=text, base=base) == run(
+        capsys, tmp_path, data=without("y", "z"), base=base)
+    crossed = run(capsys, tmp_path, "-q", "xy", "--ignore_linear", "y", data=text, base=base)
+    assert crossed[0] == 0 and crossed != run(capsys, tmp_path, "-q", "xy", data=text,
+                                              base=base)
+
+
+def test_a_model_keeps_its_filters(capsys, tmp_path):
+    model = tmp_path / "m.regcb"
+    assert run(capsys, tmp_path, "--ignore", "a", "-f", str(model))[0] == 0
+    err = refused(capsys, tmp_path, "-i", str(model), "--keep", "a", base=())
+    assert "--keep a conflicts with --ignore a in the model file" in err
+    assert run(capsys, tmp_path, "-i", str(model), "--ignore", "a", base=())[0] == 0

@@ -85,7 +85,16 @@ def stream_settings(args) -> StreamSettings:
         first_only=args.first_only,
         vw_compat=args.vw_compat,
         flags=resume.saved_flags(args),
+        filters=filters(args),
     )
+
+
+def filters(args) -> tuple | None:
+    """VW's namespace filters the flags name (`vw_features.Namespaces`' fields), or None."""
+    if not (args.ignore or args.keep or args.ignore_linear):
+        return None
+    return ("".join(args.ignore or ()), args.keep and "".join(args.keep),
+            "".join(args.ignore_linear or ()))
 
 
 def setup(args) -> tuple[RegCB, StreamSettings]:
@@ -217,9 +226,10 @@ def _check_memory(args, settings: StreamSettings) -> None:
 def _check_same(saved: StreamSettings, args) -> None:
     """Flags that describe the stream must agree with the model's when they are given."""
     given = stream_settings(args)
-    if args.cb_explore is None and not args.cb_explore_adf:
-        return
-    for same, words in (("adf", "n_actions"), _input_flags), (("interactions",), _crosses):
+    checks = [(("filters",), _filter_flags)] if given.filters else []
+    if args.cb_explore is not None or args.cb_explore_adf:
+        checks += [(("adf", "n_actions"), _input_flags), (("interactions",), _crosses)]
+    for same, words in checks:
         if any(getattr(given, name) != getattr(saved, name) for name in same):
             raise ValueError(f"{words(given)} conflicts with {words(saved)} in the model file "
                              f"{args.initial_regressor}")
@@ -229,6 +239,14 @@ def _input_flags(settings: StreamSettings) -> str:
     """The input format in the command's flags."""
     return ("--dsjson" if settings.dsjson else "--cb_explore_adf" if settings.adf else
             f"--cb_explore {settings.n_actions}")
+
+
+def _filter_flags(settings: StreamSettings) -> str:
+    """The namespace filters in the command's flags."""
+    ignore, keep, linear = settings.filters or ("", None, "")
+    return " ".join(f"{flag} {value}" for flag, value in (
+        ("--ignore", ignore), ("--keep", keep), ("--ignore_linear", linear)) if value) or (
+        "no namespace filter")
 
 
 def _crosses(settings: StreamSettings) -> str:

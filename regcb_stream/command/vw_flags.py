@@ -26,6 +26,7 @@ class VWFlag(NamedTuple):
     meaning: str
     value: str | None = None
     type: type = str
+    many: bool = False  # may be given more than once (each value adds)
 
 
 def _explorer(flag: str, example: str, value: str | None = None) -> VWFlag:
@@ -46,6 +47,14 @@ VW_FLAGS = (
            "ridge oracles' penalty is --ridge_l2", "L2", float),
     VWFlag(("--passes",), "taken", "1 only: a stream is one pass (to learn a log twice, "
            "give it twice: cat log.dat log.dat | regcb-stream ...)", "N", int),
+    VWFlag(("--ignore",), "taken", "drop the namespaces whose names start with any of "
+           "these characters (their features and crosses; not the constant)", "ABC",
+           many=True),
+    VWFlag(("--keep",), "taken", "drop every namespace but those whose names start with "
+           "one of these characters (not the constant)", "ABC", many=True),
+    VWFlag(("--ignore_linear",), "taken", "the namespaces whose names start with one of "
+           "these characters are crossed by -q, not features of their own", "ABC",
+           many=True),
     VWFlag(("--save_resume",), "ignored", "a model file of -f always resumes exactly"),
     VWFlag(("--holdout_off",), "ignored", "no holdout: every example is decided before it "
            "is learned (progressive validation), as in VW's contextual bandits"),
@@ -94,7 +103,7 @@ def declare(parser: argparse.ArgumentParser) -> None:
     for flag in VW_FLAGS:
         if flag.handling == "taken":
             group.add_argument(*flag.names, type=flag.type, metavar=flag.value,
-                               help=flag.meaning)
+                               help=flag.meaning, action="append" if flag.many else None)
         elif flag.handling == "ignored":
             group.add_argument(*flag.names, nargs=0 if flag.value is None else None,
                                metavar=flag.value, action=_Ignored,

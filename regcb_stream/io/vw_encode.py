@@ -37,6 +37,7 @@ from regcb_stream.io.vw_features import (
     DEFAULT_NS,
     FieldError,
     HashKeys,
+    Namespaces,
     flatten,
     parse_namespaces,
 )
@@ -68,12 +69,16 @@ class TextEncoder:
         VW's ``-q`` crosses: lines with crosses take the reference path.
     hash_bits
         Key features by VW's hashes (``columns`` then maps hashes), read ``-b`` bits.
+    filters
+        VW's namespace filters (``--ignore``, ``--keep``, ``--ignore_linear``): lines take
+        the reference path, as with crosses.
     """
 
     def __init__(self, columns: Columns, interactions: Iterable[str] = (),
-                 hash_bits: int | None = None):
+                 hash_bits: int | None = None, filters: Namespaces | None = None):
         self._columns = columns
         self.interactions = tuple(interactions)
+        self.filters = filters
         self.hash_bits = hash_bits
         self._keys = None if hash_bits is None else HashKeys()
         self._templates: dict[tuple[str, ...], tuple | None] = {}
@@ -85,7 +90,7 @@ class TextEncoder:
 
     def encode(self, bodies: list[str]) -> EncodedBlock:
         """Encode the feature text of a block of lines."""
-        if self.interactions or (self._keys and _scan is None):
+        if self.interactions or self.filters or (self._keys and _scan is None):
             return self._finish(len(bodies), [], np.ones(len(bodies), bool), bodies)
         if self._keys:
             return self._encode_hashed(bodies)
@@ -128,7 +133,7 @@ class TextEncoder:
         for i in np.flatnonzero(slow).tolist():
             try:
                 features = flatten(parse_namespaces(bodies[i]), self.interactions, False,
-                                   self._keys)
+                                   self._keys, filters=self.filters)
             except FieldError as error:
                 errors[i] = error
                 continue
