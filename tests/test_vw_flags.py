@@ -7,7 +7,8 @@ from __future__ import annotations
 import pathlib
 
 import pytest
-from test_cli import TRAIN, needs, vw_predictions
+from test_cli import TRAIN, needs, run_cli, vw_predictions
+from vowpalwabbit import Workspace
 
 from regcb_stream.command.main import main
 from regcb_stream.command.vw_flags import FLAGS, VW_FLAGS, markdown
@@ -164,3 +165,70 @@ def test_a_model_keeps_its_filters(capsys, tmp_path):
     err = refused(capsys, tmp_path, "-i", str(model), "--keep", "a", base=())
     assert "--keep a conflicts with --ignore a in the model file" in err
     assert run(capsys, tmp_path, "-i", str(model), "--ignore", "a", base=())[0] == 0
+
+
+# -- --readable_model, --invert_hash: the learned weights as VW writes them --------------------
+
+
+def vw_weights(args: str, data: pathlib.Path, tmp_path, flag: str) -> list[str]:
+    """VW's weight lines of ``flag`` (``hash:weight``, ``name:hash:weight``; VW's
+    adaptive and normalizer sums after the weight left out)."""
+    out = tmp_path / "vw.weights"
+    Workspace(f"{args} --quiet -d {data} {flag} {out}").finish()
+    lines = out.read_text().split("l2_state 1\n", 1)[1].splitlines()
+    return [line.rsplit(" ", 2)[0] for line in lines]
+
+
+@pytest.mark.parametrize("log, flags", [
+    ("cb_test.ldf", "--cb_explore_adf --regcb --noconstant"),
+    ("cb_load.dat", "--cb_explore_adf -q UA --regcb --mellowness .001"),
+    ("decisionservice.json", "--cb_explore_adf --dsjson -q GT --regcb --ignore_linear G")])
+@pytest.mark.parametrize("flag", ["--readable_model", "--invert_hash"])
+def test_the_weights_of_vws_regressor_are_vws(capsys, tmp_path, log, flags, flag):
+    data = needs(TRAIN / log)
+    path = tmp_path / "weights.txt"
+    status = run(capsys, tmp_path, *flags.split(), "--oracle", "vw", "--vw_compat", flag,
+                 str(path), data=data.read_text(), base=())[0]
+    assert status == 0
+    header, weights = path.read_text().split("model 0 offset 0\n")
+    assert header.startswith("regcb-stream readable model\nbits 18\n")
+    ours, vws = (by_slot(lines) for lines in (weights.splitlines(),
+                                              vw_weights(flags, data, tmp_path, flag)))
+    assert list(ours) == list(vws)  # the same slots, in the same order
+    for slot, (names, weight) in vws.items():
+        assert names <= ours[slot][0]  # (VW names a slot once: by its first feature)
+        assert ours[slot][1] == pytest.approx(weight, rel=1e-5)  # (float32 sums)
+
+
+def by_slot(lines: list[str]) -> dict[int, tuple[set[str], float]]:
+    """Weight lines (``slot:weight`` or ``name:slot:weight``) as slot -> (names, weight)."""
+    out: dict[int, tuple[set[str], float]] = {}
+    for line in lines:
+        *name, slot, weight = line.rsplit(":", 2) if line.count(":") > 1 else [
+            *line.split(":")]
+        out.setdefault(int(slot), (set(), float(weight)))[0].update(name)
+    return out
+
+
+def test_the_ridge_oracles_weights_predict_its_costs(capsys, tmp_path):
+    """One block per model (--cb_explore K), the constant named, the offset the prior."""
+    path = tmp_path / "weights.txt"
+    data = "".join(f"{1 + i % 2}:{(i // 2) % 2}:0.5 |x a:{1 + i % 3} b\n" for i in range(40))
+    status = run(capsys, tmp_path, "--invert_hash", str(path), data=data,
+                 base=("--cb_explore", "2"))[0]
+    assert status == 0
+    blocks = path.read_text().split("\nmodel ")[1:]
+    assert [block.split("\n")[0] for block in blocks] == ["0 offset 0", "1 offset 0"]
+    names = [sorted(line.split(":")[0] for line in block.splitlines()[1:]) for block in blocks]
+    assert names == [["Constant", "x^a", "x^b"]] * 2
+
+
+def test_weights_from_stdin_are_by_slot_and_a_bad_path_is_refused_first(tmp_path):
+    path = tmp_path / "weights.txt"
+    result = run_cli(["--cb_explore", "2", "--invert_hash", str(path), "--quiet"],
+                     "1:1:0.5 |x a\n2:0:0.5 |x a\n")
+    assert result.returncode == 0
+    assert "Constant:" in path.read_text() and "x^a" not in path.read_text()
+    result = run_cli(["--cb_explore", "2", "--readable_model", str(tmp_path / "no" / "w")],
+                     "|x a\n")
+    assert result.returncode == 2 and "--readable_model" in result.stderr

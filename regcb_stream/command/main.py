@@ -247,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
             log = args.decision_log and shell.open_output(stack, args.decision_log,
                                                           "--decision_log")
             shell.check_model_path(args.final_regressor)
+            shell.check_model_path(args.readable_model, "--readable_model")
+            shell.check_model_path(args.invert_hash, "--invert_hash")
         except shell.PathError as error:
             return _fail(str(error))
         outcomes = None
@@ -275,7 +277,24 @@ def main(argv: list[str] | None = None) -> int:
     if status == shell.INTERRUPTED:
         print(f"regcb-stream: interrupted after {progress.examples} examples, every "
               "prediction of them written", file=sys.stderr)
-    return _save(args, learner, settings, status)
+    return _write_weights(args, learner, settings, _save(args, learner, settings, status))
+
+
+def _write_weights(args, learner: RegCB, settings: StreamSettings, status: int) -> int:
+    """``--readable_model`` and ``--invert_hash`` (`readable`), when a model would be
+    saved (not after a bad example)."""
+    if status == 1 or not (args.readable_model or args.invert_hash):
+        return status
+    from regcb_stream.command import readable
+
+    for flag, path in (("--readable_model", args.readable_model),
+                       ("--invert_hash", args.invert_hash)):
+        try:
+            if path:
+                readable.write(path, learner, settings, args.data, flag == "--invert_hash")
+        except OSError as error:
+            return _fail(f"{flag} {path}: cannot write it ({error.strerror})", 1)
+    return status
 
 
 def _save(args, learner, settings: StreamSettings, status: int) -> int:

@@ -55,6 +55,10 @@ VW_FLAGS = (
     VWFlag(("--ignore_linear",), "taken", "the namespaces whose names start with one of "
            "these characters are crossed by -q, not features of their own", "ABC",
            many=True),
+    VWFlag(("--readable_model",), "taken", "write the learned weights as text at the end, "
+           "slot:weight lines (the format: docs/guide/command-line.md)", "FILE"),
+    VWFlag(("--invert_hash",), "taken", "--readable_model with the feature names of the -d "
+           "files, name:slot:weight lines", "FILE"),
     VWFlag(("--save_resume",), "ignored", "a model file of -f always resumes exactly"),
     VWFlag(("--holdout_off",), "ignored", "no holdout: every example is decided before it "
            "is learned (progressive validation), as in VW's contextual bandits"),
