@@ -467,6 +467,8 @@ def test_api_errors_are_printed_in_the_flags_words():
     err = one_line_refusal(["--cb_explore", "4", "--mellowness", "-1"])
     assert "--mellowness must be a finite number > 0; got -1" in err
     assert "parameter" not in err and "None" not in err
+    err = one_line_refusal(["--cb_explore", "4", "--auto_budget", "--oracle", "vw"])
+    assert "--auto_budget needs an ellipsoid oracle" in err and "not --oracle vw" in err
 
 
 def test_a_resume_conflict_names_the_flags(tmp_path):

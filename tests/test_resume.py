@@ -42,7 +42,7 @@ def test_split_and_resume_is_one_run(tmp_path, flags):
 
 def test_the_automatic_budget_with_vws_regressor_is_refused_at_the_start():
     result = run_cli(["--cb_explore", "4", "--oracle", "vw", "--auto_budget"])
-    assert result.returncode == 2 and "budget='auto' needs an ellipsoid oracle" in result.stderr
+    assert result.returncode == 2 and "--auto_budget needs an ellipsoid oracle" in result.stderr
 
 
 def trained(tmp_path, flags: str = "--cb_explore 4"):

@@ -80,6 +80,9 @@ PARAMETER_FLAGS = {"mellowness": "--mellowness", "beta": "--beta",
                    "forget": "--forget", "change_threshold": "--change_threshold",
                    "l2": "--ridge_l2", "prior": "--ridge_prior", "schedule": "--schedule",
                    "learning_rate": "-l", "budget candidates": "--auto_budget"}
+#: and its other words for what the flags name
+API_WORDS = {"budget='auto'": "--auto_budget", "VWOracle": "--oracle vw",
+             "BoundedRidgeOracle": "--oracle bounded", "RidgeOracle": "--oracle ridge"}
 
 
 def in_flags(message: str) -> str:
@@ -92,6 +95,8 @@ def in_flags(message: str) -> str:
         return PARAMETER_FLAGS.get(match.group(1) or match.group(2), match.group(0))
 
     message = message.replace(" must be None or ", " must be ")
+    for words, name in API_WORDS.items():
+        message = message.replace(words, name)
     return re.sub(r"^the '(\w+)' parameter of RegCB|^(\w+(?: candidates)?)(?= must)", flag,
                   message)
 

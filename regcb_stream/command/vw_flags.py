@@ -87,8 +87,9 @@ VW_FLAGS = (
     VWFlag(("--slates",), "refused", "regcb-stream makes single decisions: give each slot "
            "as an ADF example (--cb_explore_adf)"),
     VWFlag(("--cubic",), "refused", "regcb-stream crosses two namespaces (-q AB)", "ABC"),
-    VWFlag(("--audit",), "refused", "regcb-stream prints no audit; --decision_log FILE "
-           "records every decision with its context and probabilities"),
+    VWFlag(("--audit",), "refused", "regcb-stream prints no audit; --invert_hash FILE "
+           "writes each weight with its features' names, --decision_log FILE every decision "
+           "with its context and probabilities"),
     VWFlag(("--daemon",), "refused", "regcb-stream serves a pipe: producer | regcb-stream "
            "... -p /dev/stdout answers each example as it arrives"),
     VWFlag(("--port",), "refused", "regcb-stream serves a pipe, not a socket: producer | "
