@@ -154,6 +154,11 @@ def test_namespace_filters_on_single_lines_drop_what_the_text_would_not_have(cap
         capsys, tmp_path, data=without("y"), base=base)
     assert run(capsys, tmp_path, "--keep", "x", data=text, base=base) == run(
         capsys, tmp_path, data=without("y", "z"), base=base)
+    reference = run(capsys, tmp_path, "--keep", "x", "-q", "ww", data=text, base=base)
+    assert reference == run(capsys, tmp_path, data=without("y", "z"), base=base)  # (-q:
+    # the reference parser; without, the compiled pass's tokens filtered by initial)
+    assert run(capsys, tmp_path, "--ignore_linear", "y", data=text, base=base) == run(
+        capsys, tmp_path, data=without("y"), base=base)  # (no -q: y is not crossed)
     crossed = run(capsys, tmp_path, "-q", "xy", "--ignore_linear", "y", data=text, base=base)
     assert crossed[0] == 0 and crossed != run(capsys, tmp_path, "-q", "xy", data=text,
                                               base=base)
