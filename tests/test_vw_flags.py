@@ -103,9 +103,12 @@ def test_learning_rate_configures_vws_regressor_as_vw(capsys, tmp_path):
 def test_gd_flags_with_the_ridge_oracle_name_its_own(capsys, tmp_path):
     assert "--ridge_l2" in refused(capsys, tmp_path, "-l", "0.3")
     assert "--ridge_l2" in refused(capsys, tmp_path, "--l2", "0.01")
-    assert "--ridge_l2" in refused(capsys, tmp_path, "--l2", "0.01", "--oracle", "vw")
-    assert "--power_t 0.5, only" in refused(capsys, tmp_path, "--power_t", "0.4", "--oracle",
-                                            "vw")
+    assert "--oracle vw runs VW's default, --l2 0, only" in refused(
+        capsys, tmp_path, "--l2", "0.01", "--oracle", "vw")
+    assert "--oracle vw runs VW's default, --power_t 0.5, only" in refused(
+        capsys, tmp_path, "--power_t", "0.4", "--oracle", "vw")
+    assert "--power_t configures VW's regressor (--oracle vw); --oracle bounded has" in refused(
+        capsys, tmp_path, "--power_t", "0.5", "--oracle", "bounded")
     assert "-l must be a number > 0" in refused(capsys, tmp_path, "-l", "0", "--oracle", "vw")
 
 

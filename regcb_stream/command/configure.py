@@ -173,19 +173,17 @@ def _check_vw_flags(args) -> None:
     if args.initial_regressor and (args.learning_rate, args.power_t, args.l2) != (None,) * 3:
         raise ValueError("-l, --power_t and --l2 configure a new --oracle vw; the model file "
                          f"-i {args.initial_regressor} keeps its own")
-    oracle = f"--oracle {args.oracle or 'ridge'}"
-    if args.learning_rate is not None and args.oracle != "vw":
-        raise ValueError(f"-l is VW's learning rate, for --oracle vw; {oracle} has none "
-                         "(its penalty: --ridge_l2)")
+    for flag, value, only in (("-l", args.learning_rate, None), ("--power_t", args.power_t, 0.5),
+                              ("--l2", args.l2, 0.0)):
+        if value is not None and args.oracle != "vw":
+            raise ValueError(f"{flag} configures VW's regressor (--oracle vw); --oracle "
+                             f"{args.oracle or 'ridge'} has no learning rate (its penalty: "
+                             "--ridge_l2)")
+        if value is not None and only is not None and value != only:
+            raise ValueError(f"{flag} {value:g}: --oracle vw runs VW's default, {flag} "
+                             f"{only:g}, only")
     if args.learning_rate is not None and not 0 < args.learning_rate < float("inf"):
         raise ValueError(f"-l must be a number > 0, got {args.learning_rate:g}")
-    if args.power_t is not None and (args.oracle != "vw" or args.power_t != 0.5):
-        raise ValueError(f"--power_t {args.power_t:g}: --oracle vw runs VW's default, "
-                         "--power_t 0.5, only" + ("" if args.oracle == "vw" else
-                                                 f"; {oracle} has no learning rate"))
-    if args.l2 is not None and (args.oracle != "vw" or args.l2 != 0):
-        raise ValueError(f"--l2 {args.l2:g}: --oracle vw runs VW's default, --l2 0, only; the "
-                         "ridge oracles' penalty is --ridge_l2")
 
 
 def _resumed(args, learner: RegCB, settings: StreamSettings):
