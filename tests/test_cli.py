@@ -210,7 +210,8 @@ def test_resume_with_conflicting_flags_is_refused(tmp_path):
     assert run_cli(["--cb_explore", "4", "-d", str(data), "-f", str(model), "--quiet"]) \
         .returncode == 0
     refused = run_cli(["--cb_explore", "5", "-i", str(model), "-d", str(data), "--quiet"])
-    assert refused.returncode == 2 and "n_actions = 5" in refused.stderr
+    assert refused.returncode == 2 and "--cb_explore 5 conflicts with --cb_explore 4" in \
+        refused.stderr
 
 
 def test_a_file_that_is_not_a_model_is_refused(tmp_path):
@@ -434,3 +435,59 @@ def test_adf_save_and_resume_equals_one_run(tmp_path):
     assert part1.stdout + part2.stdout == one.stdout
     learner = load_model(model)[0]
     assert learner.model.oracle.state()["blocks"] is not None  # the run used the blocks
+
+
+# -- flag errors: one line, exit status 2, in the flags' words (issue 44, items 7 and 13) ------
+
+
+def one_line_refusal(args, stdin: str = "") -> str:
+    result = run_cli(args, stdin)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "usage:" not in result.stderr and "Traceback" not in result.stderr
+    return result.stderr
+
+
+@pytest.mark.parametrize("spec", ["a", "abc"])
+def test_a_cross_of_other_than_two_namespaces_is_a_flag_error(spec):
+    err = one_line_refusal(["--cb_explore", "4", "-q", spec], "|s x\n")
+    assert f"-q {spec}: regcb-stream crosses two namespaces" in err
+
+
+def test_cluster_flags_that_cannot_run_are_flag_errors(tmp_path):
+    data = tmp_path / "cb.dat"
+    data.write_text(cb_stream(20))
+    base = ["--cb_explore", "4", "-d", str(data), "--scheduler", "local", "--schedule", "sqrt2"]
+    assert "not with --oracle vw" in one_line_refusal([*base, "--oracle", "vw"])
+    assert "not --auto_budget" in one_line_refusal([*base, "--auto_budget"])
+    err = one_line_refusal(["--cb_explore", "4", "-d", str(data), "--workers", "3"])
+    assert "--workers 3 applies with --scheduler local" in err
+
+
+def test_api_errors_are_printed_in_the_flags_words():
+    err = one_line_refusal(["--cb_explore", "4", "--mellowness", "-1"])
+    assert "--mellowness must be a finite number > 0; got -1" in err
+    assert "parameter" not in err and "None" not in err
+    err = one_line_refusal(["--cb_explore", "4", "--auto_budget", "--oracle", "vw"])
+    assert "--auto_budget needs an ellipsoid oracle" in err and "not --oracle vw" in err
+
+
+def test_a_resume_conflict_names_the_flags(tmp_path):
+    data, model = tmp_path / "cb.dat", tmp_path / "m.regcb"
+    data.write_text(cb_stream(20))
+    assert run_cli(["--cb_explore", "4", "-d", str(data), "-f", str(model), "--quiet"]) \
+        .returncode == 0
+    err = one_line_refusal(["--cb_explore_adf", "-i", str(model)])
+    assert f"--cb_explore_adf conflicts with --cb_explore 4 in the model file {model}" in err
+    err = one_line_refusal(["--cb_explore", "4", "-q", "ab", "-i", str(model)])
+    assert "-q ab conflicts with no -q" in err
+
+
+@pytest.mark.parametrize("flags, budget", [
+    (["--dsjson"], "mellowness 0.01 or 0.001 (by the model class: no example showed it)"),
+    (["--cb_explore", "4"], "mellowness 0.0003"),
+    (["--cb_explore_adf", "--oracle", "vw"], "mellowness 0.1"),
+    (["--cb_explore", "4", "--mellowness", "0.2"], "mellowness 0.2")])
+def test_a_run_without_examples_reports_the_budget_its_flags_name(flags, budget):
+    result = run_cli(flags, "")
+    assert result.returncode == 0
+    assert f"exploration budget = {budget}\n" in result.stderr

@@ -45,7 +45,7 @@ def test_a_corrupt_model_file_is_one_line(tmp_path):
 
 
 def test_abbreviations_help_and_version():
-    assert "unrecognized arguments: --cb" in run_cli(["--cb", "4"]).stderr
+    assert "unrecognized arguments: --cb_expl" in run_cli(["--cb_expl", "4"]).stderr
     help_text = run_cli(["--help"]).stdout
     assert "exit status:" in help_text and "141" in help_text and "example:" in help_text
     assert "(default online)" in help_text and "(default 0)" in help_text

@@ -42,7 +42,7 @@ def test_split_and_resume_is_one_run(tmp_path, flags):
 
 def test_the_automatic_budget_with_vws_regressor_is_refused_at_the_start():
     result = run_cli(["--cb_explore", "4", "--oracle", "vw", "--auto_budget"])
-    assert result.returncode == 2 and "budget='auto' needs an ellipsoid oracle" in result.stderr
+    assert result.returncode == 2 and "--auto_budget needs an ellipsoid oracle" in result.stderr
 
 
 def trained(tmp_path, flags: str = "--cb_explore 4"):
@@ -59,7 +59,7 @@ def trained(tmp_path, flags: str = "--cb_explore 4"):
     ("--cb_force_legacy", "--cb_force_legacy conflicts with not given"),
     ("--vw_compat", "--vw_compat conflicts with not given"),
     ("-b 20", "-b 20 conflicts with 18"),
-    ("--cb_explore 3", "n_actions = 3 from the flags conflicts with 4"),
+    ("--cb_explore 3", "--cb_explore 3 conflicts with --cb_explore 4"),
 ])
 def test_a_flag_that_conflicts_with_the_model_is_an_error_naming_both(tmp_path, flags,
                                                                        message):

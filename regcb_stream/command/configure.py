@@ -38,7 +38,8 @@ def make_learner(args) -> RegCB:
     memory = None if args.oracle_memory is None else int(args.oracle_memory * 2**20)
     forget = 1.0 if args.forget is None else args.forget
     if args.oracle == "vw":
-        oracle = VWOracle(bisection=args.vw_compat)
+        oracle = VWOracle(bisection=args.vw_compat, **(
+            {} if args.learning_rate is None else {"learning_rate": args.learning_rate}))
     elif args.oracle == "bounded":
         oracle = BoundedRidgeOracle(l2=l2, prior=prior, memory=memory, forget=forget)
     else:
@@ -84,7 +85,16 @@ def stream_settings(args) -> StreamSettings:
         first_only=args.first_only,
         vw_compat=args.vw_compat,
         flags=resume.saved_flags(args),
+        filters=filters(args),
     )
+
+
+def filters(args) -> tuple | None:
+    """VW's namespace filters the flags name (`vw_features.Namespaces`' fields), or None."""
+    if not (args.ignore or args.keep or args.ignore_linear):
+        return None
+    return ("".join(args.ignore or ()), args.keep and "".join(args.keep),
+            "".join(args.ignore_linear or ()))
 
 
 def setup(args) -> tuple[RegCB, StreamSettings]:
@@ -101,6 +111,7 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
         raise ValueError("--default_reward applies with --reward_wait N")
     if args.reward_wait and args.testonly:
         raise ValueError("--reward_wait learns the rewards that arrive: not with -t")
+    _check_vw_flags(args)
     if args.initial_regressor:
         from regcb_stream.persist import load_model  # (here: it costs start-up)
 
@@ -147,6 +158,34 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
     return learner, settings
 
 
+def _check_vw_flags(args) -> None:
+    """VW's flags taken with their VW meaning (`vw_flags`), and ``-q``'s pairs."""
+    for spec in args.interactions:
+        if len(spec) != 2:
+            raise ValueError(f"-q {spec}: regcb-stream crosses two namespaces, named by their "
+                             "first letters (-q AB)")
+    if args.cb_type not in (None, "mtr"):
+        raise ValueError(f"--cb_type {args.cb_type}: VW's --regcb runs --cb_type mtr only (a "
+                         "regression of the observed cost), and so does regcb-stream")
+    if args.passes not in (None, 1):
+        raise ValueError(f"--passes {args.passes}: a stream is one pass (to learn a log "
+                         "twice, give it twice: cat log.dat log.dat | regcb-stream ...)")
+    if args.initial_regressor and (args.learning_rate, args.power_t, args.l2) != (None,) * 3:
+        raise ValueError("-l, --power_t and --l2 configure a new --oracle vw; the model file "
+                         f"-i {args.initial_regressor} keeps its own")
+    for flag, value, only in (("-l", args.learning_rate, None), ("--power_t", args.power_t, 0.5),
+                              ("--l2", args.l2, 0.0)):
+        if value is not None and args.oracle != "vw":
+            raise ValueError(f"{flag} configures VW's regressor (--oracle vw); --oracle "
+                             f"{args.oracle or 'ridge'} has no learning rate (its penalty: "
+                             "--ridge_l2)")
+        if value is not None and only is not None and value != only:
+            raise ValueError(f"{flag} {value:g}: --oracle vw runs VW's default, {flag} "
+                             f"{only:g}, only")
+    if args.learning_rate is not None and not 0 < args.learning_rate < float("inf"):
+        raise ValueError(f"-l must be a number > 0, got {args.learning_rate:g}")
+
+
 def _resumed(args, learner: RegCB, settings: StreamSettings):
     """The model's learner and settings, the flags given with ``-i`` checked against them:
     a conflict is an error naming both values; new exploration parameters are applied and
@@ -186,11 +225,29 @@ def _check_memory(args, settings: StreamSettings) -> None:
 def _check_same(saved: StreamSettings, args) -> None:
     """Flags that describe the stream must agree with the model's when they are given."""
     given = stream_settings(args)
-    if args.cb_explore is None and not args.cb_explore_adf:
-        return
-    for name in ("adf", "n_actions", "interactions"):
-        if getattr(given, name) != getattr(saved, name):
-            raise ValueError(
-                f"{name} = {getattr(given, name)!r} from the flags conflicts with "
-                f"{getattr(saved, name)!r} in the model file {args.initial_regressor}"
-            )
+    checks = [(("filters",), _filter_flags)] if given.filters else []
+    if args.cb_explore is not None or args.cb_explore_adf:
+        checks += [(("adf", "n_actions"), _input_flags), (("interactions",), _crosses)]
+    for same, words in checks:
+        if any(getattr(given, name) != getattr(saved, name) for name in same):
+            raise ValueError(f"{words(given)} conflicts with {words(saved)} in the model file "
+                             f"{args.initial_regressor}")
+
+
+def _input_flags(settings: StreamSettings) -> str:
+    """The input format in the command's flags."""
+    return ("--dsjson" if settings.dsjson else "--cb_explore_adf" if settings.adf else
+            f"--cb_explore {settings.n_actions}")
+
+
+def _filter_flags(settings: StreamSettings) -> str:
+    """The namespace filters in the command's flags."""
+    ignore, keep, linear = settings.filters or ("", None, "")
+    return " ".join(f"{flag} {value}" for flag, value in (
+        ("--ignore", ignore), ("--keep", keep), ("--ignore_linear", linear)) if value) or (
+        "no namespace filter")
+
+
+def _crosses(settings: StreamSettings) -> str:
+    """The ``-q`` crosses in the command's flags."""
+    return " ".join(f"-q {spec}" for spec in settings.interactions) or "no -q"

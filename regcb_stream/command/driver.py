@@ -26,6 +26,7 @@ from regcb_stream.io.adf_encode import AdfEncoder
 from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.read_ahead import taker
 from regcb_stream.io.vw_encode import TextEncoder
+from regcb_stream.io.vw_features import Namespaces
 from regcb_stream.io.vw_predictions import (
     format_block,
     format_legacy,
@@ -61,6 +62,7 @@ class StreamSettings:
     vw_compat: bool = False  # --vw_compat: VW's defects, bit for bit
     flags: dict | None = None  # the command's flags the learner was built with (`resume`)
     dsjson: bool = False  # --dsjson: VW's Decision Service JSON (ADF examples)
+    filters: tuple | None = None  # --ignore, --keep, --ignore_linear (`vw_features.Namespaces`)
 
 
 class Driver:
@@ -116,9 +118,11 @@ class Driver:
             raise ValueError(f"the learner hashes {learner.encoder.hash_bits} bits, the "
                              f"stream's settings say {bits}")
         text, adf = ("h", "h") if bits else ("x", "a")  # hashes, or names
-        self._text = TextEncoder(lambda keys: columns(text, keys), settings.interactions, bits)
+        filters = settings.filters and Namespaces(*settings.filters)
+        self._text = TextEncoder(lambda keys: columns(text, keys), settings.interactions, bits,
+                                 filters)
         self._adf = AdfEncoder(lambda keys: columns(adf, keys), settings.interactions,
-                               settings.constant, bits)
+                               settings.constant, bits, filters)
 
     def run(self, lines, on_error: OnError | None = None, first_line: int = 1) -> None:
         """Process every example of an iterable of text lines (a file, or a part of one

@@ -4,7 +4,8 @@
     producer | regcb-stream --cb_explore 4 --regcbopt -p /dev/stdout --quiet
 
 Flags named like VW's mean what they mean in VW; ``--oracle``, ``--schedule``, ``--beta``,
-``--ridge_l2``, ``--ridge_prior`` and ``--lenient`` are this tool's own.
+``--ridge_l2``, ``--ridge_prior`` and ``--lenient`` are this tool's own. VW's other flags
+are taken, ignored or refused in one line as `vw_flags` declares.
 Without ``--mellowness`` or ``--beta`` the exploration budget is `regcb_stream.RegCB`'s
 default, and the closing summary says which budget was in force.
 Exit statuses: see ``--help``.
@@ -21,10 +22,11 @@ for _threads in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 import contextlib
+import re
 import sys
 
 from regcb_stream.adapt.change import DEFAULT_THRESHOLD
-from regcb_stream.command import configure, shell
+from regcb_stream.command import configure, shell, vw_flags
 from regcb_stream.command.driver import Driver, StreamSettings
 from regcb_stream.command.progress import ProgressTable
 from regcb_stream.defaults import MODEL_CLASSES, VARIANT, VW_MELLOWNESS
@@ -35,6 +37,7 @@ from regcb_stream.learner import RegCB
 from regcb_stream.oracles.bounded import HEAD
 from regcb_stream.oracles.ridge import MAX_EXACT
 
+WORKERS = 2  # --scheduler local's worker processes by default
 EPILOG = """example:
   regcb-stream --cb_explore_adf -q sa -d log.dat -p predictions.txt -f model.regcb
 
@@ -60,8 +63,46 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
+class _Parser(argparse.ArgumentParser):
+    """Errors in one line, without the usage text (``--help`` has it), exit status 2."""
+
+    def error(self, message: str):
+        if message.startswith("unrecognized arguments"):
+            message += " (--help lists the flags; VW's others: docs/guide/command-line.md)"
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+#: the Python API's parameter names, as the command's flags name them (an error of the API
+#: is printed in the flags' words: `in_flags`)
+PARAMETER_FLAGS = {"mellowness": "--mellowness", "beta": "--beta",
+                   "budget_grid": "--auto_budget", "seed": "--random_seed",
+                   "hash_bits": "-b", "reward_range": "--cb_min_cost and --cb_max_cost",
+                   "forget": "--forget", "change_threshold": "--change_threshold",
+                   "l2": "--ridge_l2", "prior": "--ridge_prior", "schedule": "--schedule",
+                   "learning_rate": "-l", "budget candidates": "--auto_budget"}
+#: and its other words for what the flags name
+API_WORDS = {"budget='auto'": "--auto_budget", "VWOracle": "--oracle vw",
+             "BoundedRidgeOracle": "--oracle bounded", "RidgeOracle": "--oracle ridge"}
+
+
+def in_flags(message: str) -> str:
+    """An error message of the Python API with its parameter names as the command's flags.
+
+    >>> in_flags("the 'mellowness' parameter of RegCB must be None or a number > 0; got -1")
+    '--mellowness must be a number > 0; got -1'
+    """
+    def flag(match: re.Match) -> str:
+        return PARAMETER_FLAGS.get(match.group(1) or match.group(2), match.group(0))
+
+    message = message.replace(" must be None or ", " must be ")
+    for words, name in API_WORDS.items():
+        message = message.replace(words, name)
+    return re.sub(r"^the '(\w+)' parameter of RegCB|^(\w+(?: candidates)?)(?= must)", flag,
+                  message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="regcb-stream", description=__doc__.split("\n")[0], epilog=EPILOG,
         formatter_class=_HelpFormatter, allow_abbrev=False,
     )
@@ -100,8 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "sqrt2 or doubling): a scheduler's address, or local (a "
                               "cluster of --workers processes on this machine); the output "
                               "is the serial run's")
-    cluster.add_argument("--workers", type=_positive_int, default=2, metavar="N",
-                         help="--scheduler local: worker processes (default 2)")
+    cluster.add_argument("--workers", type=_positive_int, metavar="N",
+                         help=f"--scheduler local: worker processes (default {WORKERS})")
     cb = parser.add_argument_group("contextual bandit (as vw)")
     mode = cb.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
@@ -174,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "of the cost range (midpoint), or toward cost 0 (zero: the "
                           "paper's ridge); auto, the default: RegCB's, "
                           f"{_per_class('prior')}")
+    vw_flags.declare(parser)
     return parser
 
 
@@ -207,11 +249,11 @@ def _command(argv: list[str] | None) -> int:
     except shell.PathError as error:
         return _fail(str(error))
     except ValueError as error:
-        parser.error(str(error))
+        parser.error(in_flags(str(error)))
     if args.reward_wait and not settings.dsjson:
         parser.error("--reward_wait joins DSJSON reward lines by EventId: give --dsjson")
-    if args.scheduler:
-        _check_cluster(parser, args, learner)
+    if args.scheduler or args.workers:
+        _check_cluster(parser, args, learner, settings)
     shell.keep_freed_memory()  # each block's buffers: reused, not page-faulted in anew
     # (argv None: the process's own command, which ends with main: Ctrl-C stays held)
     with shell.Interrupts(final=argv is None) as interrupts, contextlib.ExitStack() as stack:
@@ -221,6 +263,8 @@ def _command(argv: list[str] | None) -> int:
             log = args.decision_log and shell.open_output(stack, args.decision_log,
                                                           "--decision_log")
             shell.check_model_path(args.final_regressor)
+            shell.check_model_path(args.readable_model, "--readable_model")
+            shell.check_model_path(args.invert_hash, "--invert_hash")
         except shell.PathError as error:
             return _fail(str(error))
         outcomes = None
@@ -251,14 +295,32 @@ def _command(argv: list[str] | None) -> int:
             changes = learner.changes_detected
             more = [*(outcomes.summary() if outcomes else ()),
                     *(() if changes is None else (f"changes detected = {changes}",))]
-            sys.stderr.write(progress.summary(learner.budget_in_force, learner.oracle_in_use,
-                                              more))
+            sys.stderr.write(progress.summary(_budget(learner, settings),
+                                              learner.oracle_in_use, more))
         if interrupts.pending and status == 0:
             status = shell.INTERRUPTED
         if status == shell.INTERRUPTED:
             print(f"regcb-stream: interrupted after {progress.examples} examples, every "
                   "prediction of them written", file=sys.stderr)
-        return _save(args, learner, settings, status, save_anyway)
+        return _write_weights(args, learner, settings,
+                              _save(args, learner, settings, status, save_anyway))
+
+
+def _write_weights(args, learner: RegCB, settings: StreamSettings, status: int) -> int:
+    """``--readable_model`` and ``--invert_hash`` (`readable`), when a model would be
+    saved (not after a bad example)."""
+    if status == 1 or not (args.readable_model or args.invert_hash):
+        return status
+    from regcb_stream.command import readable
+
+    for flag, path in (("--readable_model", args.readable_model),
+                       ("--invert_hash", args.invert_hash)):
+        try:
+            if path:
+                readable.write(path, learner, settings, args.data, flag == "--invert_hash")
+        except OSError as error:
+            return _fail(f"{flag} {path}: cannot write it ({error.strerror})", 1)
+    return status
 
 
 def _close(outputs: list, failed: bool) -> bool:
@@ -302,6 +364,19 @@ def _fail(message: str, status: int = 2) -> int:
     """A one-line error (no usage text) and its exit status."""
     print(f"regcb-stream: error: {message}", file=sys.stderr)
     return status
+
+
+def _budget(learner: RegCB, settings: StreamSettings) -> str:
+    """The budget in force, or before any example, with no budget flag, the default
+    ``--help`` names for the stream (the learner's model class is not settled yet)."""
+    flags = settings.flags or {}
+    if learner.model_class is not None or flags.get("oracle") == "vw" or any(
+            flags.get(name) for name in ("mellowness", "beta", "auto_budget")):
+        return learner.budget_in_force
+    classes = ["linear"] if not settings.adf else ["own features", "shared features"]
+    values = " or ".join(f"{MODEL_CLASSES[name].mellowness:g}" for name in classes)
+    return f"mellowness {values}" + ("" if not settings.adf else
+                                     " (by the model class: no example showed it)")
 
 
 def _preamble(settings: StreamSettings, learner: RegCB) -> tuple[str, ...]:
@@ -358,8 +433,12 @@ def _on_error(args, progress: ProgressTable):
     return skip if args.lenient else None
 
 
-def _check_cluster(parser, args, learner) -> None:
-    """``--scheduler`` replays a labelled log in files, on an epoch schedule."""
+def _check_cluster(parser, args, learner, settings: StreamSettings) -> None:
+    """``--scheduler`` replays a labelled log in files, on an epoch schedule, with the
+    ridge oracles and a fixed budget."""
+    if args.workers and args.scheduler != "local":
+        parser.error(f"--workers {args.workers} applies with --scheduler local (a cluster of "
+                     "N processes on this machine)")
     if args.data in ("-", "/dev/stdin"):
         parser.error("--scheduler replays files (-d FILE or a glob pattern), not stdin")
     if learner.schedule == "online":
@@ -371,6 +450,13 @@ def _check_cluster(parser, args, learner) -> None:
         if given:
             parser.error(f"--scheduler learns every example of a labelled log: not with "
                          f"{flag}")
+    flags = settings.flags or {}
+    if flags.get("oracle") == "vw":
+        parser.error("--scheduler adds up the ridge oracles' statistics across workers: not "
+                     "with --oracle vw")
+    if flags.get("auto_budget"):
+        parser.error("--scheduler needs a fixed budget: not --auto_budget (it scores its "
+                     "candidates label by label)")
 
 
 def _run_on_cluster(driver: Driver, args) -> int:
@@ -379,7 +465,7 @@ def _run_on_cluster(driver: Driver, args) -> int:
     from regcb_stream.stream.cluster import connect
 
     def replay(lines, on_error):
-        with connect(args.scheduler, args.workers) as client:
+        with connect(args.scheduler, args.workers or WORKERS) as client:
             log_replay.replay(driver, shell.input_paths(args.data), client)
 
     return _run(driver, None, None, replay)

@@ -164,18 +164,18 @@ def open_output(stack: contextlib.ExitStack, name: str, flag: str) -> Output:
         raise PathError(f"{flag} {name}: cannot write it ({error.strerror})") from None
 
 
-def check_model_path(name: str | None) -> None:
-    """That ``-f`` can be written at the end: its folder exists and is writable, and it is
-    not a folder itself."""
+def check_model_path(name: str | None, flag: str = "-f") -> None:
+    """That ``-f`` (or another ``flag``'s file) can be written at the end: its folder exists
+    and is writable, and it is not a folder itself."""
     if name is None:
         return
     folder = os.path.dirname(os.path.abspath(name))
     if os.path.isdir(name):
-        raise PathError(f"-f {name}: is a directory")
+        raise PathError(f"{flag} {name}: is a directory")
     if not os.path.isdir(folder):
-        raise PathError(f"-f {name}: the folder {folder} does not exist")
+        raise PathError(f"{flag} {name}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise PathError(f"-f {name}: the folder {folder} is not writable")
+        raise PathError(f"{flag} {name}: the folder {folder} is not writable")
 
 
 def silence_stdout() -> None:

@@ -14,6 +14,7 @@ from regcb_stream.features.encoder import EncodedRows
 from regcb_stream.io.hashed_adf import Catalogue, Layout, layout_rows, make_layout
 from regcb_stream.io.vw_features import (
     HashKeys,
+    Namespaces,
     flatten_adf,
 )
 
@@ -58,9 +59,11 @@ class AdfEncoder:
     """
 
     def __init__(self, columns: Columns, interactions: Iterable[str] = (),
-                 constant: bool = True, hash_bits: int | None = None):
+                 constant: bool = True, hash_bits: int | None = None,
+                 filters: Namespaces | None = None):
         self._columns = columns
         self.interactions = tuple(interactions)
+        self.filters = filters  # VW's --ignore, --keep, --ignore_linear (None: none)
         self.constant = constant
         self._keys = None if hash_bits is None else HashKeys()
         self._templates: dict[tuple, tuple | None] = {}
@@ -154,7 +157,8 @@ class AdfEncoder:
             parts.append(Fill.whole(members, layout, len(starts)))
         parts += self._rows_by_action(lone, actions, slow)
         for i, features in parsed(bodies, shared, slow, errors).items():
-            rows = flatten_adf(features, actions[i], self.interactions, False, self._keys)
+            rows = flatten_adf(features, actions[i], self.interactions, False, self._keys,
+                               filters=self.filters)
             counts[i] = sum(map(len, rows)) + self.constant * len(rows)
             parts.append(([i], slice(None), *keyed_rows(rows)))
         return self._columns_in_order(len(actions), len(actions[0]), parts, tokens, errors,
@@ -162,7 +166,7 @@ class AdfEncoder:
 
     def _layout(self, starts: bytes, acts: tuple) -> Layout | None:
         return memo(self._templates, ("hashed", starts, acts), lambda: _or_none(
-            make_layout, starts, acts, self.interactions, Slot))
+            make_layout, starts, acts, self.interactions, Slot, self.filters))
 
     def _rows_by_action(self, lone: dict, actions: list[tuple], slow) -> list[Fill]:
         """The fills of the rows of examples ``{initials: [example, ...]}``: each row by the
@@ -264,7 +268,8 @@ class AdfEncoder:
         return EncodedBlock(rows, n_features, errors)
 
     def _reference(self, shared, actions) -> tuple[EncodedRows, int]:
-        rows = flatten_adf(shared, actions, self.interactions, False, self._keys)
+        rows = flatten_adf(shared, actions, self.interactions, False, self._keys,
+                           filters=self.filters)
         n_features = sum(map(len, rows)) + self.constant * len(rows)
         encoded = {i: (self._columns(list(row)), list(row.values())) for i, row in enumerate(rows)}
         encoded = pad_rows(encoded, len(rows))
@@ -285,7 +290,8 @@ class AdfEncoder:
                                       enumerate(feats))))
             count += len(feats)
         try:
-            rows = flatten_adf(tuple(slots), actions, self.interactions, False, self._keys)
+            rows = flatten_adf(tuple(slots), actions, self.interactions, False, self._keys,
+                               filters=self.filters)
             terms = [[Slot.of(v) for v in row.values()] for row in rows]
         except NotAMonomial:
             return None

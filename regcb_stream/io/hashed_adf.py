@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from regcb_stream.io.hashing import FNV_PRIME
-from regcb_stream.io.vw_features import DEFAULT_NS, HashKeys, flatten_adf
+from regcb_stream.io.vw_features import DEFAULT_NS, HashKeys, Namespaces, flatten_adf
 
 _FNV = np.uint64(FNV_PRIME)
 
@@ -74,9 +74,11 @@ class Layout(NamedTuple):
     present: np.ndarray  # False: padding
 
 
-def make_layout(initials: bytes, actions: tuple, interactions: tuple, slot_of) -> Layout:
+def make_layout(initials: bytes, actions: tuple, interactions: tuple, slot_of,
+                filters: Namespaces | None = None) -> Layout:
     """The layout of examples whose shared features have these namespace ``initials``
-    (``slot_of``: the `vw_encode._Slot` type of symbolic values)."""
+    (``slot_of``: the `vw_encode._Slot` type of symbolic values; ``filters``: VW's
+    namespace filters, whose dropped features no entry reads)."""
     namespaces, start = [], 0
     for end in range(1, len(initials) + 1):  # runs of one initial: one namespace each
         if end == len(initials) or initials[end] != initials[start]:
@@ -84,7 +86,8 @@ def make_layout(initials: bytes, actions: tuple, interactions: tuple, slot_of) -
             feats = tuple((i, slot_of(1.0, i + 1)) for i in range(start, end))
             namespaces.append((DEFAULT_NS if name == " " else name, feats))
             start = end
-    rows = flatten_adf(tuple(namespaces), actions, interactions, False, _SymbolicKeys())
+    rows = flatten_adf(tuple(namespaces), actions, interactions, False, _SymbolicKeys(),
+                       filters=filters)
     width = max([len(row) for row in rows] + [1])
     constants: dict[int, int] = {}
     n = len(initials)

@@ -37,6 +37,7 @@ from regcb_stream.io.vw_features import (
     DEFAULT_NS,
     FieldError,
     HashKeys,
+    Namespaces,
     flatten,
     parse_namespaces,
 )
@@ -68,12 +69,20 @@ class TextEncoder:
         VW's ``-q`` crosses: lines with crosses take the reference path.
     hash_bits
         Key features by VW's hashes (``columns`` then maps hashes), read ``-b`` bits.
+    filters
+        VW's namespace filters (``--ignore``, ``--keep``, ``--ignore_linear``): with
+        ``hash_bits``, the compiled pass's tokens of the namespaces they drop are dropped
+        (by their initials, in numpy); without, lines take the reference path.
     """
 
     def __init__(self, columns: Columns, interactions: Iterable[str] = (),
-                 hash_bits: int | None = None):
+                 hash_bits: int | None = None, filters: Namespaces | None = None):
         self._columns = columns
         self.interactions = tuple(interactions)
+        self.filters = filters
+        self._kept = None if filters is None else np.array(  # by a namespace's initial
+            [not filters.drops(chr(c)) and chr(c) not in filters.ignore_linear
+             for c in range(256)])
         self.hash_bits = hash_bits
         self._keys = None if hash_bits is None else HashKeys()
         self._templates: dict[tuple[str, ...], tuple | None] = {}
@@ -85,7 +94,8 @@ class TextEncoder:
 
     def encode(self, bodies: list[str]) -> EncodedBlock:
         """Encode the feature text of a block of lines."""
-        if self.interactions or (self._keys and _scan is None):
+        if self.interactions or (self._keys and _scan is None) or (
+                self.filters and not self._keys):
             return self._finish(len(bodies), [], np.ones(len(bodies), bool), bodies)
         if self._keys:
             return self._encode_hashed(bodies)
@@ -111,13 +121,18 @@ class TextEncoder:
         return memo(self._templates, names, make)
 
     def _encode_hashed(self, bodies: list[str]) -> EncodedBlock:
-        """Every line's hashes in one compiled pass; the slow lines by the reference."""
-        offsets, _, hashes, values, slow = _scan.hashes(list(bodies))
+        """Every line's hashes in one compiled pass (those the filters keep); the slow
+        lines by the reference."""
+        offsets, initials, hashes, values, slow = _scan.hashes(list(bodies))
         offsets, values = np.frombuffer(offsets, np.int64), np.frombuffer(values, float)
-        slow = np.frombuffer(slow, bool).copy()
-        columns = np.asarray(self._columns(np.frombuffer(hashes, np.uint32)), np.intp)
-        counts = np.diff(offsets)
-        line = np.repeat(np.arange(len(bodies)), counts)
+        hashes, slow = np.frombuffer(hashes, np.uint32), np.frombuffer(slow, bool).copy()
+        line = np.repeat(np.arange(len(bodies)), np.diff(offsets))
+        if self._kept is not None:
+            kept = self._kept[np.frombuffer(initials, np.uint8)]
+            hashes, values, line = hashes[kept], values[kept], line[kept]
+            counts = np.bincount(line, minlength=len(bodies))
+            offsets = np.r_[0, np.cumsum(counts)]
+        columns = np.asarray(self._columns(hashes), np.intp)
         position = np.arange(len(line)) - offsets[line]
         return self._finish(len(bodies), [(line, position, columns, values)], slow, bodies)
 
@@ -128,7 +143,7 @@ class TextEncoder:
         for i in np.flatnonzero(slow).tolist():
             try:
                 features = flatten(parse_namespaces(bodies[i]), self.interactions, False,
-                                   self._keys)
+                                   self._keys, filters=self.filters)
             except FieldError as error:
                 errors[i] = error
                 continue

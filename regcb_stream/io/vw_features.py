@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import lru_cache
 from itertools import combinations_with_replacement
+from typing import NamedTuple
 
 from regcb_stream.io.hashing import cross_hash, feature_hash, namespace_hash
 
@@ -55,6 +56,27 @@ class HashKeys:
         return tuple([(feature_hash(seed, name), value) for name, value in feats])
 
     cross = staticmethod(cross_hash)
+
+
+class Namespaces(NamedTuple):
+    """VW's namespace filters, by a namespace's first character, as `flatten` applies them:
+    ``ignore`` (``--ignore``: its features are dropped), ``keep`` (``--keep``: every other
+    namespace is dropped; None: no such filter), ``ignore_linear`` (``--ignore_linear``:
+    its features are crossed by ``-q``, not features of their own). VW's constant feature
+    is in none of them.
+
+    >>> flatten((("a", (("x", 1.0),)), ("b", (("y", 2.0),))), ["ab"], False,
+    ...         filters=Namespaces(ignore_linear="a"))
+    {'b^y': 2.0, 'a^x*b^y': 2.0}
+    """
+
+    ignore: str = ""
+    keep: str | None = None
+    ignore_linear: str = ""
+
+    def drops(self, initial: str) -> bool:
+        """Whether a namespace of this first character is dropped."""
+        return initial in self.ignore or (self.keep is not None and initial not in self.keep)
 
 
 class FieldError(Exception):
@@ -189,7 +211,7 @@ def merge_shared(shared: Features | None, action: Features) -> Features:
 
 def flatten(
     namespaces: Features, interactions: Iterable[str] = (), constant: bool = True,
-    keys: HashKeys | None = None,
+    keys: HashKeys | None = None, *, filters: Namespaces | None = None,
 ) -> dict:
     """Flatten namespaces to ``{key: value}`` with VW's ``-q`` crosses and constant feature.
 
@@ -206,6 +228,8 @@ def flatten(
         Add VW's constant feature (key ``"constant"``, value 1); False for ``--noconstant``.
     keys : HashKeys, optional
         Key features by VW's hashes instead of their names.
+    filters : Namespaces, optional
+        VW's ``--ignore``, ``--keep`` and ``--ignore_linear``.
 
     Returns
     -------
@@ -218,7 +242,7 @@ def flatten(
     {'User^u': 2.0, 'Ad^a': 0.5, 'x': 1.0, 'constant': 1.0, 'User^u*Ad^a': 1.0}
     """
     groups: dict[str, list[Feature]] | None = {} if interactions else None
-    out = _collect({}, namespaces, groups, constant, keys)
+    out = _collect({}, namespaces, groups, constant, keys, filters)
     if groups:
         _interact(out, groups, interactions, keys)
     return out
@@ -226,7 +250,8 @@ def flatten(
 
 def flatten_adf(shared: Features | None, actions: Iterable[Features],
                 interactions: Iterable[str] = (), constant: bool = True,
-                keys: HashKeys | None = None) -> list[dict]:
+                keys: HashKeys | None = None, *, filters: Namespaces | None = None
+                ) -> list[dict]:
     """`flatten` of each action merged with the shared features, doing the shared part once.
 
     Examples
@@ -237,11 +262,11 @@ def flatten_adf(shared: Features | None, actions: Iterable[Features],
     """
     interactions = tuple(interactions)
     shared_groups: dict[str, list[Feature]] = {}
-    base = _collect({}, shared or (), shared_groups, constant, keys)
+    base = _collect({}, shared or (), shared_groups, constant, keys, filters)
     result = []
     for action in actions:
         groups: dict[str, list[Feature]] | None = {} if interactions else None
-        out = _collect(base.copy(), action, groups, False, keys)
+        out = _collect(base.copy(), action, groups, False, keys, filters)
         if groups is not None:
             for c, feats in shared_groups.items():
                 groups[c] = groups[c] + feats if c in groups else feats
@@ -251,17 +276,27 @@ def flatten_adf(shared: Features | None, actions: Iterable[Features],
 
 
 def _collect(out: dict, namespaces: Features, groups: dict[str, list[Feature]] | None,
-             constant: bool, keys: HashKeys | None = None) -> dict:
-    """Add keyed features (and the constant) to `out`; group them by first letter if asked."""
+             constant: bool, keys: HashKeys | None = None,
+             filters: Namespaces | None = None) -> dict:
+    """Add keyed features (and the constant) to `out`; group them by first letter if asked;
+    drop what the ``filters`` drop."""
     get = out.get
     for name, feats in namespaces:
+        linear = True
+        if filters is not None:
+            if filters.drops(name[0]):
+                continue
+            linear = name[0] not in filters.ignore_linear
+            if not linear and groups is None:
+                continue
         if keys is not None:
             feats = keys.features(name, feats)
         elif name != DEFAULT_NS:
             prefix = name + "^"
             feats = tuple([(prefix + f, v) for f, v in feats])
-        for key, value in feats:
-            out[key] = get(key, 0.0) + value
+        if linear:
+            for key, value in feats:
+                out[key] = get(key, 0.0) + value
         if groups is not None:
             groups.setdefault(name[0], []).extend(feats)
     if constant:
