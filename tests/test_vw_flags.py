@@ -80,6 +80,12 @@ def test_cb_type_mtr_is_what_regcb_runs(capsys, tmp_path):
         assert f"--cb_type {other}: VW's --regcb runs --cb_type mtr only" in err
 
 
+def test_hash_strings_only(capsys, tmp_path):
+    assert run(capsys, tmp_path, "--hash", "strings") == run(capsys, tmp_path)
+    assert "--hash all: regcb-stream hashes as VW does by default" in refused(
+        capsys, tmp_path, "--hash", "all")
+
+
 def test_passes_one_only(capsys, tmp_path):
     assert run(capsys, tmp_path, "--passes", "1") == run(capsys, tmp_path)
     assert "a stream is one pass" in refused(capsys, tmp_path, "--passes", "2")

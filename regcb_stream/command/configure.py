@@ -167,6 +167,9 @@ def _check_vw_flags(args) -> None:
     if args.cb_type not in (None, "mtr"):
         raise ValueError(f"--cb_type {args.cb_type}: VW's --regcb runs --cb_type mtr only (a "
                          "regression of the observed cost), and so does regcb-stream")
+    if args.hash not in (None, "strings"):
+        raise ValueError(f"--hash {args.hash}: regcb-stream hashes as VW does by default "
+                         "(--hash strings) only")
     if args.passes not in (None, 1):
         raise ValueError(f"--passes {args.passes}: a stream is one pass (to learn a log "
                          "twice, give it twice: cat log.dat log.dat | regcb-stream ...)")

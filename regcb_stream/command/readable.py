@@ -77,7 +77,7 @@ def _slot_columns(state: dict, bits: int) -> tuple[np.ndarray, np.ndarray]:
 def _weights(oracle, columns: np.ndarray):
     """``(model, offset, weights)`` per model: the cost predictions of the empty row and
     of each column's unit row, the offset taken off."""
-    n_models = getattr(oracle, "n_models", 0)
+    n_models = oracle.n_models
     if not n_models or not len(columns):
         return
     n = len(columns)

@@ -55,6 +55,8 @@ VW_FLAGS = (
     VWFlag(("--ignore_linear",), "taken", "the namespaces whose names start with one of "
            "these characters are crossed by -q, not features of their own", "ABC",
            many=True),
+    VWFlag(("--hash",), "taken", "strings only, VW's default, the hash regcb-stream computes",
+           "strings"),
     VWFlag(("--readable_model",), "taken", "write the learned weights as text at the end, "
            "slot:weight lines (the format: docs/guide/command-line.md)", "FILE"),
     VWFlag(("--invert_hash",), "taken", "--readable_model with the feature names of the -d "
@@ -94,6 +96,10 @@ VW_FLAGS = (
            "... -p /dev/stdout answers each example as it arrives"),
     VWFlag(("--port",), "refused", "regcb-stream serves a pipe, not a socket: producer | "
            "regcb-stream ... -p /dev/stdout", "PORT"),
+    VWFlag(("-P", "--progress"), "refused", "the progress table has VW's default rows, at "
+           "examples 1, 2, 4, 8, ... (--quiet: none)", "N"),
+    VWFlag(("--chain_hash",), "refused", "regcb-stream hashes DSJSON's string features as VW "
+           "does without --chain_hash"),
     VWFlag(("--json",), "refused", "regcb-stream reads VW text and --dsjson (Decision "
            "Service JSON)"),
 )
