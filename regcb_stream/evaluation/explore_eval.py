@@ -72,15 +72,16 @@ class LoggedExample(NamedTuple):
 def read_log(lines: Iterable[str], dsjson: bool = False, text: bool = True
              ) -> Iterator[LoggedExample]:
     """The ADF examples of VW text (blank lines between examples), or of a DSJSON log (an
-    event per line; events without actions skipped, as VW skips them). ``text``: keep each
-    example's lines (`VWExplorer` needs them; without, one parse of the whole stream, which
-    reads repeated action lines once)."""
+    event per line). Examples without actions are skipped: VW decides nothing for them and
+    they hold no label. ``text``: keep each example's lines (`VWExplorer` needs them;
+    without, one parse of the whole stream, which reads repeated action lines once)."""
     if dsjson:
         yield from _dsjson_log(lines)
         return
     if not text:
         for example in iter_adf(lines, shared_text=True):
-            yield LoggedExample((), example.label, example)
+            if example.actions:
+                yield LoggedExample((), example.label, example)
         return
     block: list[str] = []
     for raw in itertools.chain(lines, [""]):
@@ -90,7 +91,8 @@ def read_log(lines: Iterable[str], dsjson: bool = False, text: bool = True
             continue
         if block:
             example, = iter_adf(block, shared_text=True)
-            yield LoggedExample(tuple(block), example.label, example)
+            if example.actions:
+                yield LoggedExample(tuple(block), example.label, example)
             block = []
 
 
@@ -308,7 +310,7 @@ class RegCBExplorer(Explorer):
                                                [ex.parsed.actions for ex in run])
             if block.errors:
                 i, error = min(block.errors.items())
-                raise ValueError(f"example {run[i].lines[0]!r}: {error.detail}")
+                raise ValueError(f"line {run[i].parsed.line_no}: {error.detail}")
             for i, ex in enumerate(run):
                 self._at[id(ex)] = (len(self._rows), i)
             self._rows.append(block.rows)

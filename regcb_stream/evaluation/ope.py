@@ -178,7 +178,8 @@ class ConstantPolicy:
 
     def pmf(self, context, actions) -> list[float]:
         if not 0 <= self.index < len(actions):
-            raise ValueError(f"action position {self.index} is not among {len(actions)} actions")
+            raise ValueError(f"policy constant:{self.index}: an example offers {len(actions)} "
+                             f"actions (positions 0 to {len(actions) - 1})")
         return [float(k == self.index) for k in range(len(actions))]
 
 
