@@ -24,6 +24,7 @@ import numpy as np
 from regcb_stream.bounds import sensitivity_move
 from regcb_stream.oracles.base import Capabilities, Oracle
 from regcb_stream.oracles.loop import OnlineLoop
+from regcb_stream.parameters import is_bool, is_number, is_range
 from regcb_stream.state import Stateful
 
 try:
@@ -95,6 +96,16 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
 
     def __init__(self, learning_rate: float = 0.5, bisection: bool = False, *,
                  reward_range: tuple[float, float] = (0.0, 1.0), kernels: bool = True):
+        for name, value, ok, expected in (
+                ("learning_rate", learning_rate, is_number(learning_rate) and learning_rate > 0,
+                 "a finite number > 0"),
+                ("bisection", bisection, is_bool(bisection), "True or False"),
+                ("reward_range", reward_range, is_range(reward_range),
+                 "a pair (low, high) of finite numbers with low < high"),
+                ("kernels", kernels, is_bool(kernels), "True or False")):
+            if not ok:
+                raise ValueError(f"the {name!r} parameter of VWOracle must be {expected}; "
+                                 f"got {value!r}")
         self.learning_rate = learning_rate
         self.bisection = bisection
         self.reward_range = (float(reward_range[0]), float(reward_range[1]))
@@ -237,7 +248,7 @@ class VWState(Stateful):
         w, g, s = self.w[model], self.g[model], self.s[model]
         raw = np.dot(w[idx], x)  # float32 arrays: a float32 sum
         p = F32(min(max(raw, self.c[2]), self.c[3]))  # VW's finalize_prediction
-        if (p - y) ** 2 <= 0:
+        if (p - y) ** 2 <= 0 or weight <= 0:  # VW: no (weighted) loss, no update
             return
         x2 = np.maximum(x * x, X2_MIN)
         g[idx] += weight * F32(4) * (p - y) ** 2 * x2
