@@ -145,8 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "the start against the most the features can need (2^bits slots)")
     own.add_argument("--vw_compat", action="store_true",
                      help="with --oracle vw: VW's RegCB bit for bit, defects included, on "
-                          "ADF and DSJSON input; single-line input differs "
-                          "(docs/vw_compatibility.md)")
+                          "ADF, DSJSON and single-line input (docs/vw_compatibility.md)")
     own.add_argument("--schedule", choices=["online", "sqrt2", "doubling"],
                      help="when the decision state is rebuilt (default online)")
     own.add_argument("--beta", type=float,
