@@ -181,7 +181,7 @@ def oracle(old: Old, model_class: str | None):
         state = old["_state"]
         return VWOracle.from_state({
             **common, "learning_rate": old["learning_rate"], "bisection": old["bisection"],
-            "state": VWState.from_state({k: state[k] for k in "wgsc"}),
+            "intercept_last": False, "state": VWState.from_state({k: state[k] for k in "wgsc"}),
             "n_actions": old["_n_actions"], "events": old["_events"],
             "action_sum": old["_action_sum"], "pending": old["_pending"]})
     ridge = {**common, "l2": old["l2"], "prior": prior, "forget": old.get("forget", 1.0),

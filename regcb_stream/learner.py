@@ -10,17 +10,21 @@ from regcb_stream import defaults, rules
 from regcb_stream.adapt.events import DelayedRewards
 from regcb_stream.explore.budget import DEFAULT_GRID
 from regcb_stream.explore.decision import Decision
-from regcb_stream.features.encoder import FeatureEncoder
+from regcb_stream.features.encoder import EncodedRows, FeatureEncoder
 from regcb_stream.features.random_features import RandomFeatures
 from regcb_stream.model import Model, Spec, make_model
 from regcb_stream.oracles.base import Oracle
 from regcb_stream.parameters import (
     PARAMETERS,
+    check_actions,
     check_labels,
+    check_lengths,
     check_parameters,
     check_prob,
     check_reward,
+    check_weight,
     checked_log,
+    numbers,
     parameters,
 )
 from regcb_stream.state import Stateful
@@ -131,10 +135,13 @@ class RegCB(Stateful):
 
     def decide(self, context, actions: Sequence) -> Decision:
         """Bounds, plausible set and distribution for one context."""
+        check_actions(actions)
         return self._model.decide(context, actions)
 
     def decide_many(self, contexts, actions: Sequence) -> Decision:
         """``decide`` for a block of contexts in one computation (rows of the arrays)."""
+        check_actions(actions)
+        check_lengths(contexts=contexts)
         return self._model.decide_many(contexts, actions)
 
     def pmf(self, context, actions: Sequence) -> list[float]:
@@ -148,17 +155,20 @@ class RegCB(Stateful):
 
     def predict(self, context, actions: Sequence) -> tuple[object, float, dict]:
         """Sample an action; return it, its probability and kwargs for ``learn``."""
+        check_actions(actions)
         return self._model.draw(context, actions, self.rng)
 
     def predict_many(self, contexts, actions: Sequence) -> tuple[np.ndarray, np.ndarray]:
         """Sampled action indices and their probabilities for a block of contexts; the
-        same draws as ``predict`` row by row."""
+        same draws as ``predict`` row by row (``learn_many`` takes the played actions,
+        ``[actions[i] for i in index]``)."""
         pmf = self.pmf_many(contexts, actions)
         index = rules.sample(pmf, self.rng.random(len(pmf)))
         return index, pmf[np.arange(len(pmf)), index]
 
     def score(self, context, actions: Sequence, action) -> float:
         """Probability that the learner plays ``action`` among ``actions`` for ``context``."""
+        check_actions(actions)
         if action not in list(actions):
             raise ValueError(f"action {action!r} is not among the offered actions")
         return self.pmf(context, actions)[list(actions).index(action)]
@@ -173,16 +183,20 @@ class RegCB(Stateful):
         candidate budgets' probabilities of ``action``, which the label scores."""
         check_prob(prob)
         self.check_reward(reward)
+        check_weight(weight)
         self._model.learn(context, action, reward, prob, weight, candidates)
 
     def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None,
                    candidates=None) -> None:
-        """Learn a block of labels: the state of ``learn`` row by row (``candidates``:
-        ``(n, J)``, from ``decide_many``'s ``Decision.candidates``)."""
-        rewards = np.asarray(rewards, dtype=float)
-        weights = np.ones(len(rewards)) if weights is None else np.asarray(weights, float)
-        check_labels(rewards, np.ones(len(rewards)) if probs is None else probs,
-                     self.reward_range, self.allow_out_of_range)
+        """Learn a block of labels: the state of ``learn`` row by row (``actions``: the
+        played actions, one per context; ``candidates``: ``(n, J)``, from
+        ``decide_many``'s ``Decision.candidates``)."""
+        n = check_lengths(contexts=contexts, actions=actions, rewards=rewards, probs=probs,
+                          weights=weights, candidates=candidates)
+        rewards = numbers("rewards", rewards, n)
+        probs = None if probs is None else numbers("probs", probs, n)
+        weights = np.ones(n) if weights is None else numbers("weights", weights, n)
+        check_labels(rewards, probs, weights, self.reward_range, self.allow_out_of_range)
         self._model.learn_many(contexts, actions, rewards, probs, weights, candidates)
 
     def replay(self, contexts, actions, played, rewards, probs=None, weights=None
@@ -199,7 +213,11 @@ class RegCB(Stateful):
         >>> decision.pmf[-2:].tolist(), learner.n_labels
         ([[1.0, 0.0], [0.0, 1.0]], 100)
         """
-        log = self.checked_log(played, rewards, probs, weights)
+        check_actions(actions)
+        check_lengths(contexts=contexts, played=played)
+        n_actions = actions.index.shape[-2] if isinstance(actions, EncodedRows) else len(
+            actions)
+        log = self.checked_log(played, rewards, probs, weights, n_actions)
         return self._model.replay(contexts, actions, *log)
 
     def play(self, contexts, actions: Sequence, reveal, uniforms=None
@@ -214,8 +232,14 @@ class RegCB(Stateful):
         >>> float(rewards[np.arange(200), played][-100:].mean())
         1.0
         """
-        u = self.rng.random(len(contexts)) if uniforms is None else np.asarray(uniforms,
-                                                                               dtype=float)
+        check_actions(actions)
+        n = check_lengths(contexts=contexts, uniforms=uniforms)
+        if not callable(reveal):
+            raise TypeError(f"reveal must be a function reveal(rounds, indices) -> rewards; "
+                            f"got {reveal!r:.60}")
+        u = self.rng.random(n) if uniforms is None else numbers("uniforms", uniforms, n)
+        if not ((u >= 0) & (u < 1)).all():
+            raise ValueError("uniforms must be numbers in [0, 1)")
         return play(self._model, contexts, actions, reveal, u, self.check_reward)
 
     # -- rewards that come later ---------------------------------------------------------
@@ -230,6 +254,7 @@ class RegCB(Stateful):
         >>> learner.events["rewarded"], learner.n_labels
         (1, 1)
         """
+        check_actions(actions)
         self._model = self._model.alone()  # (one model learns with stand-ins)
         return self.pending_rewards.decide(self, event_id, context, actions)
 
@@ -242,6 +267,8 @@ class RegCB(Stateful):
                          ) -> None:
         """At most ``window`` decisions wait; one more times the oldest out, learned with
         ``default_reward`` (None: dropped). The decisions waiting so far are dropped."""
+        if default_reward is not None:
+            self.check_reward(default_reward)
         self.pending_rewards.wait(self, window, default_reward)
 
     @property
@@ -269,6 +296,10 @@ class RegCB(Stateful):
         >>> learner.variant, learner.budget_in_force
         ('elimination', 'mellowness 0.01')
         """
+        unknown = sorted(set(budget) - {"beta", "mellowness", "budget", "budget_grid"})
+        if unknown:
+            raise TypeError(f"change_exploration takes beta, mellowness, budget and "
+                            f"budget_grid, not {', '.join(unknown)}")
         self.variant = self.variant if variant is None else variant
         if budget:
             budget = {"beta": budget.get("beta"), "mellowness": budget.get("mellowness"),
@@ -336,8 +367,10 @@ class RegCB(Stateful):
         (unless ``allow_out_of_range``)."""
         check_reward(reward, self.reward_range, self.allow_out_of_range)
 
-    def checked_log(self, played, rewards, probs=None, weights=None) -> tuple:
+    def checked_log(self, played, rewards, probs=None, weights=None,
+                    n_actions: int | None = None) -> tuple:
         """A logged block's labels as arrays (``played``, ``rewards``, ``probs``,
-        ``weights``, `replay`'s), or the error of its first bad label."""
+        ``weights``, `replay`'s; ``played`` indices among ``n_actions``), or the error of
+        its first bad label."""
         return checked_log(played, rewards, probs, weights, self.reward_range,
-                           self.allow_out_of_range)
+                           self.allow_out_of_range, n_actions)

@@ -245,7 +245,11 @@ class Model(Stateful):
         explorer, reward, weight = self.explorer, float(reward), float(weight)
         scored = self._scored(context, action, candidates, prob)
         labels = self.rows.actions.labels
-        if self._one_row(context) and explorer.schedule == "online" and action in labels:
+        try:
+            known = action in labels
+        except TypeError:  # (unhashable: the general path says what actions must be)
+            known = False
+        if known and self._one_row(context) and explorer.schedule == "online":
             values = context if self.encoder.expand is None else self.encoder.expanded(
                 context)
             fitted = explorer.learn_dense(values, self.spec.intercept, labels[action],

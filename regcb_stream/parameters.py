@@ -11,11 +11,13 @@ ValueError: the 'mellowness' parameter of RegCB must be None or a finite number 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from regcb_stream import rules
 from regcb_stream.explore import schedules
+from regcb_stream.features.encoder import EncodedRows
 from regcb_stream.features.random_features import RandomFeatures
 
 
@@ -31,30 +33,114 @@ def check_reward(reward, reward_range: tuple[float, float], allow_out_of_range: 
             "allow_out_of_range=True to learn it as it is (VW's behaviour with costs)")
 
 
-def check_labels(rewards: np.ndarray, probs, reward_range, allow_out_of_range: bool) -> None:
-    """The error of the first bad label of a block, if any."""
-    if np.asarray(probs).dtype.kind not in "fiub":  # (the error names the value)
-        for prob in probs:
-            check_prob(prob)
-    probs = np.asarray(probs, dtype=float)
+def check_labels(rewards: np.ndarray, probs, weights, reward_range,
+                 allow_out_of_range: bool) -> None:
+    """The error of the first bad label of a block, if any (``probs``, ``weights``: None
+    for ones)."""
+    n = len(rewards)
+    probs = np.ones(n) if probs is None else numbers("probs", probs, n)
+    weights = np.ones(n) if weights is None else numbers("weights", weights, n)
     lo, hi = reward_range
-    bad = ~((probs > 0) & (probs <= 1) & np.isfinite(rewards)
-            & (allow_out_of_range | ((rewards >= lo) & (rewards <= hi))))
+    bad = ~((probs > 0) & (probs <= 1) & np.isfinite(rewards) & (weights >= 0)
+            & (weights < np.inf) & (allow_out_of_range | ((rewards >= lo) & (rewards <= hi))))
     for i in np.flatnonzero(bad)[:1].tolist():
         check_prob(float(probs[i]))
         check_reward(float(rewards[i]), reward_range, allow_out_of_range)
+        check_weight(float(weights[i]))
 
 
-def checked_log(played, rewards, probs, weights, reward_range, allow_out_of_range) -> tuple:
-    """A logged block's labels as arrays, or the error of its first bad label."""
+def checked_log(played, rewards, probs, weights, reward_range, allow_out_of_range,
+                n_actions: int | None = None) -> tuple:
+    """A logged block's labels as arrays, or the error of its first bad label (``played``:
+    indices among ``n_actions`` offered actions, -1 for none)."""
+    played = indices("played", played, n_actions)
     n = len(played)
-    played = np.asarray(played, dtype=np.intp).reshape(n)
-    rewards = np.asarray(rewards, dtype=float).reshape(n)
-    probs = np.ones(n) if probs is None else np.asarray(probs, dtype=float).reshape(n)
-    weights = np.ones(n) if weights is None else np.asarray(weights, float).reshape(n)
+    rewards = numbers("rewards", rewards, n)
+    probs = np.ones(n) if probs is None else numbers("probs", probs, n)
+    weights = np.ones(n) if weights is None else numbers("weights", weights, n)
     labelled = np.flatnonzero(played >= 0)
-    check_labels(rewards[labelled], probs[labelled], reward_range, allow_out_of_range)
+    check_labels(rewards[labelled], probs[labelled], weights[labelled], reward_range,
+                 allow_out_of_range)
     return played, rewards, probs, weights
+
+
+def numbers(name: str, values, n: int) -> np.ndarray:
+    """``values`` as ``n`` floats, or an error naming ``name`` and what it holds."""
+    try:
+        out = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be numbers, one per context; got {values!r:.80}"
+                        ) from None
+    if out.shape != (n,):
+        raise ValueError(f"{name} must hold one number per context ({n}); got shape "
+                         f"{out.shape}")
+    return out
+
+
+def indices(name: str, values, n_actions: int | None) -> np.ndarray:
+    """``values`` as action indices (ints from -1, below ``n_actions``), or an error naming
+    ``name``: labels where indices belong say so."""
+    array = np.asarray(values) if not isinstance(values, (str, bytes)) else np.asarray(None)
+    if array.ndim != 1:
+        raise TypeError(f"{name} must be a sequence of action indices (-1: none); got "
+                        f"{values!r:.80}")
+    if array.dtype.kind not in "iuf" or array.dtype.kind == "f" and not (
+            np.isfinite(array).all() and (array == np.round(array)).all()):
+        bad = next((v for v in array.tolist()
+                    if not (isinstance(v, (int, float)) and float(v).is_integer())), None)
+        raise TypeError(f"{name} must hold indices of the offered actions (ints, -1 for "
+                        f"none), not labels or fractions; got {bad!r}")
+    out = array.astype(np.intp)
+    if len(out) and (out.min() < -1 or n_actions is not None and out.max() >= n_actions):
+        bad = int(out.min()) if out.min() < -1 else int(out.max())
+        raise ValueError(f"{name} index {bad} is not among the {n_actions} offered actions "
+                         f"(0 to {n_actions - 1}, -1 for none)" if n_actions is not None
+                         else f"{name} index {bad} is not an action index (-1 for none)")
+    return out
+
+
+def check_weight(weight) -> None:
+    """A ``ValueError`` for an importance weight that is not a finite number >= 0 (0: the
+    label changes no regression, VW's weight 0)."""
+    if type(weight) is float and 0.0 <= weight < math.inf:  # the usual case, at once
+        return
+    if not is_number(weight) or isinstance(weight, bool) or weight < 0:
+        raise ValueError(f"weight must be a finite number >= 0, got {weight!r}")
+
+
+def check_actions(actions) -> None:
+    """A ``TypeError`` for offered ``actions`` that are not a sequence (a string is one
+    label, not a list of them), a ``ValueError`` for none."""
+    if type(actions) is list and actions:  # the usual case, at once
+        return
+    if isinstance(actions, (str, bytes)):
+        raise TypeError(f"actions must be a list of actions, not a string: pass "
+                        f"[{actions!r}] for one action or list({actions!r}) for each "
+                        "character")
+    if isinstance(actions, Mapping) or not isinstance(actions, (Sequence, np.ndarray,
+                                                                EncodedRows)):
+        raise TypeError(f"actions must be a list of action labels or of dicts of action "
+                        f"features; got {type(actions).__name__} {actions!r:.60}")
+    if len(actions) == 0:
+        raise ValueError("no actions offered: actions must hold at least one")
+
+
+def check_lengths(**blocks) -> int:
+    """The common length of a block's arguments (None: absent), or an error naming them
+    and their lengths."""
+    lengths = {}
+    for name, block in blocks.items():
+        if block is None:
+            continue
+        if isinstance(block, (str, bytes, Mapping)) or not hasattr(block, "__len__") or (
+                isinstance(block, np.ndarray) and block.ndim == 0):
+            raise TypeError(f"{name} must be a sequence with one entry per context; got "
+                            f"{type(block).__name__} {block!r:.60}")
+        lengths[name] = len(block)
+    if len(set(lengths.values())) > 1:
+        said = ", ".join(f"{name} {n}" for name, n in lengths.items())
+        raise ValueError(f"a block's arguments must have the same length; got {said}")
+    return next(iter(lengths.values()), 0)
 
 
 def check_prob(prob) -> None:
@@ -65,47 +151,61 @@ def check_prob(prob) -> None:
         raise ValueError(f"probability must be in (0, 1], got {prob!r}")
 
 
-def _number(value) -> bool:
+def is_number(value) -> bool:
+    """Whether ``value`` is a finite number."""
     return isinstance(value, (int, float, np.number)) and math.isfinite(value)
 
 
-def _range(value) -> bool:
+def is_range(value) -> bool:
+    """Whether ``value`` is a pair ``(low, high)`` of finite numbers, low < high."""
     try:
         lo, hi = value
     except (TypeError, ValueError):
         return False
-    return _number(lo) and _number(hi) and lo < hi
+    return is_number(lo) and is_number(hi) and lo < hi
 
 
 def _int(low: int, high: float = math.inf):
-    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+    return lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool) and (
+        low <= v <= high)
+
+
+def is_bool(value) -> bool:
+    """Whether ``value`` is True or False."""
+    return isinstance(value, (bool, np.bool_))
+
+
+def _grid(value) -> bool:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)):
+        return False
+    return len(value) > 0 and all(is_number(v) and v >= 0 for v in value)
 
 
 #: each parameter's constraint and what it must be (checked when it is set)
 PARAMETERS = {
     "variant": (lambda v: v in rules.VARIANTS, f"one of {rules.VARIANTS}"),
     "oracle": (lambda v: True, "a name or an Oracle"),  # (checked by its model)
-    "beta": (lambda v: v is None or _number(v) and v >= 0, "None or a finite number >= 0"),
+    "beta": (lambda v: v is None or is_number(v) and v >= 0, "None or a finite number >= 0"),
     "schedule": (lambda v: v in schedules.SCHEDULES, f"one of {schedules.SCHEDULES}"),
     "budget": (lambda v: v is None or v in (*schedules.BUDGETS, "auto"),
                f"None or one of {(*schedules.BUDGETS, 'auto')}"),
-    "mellowness": (lambda v: v is None or _number(v) and v > 0, "None or a finite number > 0"),
+    "mellowness": (lambda v: v is None or is_number(v) and v > 0, "None or a finite number > 0"),
     "horizon": (lambda v: v is None or _int(1)(v), "None or an int >= 1"),
-    "budget_grid": (lambda v: True, "mellowness values"),  # (checked by the selector)
-    "reward_range": (_range, "a pair (low, high) of finite numbers with low < high"),
-    "seed": (lambda v: True, "a seed of numpy's default_rng"),
+    "budget_grid": (_grid, "a non-empty sequence of finite numbers >= 0"),
+    "reward_range": (is_range, "a pair (low, high) of finite numbers with low < high"),
+    "seed": (lambda v: v is None or _int(0)(v), "None or an int >= 0"),
     "warm_start_epochs": (_int(0), "an int >= 0"),
-    "allow_out_of_range": (lambda v: True, "True or False"),
-    "cross": (lambda v: True, "True or False"),
-    "intercept": (lambda v: True, "True or False"),
+    "allow_out_of_range": (is_bool, "True or False"),
+    "cross": (is_bool, "True or False"),
+    "intercept": (is_bool, "True or False"),
     "hash_bits": (lambda v: v is None or _int(1, 32)(v), "None or an int from 1 to 32"),
     "random_features": (lambda v: v is None or isinstance(v, RandomFeatures) or _int(0)(v),
                         "None, an int >= 0 or a RandomFeatures"),
-    "random_scale": (lambda v: _number(v) and v > 0, "a finite number > 0"),
-    "forget": (lambda v: _number(v) and 0 < v <= 1, "a number in (0, 1]"),
-    "change_threshold": (lambda v: v is None or _number(v) and v >= 0,
+    "random_scale": (lambda v: is_number(v) and v > 0, "a finite number > 0"),
+    "forget": (lambda v: is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
+    "change_threshold": (lambda v: v is None or is_number(v) and v >= 0,
                          "None or a finite number >= 0"),
-    "select_model": (lambda v: isinstance(v, bool), "True or False"),
+    "select_model": (is_bool, "True or False"),
 }
 
 

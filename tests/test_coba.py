@@ -64,19 +64,38 @@ def test_multiclass_environment_with_vw_learners():
 
 
 def test_logged_vw_environment_off_policy(tmp_path):
+    """A VW log's costs become coba's rewards in [0, 1]: RegCBLearner() with its defaults
+    and a VW learner configured as for any coba environment both record every example."""
     X, y = small_problem(200, seed=1)
     labels = sorted(set(y))
     R = np.array([[float(label == c) for c in labels] for label in y])
     log = tmp_path / "log.dat"
     log.write_text("".join(logged_lines(np.array(X), R, adf=False, seed=2)))
     environment = VWLogEnvironment(log, n_actions=3)
-    first = next(iter(environment.read()))
+    served = list(environment.read())
+    first = served[0]
     assert first["actions"] == ["1", "2", "3"] and first["probability"] == pytest.approx(1 / 3)
-    learners = [RegCBLearner(reward_range=(-1.0, 0.0)), coba.VowpalEpsilonLearner()]
+    logged = np.random.default_rng(2).integers(3, size=200)  # (logged_lines' draws)
+    assert [i["reward"] for i in served] == R[np.arange(200), logged].tolist()  # 1 - cost
+    learners = [RegCBLearner(), coba.VowpalRegcbLearner(cb_min_cost=-1, cb_max_cost=0)]
     evaluator = coba.SequentialCB(learn="off", eval="ips")
     rewards = rewards_by_learner(run(coba.Environments.from_custom(environment), learners,
                                      evaluator))
     assert [len(rewards[i]) for i in (0, 1)] == [200, 200]
+
+
+def test_logged_vw_environment_cost_range(tmp_path):
+    log = tmp_path / "log.dat"
+    log.write_text("1:-1:0.5 |s x:1\n2:0:0.5 |s x:2\n")
+    rewards = [i["reward"] for i in VWLogEnvironment(log, n_actions=2,
+                                                     cost_range=(-1, 0)).read()]
+    assert rewards == [1.0, 0.0]
+    with pytest.raises(ValueError, match=r"example 1 has cost -1, outside cost_range"):
+        list(VWLogEnvironment(log, n_actions=2).read())
+    with pytest.raises(ValueError, match="'cost_range' parameter of VWLogEnvironment"):
+        VWLogEnvironment(log, n_actions=2, cost_range=(1, 0))
+    with pytest.raises(ValueError, match="'n_actions' parameter of VWLogEnvironment"):
+        VWLogEnvironment(log)
 
 
 def test_learner_is_lazy_and_survives_deepcopy_and_pickle():

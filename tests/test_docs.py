@@ -1,7 +1,8 @@
 """The README and the guides as a user meets them: every ``>>>`` example runs and prints
 what it says, every ``console`` block's commands run (in a folder holding the example logs,
-with ``../shared`` beside it: a document's blocks share a folder) and print what they
-show, every local link leads somewhere,
+with ``../shared`` beside it: a document's blocks share a folder, and the scripts it shows
+as ``python`` blocks opening with ``# NAME.py``) and print what they show, every local link
+leads somewhere,
 the defaults table is `regcb_stream.defaults`'s, and every number of the results table is in
 the report it links to."""
 
@@ -26,6 +27,7 @@ GUIDES = sorted((ROOT / "docs" / "guide").glob("*.md"))
 DOCS = [README, *GUIDES]
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 BLOCK = re.compile(r"```console\n(.*?)```", re.S)
+SCRIPT = re.compile(r"```python\n# (\w+\.py)\b(.*?)```", re.S)  # a file a console block runs
 
 
 def ids(paths):
@@ -74,6 +76,8 @@ def test_console_examples_run_as_written(path, workdir):
     checker = doctest.OutputChecker()
     folder = workdir / path.stem  # a folder per document: its blocks one session
     shutil.copytree(workdir / "examples", folder / "examples")
+    for name, text in SCRIPT.findall(path.read_text(encoding="utf-8")):
+        (folder / name).write_text(f"# {name}{text}")  # (as a user saves it)
     for block in console_blocks(path):
         for command, shown in block:
             if "../shared" in command and not (workdir.parent / "shared").exists():

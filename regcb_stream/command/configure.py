@@ -38,7 +38,7 @@ def make_learner(args) -> RegCB:
     memory = None if args.oracle_memory is None else int(args.oracle_memory * 2**20)
     forget = 1.0 if args.forget is None else args.forget
     if args.oracle == "vw":
-        oracle = VWOracle(bisection=args.vw_compat, **(
+        oracle = VWOracle(bisection=args.vw_compat, intercept_last=args.vw_compat, **(
             {} if args.learning_rate is None else {"learning_rate": args.learning_rate}))
     elif args.oracle == "bounded":
         oracle = BoundedRidgeOracle(l2=l2, prior=prior, memory=memory, forget=forget)

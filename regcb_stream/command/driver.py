@@ -84,9 +84,10 @@ class Driver:
     first_only
         Put all the mass of a tie on the first tied action in the output order.
     vw_compat
-        Reproduce VW's defects: a label on an ADF example's last action line is learned
-        with importance weight 1/prob (VW's "no importance weighting" loop skips that
-        line), and the optimistic variant gives probability 1 to every tied action.
+        Reproduce VW's defects: a label on an ADF example's last action line (single-line:
+        of action K, the last line of the ADF example VW makes of it) is learned with
+        importance weight 1/prob (VW's "no importance weighting" loop skips that line), and
+        the optimistic variant gives probability 1 to every tied action.
     learn
         Learn the labels (False: VW's ``-t``, predictions and the progressive loss only).
     guard
@@ -214,8 +215,8 @@ class Driver:
             rows = encoded.rows if len(keep) == len(batch) else encoded.rows[keep]
             per_example = (1 if self.legacy else len(self._labels))
             counts = (encoded.n_features[keep] + self.settings.constant) * per_example
-            labels = (block.action[keep] - 1, block.cost[keep], block.prob[keep],
-                      np.ones(len(keep)))
+            played, probs = block.action[keep] - 1, block.prob[keep]
+            labels = (played, block.cost[keep], probs, self._single_weights(played, probs))
             self._replay([block.tags[i] for i in keep], [batch[i][0] for i in keep], rows,
                          self._labels, labels, counts.tolist(),
                          [block.bodies[i] for i in keep])
@@ -353,6 +354,15 @@ class Driver:
             text = format_block(pmfs, orders, tags)
         self.predictions.write(text)
         self.predictions.flush()  # a process may be waiting for these lines
+
+    def _single_weights(self, played: np.ndarray, probs: np.ndarray) -> np.ndarray:
+        """Importance weights of single-line labels: 1, or with ``vw_compat`` VW's 1/prob for
+        action K, the last line of the ADF example VW makes of a single-line one."""
+        weights = np.ones(len(played))
+        if self.vw_compat and not self.legacy:
+            last = played == len(self._labels) - 1
+            weights[last] = 1.0 / probs[last]
+        return weights
 
     def _weight(self, example) -> float:
         """Importance weight of a label: the example's (DSJSON's pdrop), times VW's 1/prob on

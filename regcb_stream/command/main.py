@@ -185,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the most memory the ridge oracles' statistics may take; checked at "
                           "the start against the most the features can need (2^bits slots)")
     own.add_argument("--vw_compat", action="store_true",
-                     help="reproduce VW's RegCB defects bit for bit (docs/vw_compatibility.md)")
+                     help="with --oracle vw: VW's RegCB bit for bit, defects included, on "
+                          "ADF, DSJSON and single-line input (docs/vw_compatibility.md)")
     own.add_argument("--schedule", choices=["online", "sqrt2", "doubling"],
                      help="when the decision state is rebuilt (default online)")
     own.add_argument("--beta", type=float,

@@ -16,7 +16,7 @@ its `ActionRegistry`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -136,6 +136,9 @@ class ActionRegistry(Stateful):
             if types <= self._types:  # the usual case, checked before
                 return False
             kinds = {issubclass(kind, Mapping) for kind in types}
+            if not all(issubclass(kind, (Mapping, Hashable)) for kind in types):
+                raise TypeError(f"actions must be hashable labels (str, int, ...) or dicts of "
+                                f"action features; got {list(actions)!r:.80}")
             if len(kinds) > 1:
                 raise TypeError("actions must be all labels or all dicts of action features")
             joint = kinds.pop()
@@ -176,11 +179,18 @@ class ActionRegistry(Stateful):
         """Model ids of played labels, each offered before (``register``: new ones get
         models, for a learner that learns what another decided)."""
         labels = self.labels
-        unknown = [a for a in actions if a not in labels]
+        try:
+            unknown = [a for a in actions if a not in labels]
+        except TypeError:  # (unhashable)
+            raise TypeError(f"played actions must be labels (or, each, a dict of action "
+                            f"features); got {list(actions)!r:.80}") from None
         if unknown and register:
             self._register(list(dict.fromkeys(unknown)))
         elif unknown:
-            raise ValueError(f"action {unknown[0]!r} was never offered to this learner")
+            action = unknown[0].item() if isinstance(unknown[0], np.generic) else unknown[0]
+            hint = ("; learn takes the played action itself (predict_many's index i is "
+                    "actions[i])" if isinstance(action, int) else "")
+            raise ValueError(f"action {action!r} was never offered to this learner{hint}")
         return np.fromiter((labels[a] for a in actions), dtype=np.intp, count=len(actions))
 
     def _register(self, actions: Sequence) -> np.ndarray:

@@ -12,7 +12,9 @@ features.
 `MulticlassEnvironment` serves a UCI set of `regcb_stream.datasets.uci` as coba
 simulated interactions (actions are the class indices as strings, so VW learners see one
 indicator feature per action rather than a number), and `VWLogEnvironment` serves logged VW
-text as coba logged interactions (reward ``-cost``). Both read anew on every ``read()``.
+text as coba logged interactions, its costs as coba's rewards in [0, 1] (``1 - cost`` for
+VW's default cost range [0, 1]), so that `RegCBLearner()` learns them with its defaults. Both
+read anew on every ``read()``.
 coba is imported only inside ``read()``: this module imports without it.
 """
 
@@ -24,6 +26,7 @@ from numbers import Number
 
 from regcb_stream.defaults import VARIANT
 from regcb_stream.learner import RegCB
+from regcb_stream.parameters import is_range
 
 __all__ = ["MulticlassEnvironment", "RegCBLearner", "VWLogEnvironment"]
 
@@ -172,8 +175,14 @@ class VWLogEnvironment:
 
     Each labelled example becomes a coba ``LoggedInteraction`` with its context, offered
     actions (single-line: the action ids as strings ``"1"``..``"K"``; ADF: feature dicts),
-    logged action, reward ``-cost`` and logged probability. Examples without a label or
-    with VW's test label are skipped.
+    logged action, reward and logged probability. The reward is coba's, in [0, 1] (1 is
+    best): ``(high - cost) / (high - low)`` for costs in ``cost_range = (low, high)``,
+    ``1 - cost`` for VW's default [0, 1], so `RegCBLearner` and coba's VW learners take it
+    as they take any coba environment's (VW learners with ``cb_min_cost=-1,
+    cb_max_cost=0``). A cost outside ``cost_range`` is an error naming its example.
+    Examples without a label or with VW's test label are skipped. Logged interactions have
+    the logged action's reward only: evaluate them off-policy,
+    ``coba.SequentialCB(learn="off", eval="ips")`` (coba's default needs every reward).
 
     Parameters
     ----------
@@ -183,18 +192,28 @@ class VWLogEnvironment:
         Multi-line ADF examples instead of single-line ``--cb_explore K`` ones.
     n_actions
         K, for single-line input.
+    cost_range
+        ``(low, high)`` of the log's costs (VW's ``--cb_min_cost``, ``--cb_max_cost``).
     """
 
     def __init__(self, path: str | os.PathLike, *, adf: bool = False,
-                 n_actions: int | None = None):
+                 n_actions: int | None = None, cost_range: tuple[float, float] = (0.0, 1.0)):
+        if not is_range(cost_range):
+            raise ValueError(f"the 'cost_range' parameter of VWLogEnvironment must be a pair "
+                             f"(low, high) of finite numbers with low < high; got "
+                             f"{cost_range!r}")
+        if not adf and not (isinstance(n_actions, int) and n_actions >= 1):
+            raise ValueError(f"the 'n_actions' parameter of VWLogEnvironment must be an int "
+                             f">= 1 for single-line input (adf=False); got {n_actions!r}")
         self.path = path
         self.adf = adf
         self.n_actions = n_actions
+        self.cost_range = cost_range
 
     @property
     def params(self) -> dict:
         return {"env_type": "VWLogEnvironment", "source": os.fspath(self.path),
-                "adf": self.adf, "n_actions": self.n_actions}
+                "adf": self.adf, "n_actions": self.n_actions, "cost_range": self.cost_range}
 
     def read(self):
         """Yield coba ``LoggedInteraction`` s, one per labelled example."""
@@ -202,9 +221,15 @@ class VWLogEnvironment:
 
         from regcb_stream.integrations.river import iter_vw
 
-        for context, actions, label in iter_vw(self.path, self.adf, self.n_actions):
+        low, high = self.cost_range
+        examples = iter_vw(self.path, self.adf, self.n_actions)
+        for number, (context, actions, label) in enumerate(examples, 1):
             if label is None or label.prob is None:
                 continue
+            if not low <= label.cost <= high:
+                raise ValueError(f"{os.fspath(self.path)}: example {number} has cost "
+                                 f"{label.cost:g}, outside cost_range {self.cost_range}")
             offered = actions if self.adf else [str(a) for a in actions]
-            yield LoggedInteraction(context, offered[label.index], -label.cost, label.prob,
+            yield LoggedInteraction(context, offered[label.index],
+                                    (high - label.cost) / (high - low), label.prob,
                                     actions=offered)

@@ -1576,7 +1576,7 @@ static void vw_update(VWState *V, Py_ssize_t m, const int64_t *idx, const double
     float raw = vw_score(V, m, idx, val, L);
     float p = (float)fmin(fmax((double)raw, c[2]), c[3]);
     float d = p - y;
-    if (d * d <= 0.0f) return;
+    if (d * d <= 0.0f || weight <= 0.0f) return; /* VW: no loss, no update */
     float norm = 0.0f, per = 0.0f;
     for (Py_ssize_t l = 0; l < L; l++) {
         float x = (float)val[l];

@@ -24,6 +24,7 @@ import numpy as np
 from regcb_stream.bounds import sensitivity_move
 from regcb_stream.oracles.base import Capabilities, Oracle
 from regcb_stream.oracles.loop import OnlineLoop
+from regcb_stream.parameters import is_bool, is_number, is_range
 from regcb_stream.state import Stateful
 
 try:
@@ -60,6 +61,10 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
         decisions) instead of the exact root of the cubic it approximates (the default:
         VW's search stops at the lower end of its bracket, which can be 0 when its early
         stop fires, and is coarse when the budget is small; it is also 20 numpy passes).
+    intercept_last
+        Sum the intercept (column 0, first in each row) after the other features, where
+        VW sums its constant (``--vw_compat``: VW's float32 sums bit for bit; the order
+        changes a score's last bit now and then).
     reward_range
         The rewards' range: the fake labels of the bounds lie one beyond each end (the
         learner's, when it takes the oracle).
@@ -84,6 +89,7 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
     SAVED = {  # what a model file holds (`regcb_stream.state`)
         "learning_rate": "learning_rate",
         "bisection": "bisection",
+        "intercept_last": "intercept_last",
         "reward_range": "reward_range",
         "kernels": "kernels",
         "state": "_state",
@@ -94,9 +100,22 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
     }
 
     def __init__(self, learning_rate: float = 0.5, bisection: bool = False, *,
+                 intercept_last: bool = False,
                  reward_range: tuple[float, float] = (0.0, 1.0), kernels: bool = True):
+        for name, value, ok, expected in (
+                ("learning_rate", learning_rate, is_number(learning_rate) and learning_rate > 0,
+                 "a finite number > 0"),
+                ("bisection", bisection, is_bool(bisection), "True or False"),
+                ("intercept_last", intercept_last, is_bool(intercept_last), "True or False"),
+                ("reward_range", reward_range, is_range(reward_range),
+                 "a pair (low, high) of finite numbers with low < high"),
+                ("kernels", kernels, is_bool(kernels), "True or False")):
+            if not ok:
+                raise ValueError(f"the {name!r} parameter of VWOracle must be {expected}; "
+                                 f"got {value!r}")
         self.learning_rate = learning_rate
         self.bisection = bisection
+        self.intercept_last = intercept_last
         self.reward_range = (float(reward_range[0]), float(reward_range[1]))
         self.kernels = kernels
         self._state = VWState.empty()
@@ -123,7 +142,7 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
         self._events += 1
         self._action_sum += self._n_actions
         weight = F32(weight * self._events / self._action_sum)
-        idx, value = x
+        idx, value = self._ordered(*x)
         self._pending.append((model, idx, value.astype(F32), F32(y), weight))
 
     @property
@@ -144,6 +163,7 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
               reward_range, tolerance, out):
         """``_ridge.vw_run``."""
         (n, r, width), k = value.shape, len(models)
+        index, value = self._ordered(index, value)
         events = np.array([self._events, self._action_sum], np.int64)
         state = self._state
         _ridge.vw_run(state.w, state.g, state.s, state.c, models, index, value, played,
@@ -154,9 +174,20 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
         self._n_actions = k
         return tuple(out)
 
+    def _ordered(self, index, value) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``(index, value)`` in the order their features are summed: with
+        ``intercept_last``, the first (the intercept's) moved to the end."""
+        if not self.intercept_last:
+            return index, value
+        if index.size == 0 and value.size:  # (the kernels' dense rows: every column)
+            index = np.broadcast_to(np.arange(value.shape[-1], dtype=np.int64), value.shape)
+        return (np.ascontiguousarray(np.roll(index, -1, axis=-1)),
+                np.ascontiguousarray(np.roll(value, -1, axis=-1)))
+
     def predict(self, phi, models) -> np.ndarray:
         self._n_actions = phi.shape[1]
         row_models, idx, values = _flat_rows(phi, models)
+        idx, values = self._ordered(idx, values)
         return self._state.scores(row_models, idx, values).reshape(phi.shape[:2])
 
     def bounds(self, phi, models, budget: float):
@@ -165,6 +196,7 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
         low_end, high_end = self.reward_range
         self._n_actions = phi.shape[1]
         row_models, idx, values = _flat_rows(phi, models)
+        idx, values = self._ordered(idx, values)
         state = self._state
         score = state.scores(row_models, idx, values)
         delta = F32(budget) if budget > 0 else F32(-np.inf)
@@ -237,7 +269,7 @@ class VWState(Stateful):
         w, g, s = self.w[model], self.g[model], self.s[model]
         raw = np.dot(w[idx], x)  # float32 arrays: a float32 sum
         p = F32(min(max(raw, self.c[2]), self.c[3]))  # VW's finalize_prediction
-        if (p - y) ** 2 <= 0:
+        if (p - y) ** 2 <= 0 or weight <= 0:  # VW: no (weighted) loss, no update
             return
         x2 = np.maximum(x * x, X2_MIN)
         g[idx] += weight * F32(4) * (p - y) ** 2 * x2
