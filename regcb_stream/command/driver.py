@@ -14,6 +14,7 @@ example before learning its label, so the output does not depend on how the inpu
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import sys
 from dataclasses import dataclass
@@ -211,16 +212,17 @@ class Driver:
         encoded = self._text.encode(block.bodies)
         keep, reports = _checked(len(batch), {**encoded.errors, **block.errors}, on_error,
                                  batch.__getitem__)
-        if keep:
-            rows = encoded.rows if len(keep) == len(batch) else encoded.rows[keep]
+
+        def replay(part: list[int]) -> None:
+            rows = encoded.rows if len(part) == len(batch) else encoded.rows[part]
             per_example = (1 if self.legacy else len(self._labels))
-            counts = (encoded.n_features[keep] + self.settings.constant) * per_example
-            played, probs = block.action[keep] - 1, block.prob[keep]
-            labels = (played, block.cost[keep], probs, self._single_weights(played, probs))
-            self._replay([block.tags[i] for i in keep], [batch[i][0] for i in keep], rows,
+            counts = (encoded.n_features[part] + self.settings.constant) * per_example
+            played, probs = block.action[part] - 1, block.prob[part]
+            labels = (played, block.cost[part], probs, self._single_weights(played, probs))
+            self._replay([block.tags[i] for i in part], [batch[i][0] for i in part], rows,
                          self._labels, labels, counts.tolist(),
-                         [block.bodies[i] for i in keep])
-        _report(reports, on_error)
+                         [block.bodies[i] for i in part])
+        _in_stream_order(keep, reports, replay, on_error)
 
     def _adf_batch(self, batch: list, on_error: OnError | None) -> None:
         """Encode, decide, write and learn a block of ADF examples with as many actions
@@ -231,18 +233,20 @@ class Driver:
                                          [ex.actions for ex in batch])
         keep, reports = _checked(len(batch), encoded.errors, on_error,
                                  lambda i: (batch[i].line_no, batch[i].text))
-        whole = len(keep) == len(batch)
-        examples = batch if whole else [batch[i] for i in keep]
-        tags = [ex.tag for ex in examples]
-        if examples and not examples[0].actions:  # lone shared lines: VW writes nothing
-            empty = np.zeros((len(examples), 0))
-            self._write(empty, empty.astype(np.intp), tags)
-        elif examples:
-            self._replay(tags, [ex.line_no for ex in examples], [{}] * len(examples),
-                         encoded.rows if whole else encoded.rows[keep],
-                         self._adf_labels(examples), encoded.n_features[keep].tolist(),
-                         examples)
-        _report(reports, on_error)
+
+        def replay(part: list[int]) -> None:
+            whole = len(part) == len(batch)
+            examples = batch if whole else [batch[i] for i in part]
+            tags = [ex.tag for ex in examples]
+            if not examples[0].actions:  # lone shared lines: VW writes nothing
+                empty = np.zeros((len(examples), 0))
+                self._write(empty, empty.astype(np.intp), tags)
+            else:
+                self._replay(tags, [ex.line_no for ex in examples], [{}] * len(examples),
+                             encoded.rows if whole else encoded.rows[part],
+                             self._adf_labels(examples), encoded.n_features[part].tolist(),
+                             examples)
+        _in_stream_order(keep, reports, replay, on_error)
 
     def _adf_labels(self, examples: list) -> tuple:
         """The played indices (-1: nothing to learn, as a label without probability: VW's
@@ -410,14 +414,30 @@ class ExampleError(ValueError):
 def _checked(n: int, errors: dict, on_error: OnError | None, locate):
     """The examples of a block of ``n`` to decide (every good one when bad ones are
     skipped, else those before the first bad one, where the run stops) and the errors to
-    report after their predictions are written; ``locate(i)``: example i's line number and
-    text."""
+    report, each with its example's place in the block; ``locate(i)``: example i's line
+    number and text."""
     if not errors:
         return list(range(n)), []
-    reports = [VWParseError(*locate(i), error.rule, error.detail)
+    reports = [(i, VWParseError(*locate(i), error.rule, error.detail))
                for i, error in sorted(errors.items())]
     last = min(errors) if on_error is None else n
     return [i for i in range(last) if i not in errors], reports
+
+
+def _in_stream_order(keep: list[int], reports: list, replay, on_error: OnError | None) -> None:
+    """Decide the kept examples (``replay`` of their places in the block) and report the
+    bad ones in the stream's order: a --lenient warning falls between the progress rows
+    of the examples around it however the input was cut into blocks (as VW prints it),
+    and without --lenient the run stops after the examples before the first bad one."""
+    done = 0
+    for at, error in reports:
+        upto = bisect.bisect_left(keep, at)
+        if upto > done:
+            replay(keep[done:upto])
+            done = upto
+        _report([error], on_error)
+    if done < len(keep):
+        replay(keep[done:])
 
 
 def _report(reports: list[VWParseError], on_error: OnError | None) -> None:
