@@ -116,3 +116,16 @@ def test_dsjson_costs_are_negative_rewards_by_default():
     for flags in (["--vw_compat"], ["--cb_min_cost", "0"]):
         done = run_cli(["--dsjson", "-d", str(data), *flags])
         assert "cost -1 is outside [cb_min_cost, cb_max_cost] = [0, 1]" in done.stderr
+
+
+def test_a_block_of_lines_of_both_readers():
+    """A line the compiled reader takes (shared features as text) and one it leaves to the
+    reference (a non-ASCII string: parsed features) are decided in one block."""
+    from test_cli import run_cli
+
+    line = (TRAIN / "dsjson_cb.json").read_text().splitlines()[0]
+    other = line.replace('"Cathy"', '"Zoë"')
+    alone = run_cli(["--dsjson", "-p", "-", "--quiet"], stdin=line + "\n").stdout
+    both = run_cli(["--dsjson", "-p", "-", "--quiet"], stdin=f"{line}\n{other}\n")
+    assert both.returncode == 0 and both.stdout.count("\n\n") == 2
+    assert both.stdout.startswith(alone)

@@ -15,6 +15,7 @@ from regcb_stream.io.hashed_adf import Catalogue, Layout, layout_rows, make_layo
 from regcb_stream.io.vw_features import (
     HashKeys,
     flatten_adf,
+    parse_namespaces,
 )
 
 try:
@@ -194,9 +195,11 @@ class AdfEncoder:
         return fills
 
     def _parsed_block(self, shared: list, actions: list[tuple]) -> EncodedBlock:
-        """``encode_block`` of examples whose shared features are parsed (``Features``):
-        each through `encode` (its layout's template)."""
-        parts = [self.encode(features, acts) for features, acts in zip(shared, actions)]
+        """``encode_block`` of examples some of whose shared features are parsed
+        (``Features``; the others text, parsed here: a DSJSON block of lines of both
+        readers): each through `encode` (its layout's template)."""
+        parts = [self.encode(parse_namespaces(features) if isinstance(features, str)
+                             else features, acts) for features, acts in zip(shared, actions)]
         width = max([rows.index.shape[-1] for rows, _ in parts] + [1])
         index = np.zeros((len(parts), len(actions[0]), width), np.intp)
         value = np.zeros(index.shape)
