@@ -34,8 +34,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import math
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -309,7 +309,8 @@ def _kind(value) -> str:
     if isinstance(value, bool) or value is None:
         return json.dumps(value)
     if isinstance(value, (int, float)):
-        return f"the number {value!r}"
+        text = repr(value)
+        return f"the number {text if len(text) <= 20 else text[:17] + '...'}"
     return "an array" if isinstance(value, list) else "an object"
 
 
@@ -402,8 +403,7 @@ def _reward(obj: dict) -> Reward:
     event_id, value, action = obj.get("EventId"), obj["v"], obj.get("_labelIndex")
     if not isinstance(event_id, str):
         raise FieldError("reward", "a reward line needs its decision's \"EventId\" (a string)")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
-            value):
+    if not _is_number(value):
         raise FieldError("reward", f"reward \"v\" is {_kind(value)}, not a finite number")
     if action is not None and (isinstance(action, bool) or not isinstance(action, int)
                                or action < 0):
@@ -455,8 +455,9 @@ def _number(obj: dict, name: str) -> float | None:
 
 
 def _is_number(value) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(
-        value)
+    """Whether a JSON value is a finite number a double holds (JSON's integers need not)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and abs(
+        value) <= sys.float_info.max
 
 
 def _numbers(obj: dict, name: str, kind) -> list:
