@@ -56,7 +56,8 @@ def test_pdrop_weights_are_vws():
 
 
 GOOD_KEY = st.sampled_from(["a", "b", "_c", "7", "x1", "User", "tier", "q-r.s"])
-ODD_KEY = st.sampled_from(["", "x y", "x:y", "x|y", "é", "a\tb", "t\u00e9", "a\\b"])
+ODD_KEY = st.sampled_from(["", "x y", "x:y", "x|y", "é", "a\tb", "t\u00e9", "a\\b", "_text",
+                          "_multi", "_slots", "_label_cost", "_tag"])
 GOOD_PLAIN = st.one_of(
     st.sampled_from([0, 1, -2, 0.5, -0.0, 3e38, 12345678901234567890, True, False, None]),
     st.floats(-1e6, 1e6), st.text(alphabet="ab |:1-", max_size=4))
@@ -71,6 +72,8 @@ def namespaces(key, plain):
         st.lists(st.dictionaries(key, plain, max_size=3), max_size=2),
         st.lists(st.one_of(st.integers(-3, 3), st.floats(-2, 2)), max_size=4),
         st.lists(st.one_of(plain, st.dictionaries(key, plain, max_size=2)), max_size=3),
+        st.lists(st.one_of(st.none(), st.integers(-3, 3), st.dictionaries(key, plain,
+                                                                         max_size=2))),
         st.dictionaries(key, st.dictionaries(key, plain, max_size=2), max_size=2))
 
 
@@ -100,7 +103,14 @@ def events(draw) -> str:
             ("a", st.lists(st.integers(1, 4), max_size=4, min_size=0 if odd else 1)),
             ("p", st.lists(st.floats(0, 1), max_size=4)),
             ("pdrop", st.floats(-0.5, 1.5) if odd else st.floats(0, 0.9)),
-            ("_skipLearn", st.booleans()),
+            ("_skipLearn", st.one_of(st.booleans(), st.none()) if odd else st.just(False)),
+            ("_label_Action", st.one_of(st.integers(1, n), st.just("x")) if odd else
+             st.integers(1, n)),
+            ("_label_Cost" if odd else "Timestamp", st.one_of(st.floats(-2, 2), st.none(),
+                                                               st.text(max_size=3))),
+            ("_ba", st.lists(st.integers(1, 4), max_size=2) if odd else st.just([1])),
+            ("_original_label_cost", st.one_of(st.floats(-1, 1), st.just("x")) if odd else
+             st.floats(-1, 1)),
             ("EventId", st.one_of(st.text(alphabet="ab\\\"é", max_size=3), st.integers(),
                                   st.none()) if odd else st.text(alphabet="ab-01", max_size=8)),
             ("o", st.just([{"v": 1.0, "EventId": "e\"x\u00e9", "ActionTaken": False}]))]:
@@ -108,6 +118,7 @@ def events(draw) -> str:
             event[name] = draw(field)
     keys = draw(st.permutations(list(event)))
     text = json.dumps({k: event[k] for k in keys}, ensure_ascii=draw(st.booleans()))
+    text = draw(st.sampled_from(["", "", "", " ", "\ufeff"])) + text if odd else text
     return text if draw(st.integers(0, 9)) else text[: draw(st.integers(0, len(text)))]
 
 
@@ -134,7 +145,7 @@ def test_repeated_keys_and_odd_lines_go_to_the_reference(monkeypatch):
 
 
 def test_the_actions_of_a_repeated_multi_are_one_tuple():
-    line = '{"c": {"u": {"x": %d}, "_multi": [{"a": {"x": 1}}, {"a": {"y": 1}}]}}'
+    line = '{"a": [1], "c": {"u": {"x": %d}, "_multi": [{"a": {"x": 1}}, {"a": {"y": 1}}]}}'
     first, second, third = dsjson._dsjson.events([line % 1, line % 2, line.replace("y", "z")
                                                   % 3])
     assert first[1] is second[1] and first[1] != third[1]

@@ -205,12 +205,15 @@ def test_bad_flags(flags, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_reward_lines_without_waiting_and_repeated_ids_name_their_line(tmp_path, capsys):
+def test_reward_lines_without_waiting_are_skipped_and_repeated_ids_name_their_line(
+        tmp_path, capsys):
+    """Without --reward_wait, reward lines are what VW has them: events without actions,
+    skipped and counted."""
     text, _ = unlabelled(rewards_after=1, n=3)
     data = tmp_path / "d.json"
     data.write_text(text)
-    assert main(["--dsjson", "-d", str(data), "--quiet"]) == 1
-    assert "line 3:" in capsys.readouterr().err
+    assert main(["--dsjson", "-d", str(data)]) == 0
+    assert "DSJSON lines skipped as VW skips them = 3" in capsys.readouterr().err
     event = text.splitlines()[0]
     data.write_text(event + "\n" + event + "\n")
     assert main(["--dsjson", "-d", str(data), "--reward_wait", "5", "--quiet"]) == 1

@@ -139,8 +139,10 @@ class Driver:
         if self.settings.dsjson:
             from regcb_stream.io.dsjson import iter_dsjson_adf  # (json costs start-up)
 
+            rewards = self.outcomes is not None and self.outcomes.pending is not None
             examples = iter_dsjson_adf(lines, on_error, self.progress.events_without_actions,
-                                       shared_text=True, first_line=first_line, runs=True)
+                                       shared_text=True, first_line=first_line, runs=True,
+                                       rewards=rewards)  # (else skipped, as VW)
         elif self.settings.adf:
             examples = iter_adf(lines, on_error, shared_text=True, first_line=first_line,
                                 runs=True)
@@ -151,7 +153,7 @@ class Driver:
                     if isinstance(batch, list):
                         self._adf_batch(batch, on_error)
                     else:
-                        self._reward(batch, on_error)
+                        self.outcomes.reward(batch)
             return
         take = taker(lines)
         count, limit = first_line - 1, 64  # a first block short enough whatever the lines
@@ -312,16 +314,6 @@ class Driver:
                                   versions)
         else:
             self.outcomes.decided_single(examples, labels, decision.pmf, tags, versions)
-
-    def _reward(self, reward, on_error: OnError | None) -> None:
-        """A reward line: learned by the `outcomes` (a line error without them)."""
-        if self.outcomes is None or self.outcomes.pending is None:
-            error = VWParseError(reward.line_no, f'{{"EventId": "{reward.event_id}", ...}}',
-                                 "reward", "a reward line, but no decision waits for rewards "
-                                 "(give --reward_wait N)")
-            _report([error], on_error)
-            return
-        self.outcomes.reward(reward)
 
     def _note_oracle(self, line_no: int) -> None:
         """Say when the learner's oracle changes kind (exact ridge hands over to bounded

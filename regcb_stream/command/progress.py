@@ -41,6 +41,7 @@ class ProgressTable:
         self.features = 0
         self.skipped = 0
         self.events_without_actions: list[int] = []  # DSJSON lines skipped, as VW skips them
+        # (events without actions or context, _skipLearn events, lines not starting '{')
         self._since = [0.0, 0]  # loss and labelled examples since the last row
         self._next_row = 1
 
@@ -113,7 +114,7 @@ class ProgressTable:
         if self.skipped:
             lines.append(f"skipped examples = {self.skipped}")
         if self.events_without_actions:
-            lines.append(f"events without actions (skipped) = "
+            lines.append(f"DSJSON lines skipped as VW skips them = "
                          f"{len(self.events_without_actions)}")
         if budget:
             lines.append(f"exploration budget = {budget}")

@@ -3,7 +3,7 @@
  * events(lines) reads a list of DSJSON lines and returns, for each, either None (a line
  * the reference parser must read: anything unusual, malformed or not) or the tuple
  *
- *     (shared, actions, label_index, cost, probability, weight, skip_learn, event_id)
+ *     (shared, actions, label_index, cost, probability, weight, event_id)
  *
  * where shared is the context's features as VW feature text (the text after a shared
  * line's first '|', read by the same tokenizer as VW text), actions the JSON text of each
@@ -16,11 +16,16 @@
  *
  *   - lines of strict JSON (escapes and UTF-8 only in strings it passes over or leaves to
  *     the Python side: a name, a feature's string or the EventId is printable ASCII);
+ *   - a line starting with '{' (VW skips the others), an event with actions (a non-empty
+ *     'a' and c._multi, no _skipLearn: true: VW skips the others);
  *   - a top-level object without repeated keys among those it reads (c, _labelIndex,
- *     _label_cost, _label_probability, a, p, _p, pdrop, _skipLearn, EventId);
+ *     _label_cost, _label_probability, _label_Action, a, p, _p, _ba, pdrop,
+ *     _original_label_cost, _skipLearn, Timestamp, EventId), no other key starting with
+ *     _label, no _outcomes;
  *   - c's fields, none repeated: objects (namespaces) and arrays of objects (a namespace
  *     repeated) whose fields are plain values; arrays of numbers (positional features);
- *     plain values (the default namespace); keys starting with '_' skipped;
+ *     plain values (the default namespace); keys starting with '_' skipped, but for
+ *     _text, _multi (but c's own), _slots and _label...;
  *   - plain values: numbers (zero: no feature; magnitude in float32's normal range), true,
  *     false, null, strings (key + value with ' ', '|', ':' and tab made '_');
  *   - names as VW text holds them: a number's or true's key has no ' ', '|' or ':'.
@@ -238,6 +243,14 @@ static int plain_feature(Cursor *c, const char *ks, const char *ke, Buffer *out)
                    put(out, s, e - s) ? 1 : -1;
 }
 
+/* Whether the key [s, e) (starting with '_') is one the reference reads or refuses: _text
+ * (features), _multi and _slots (actions, out of place), _label... (labels, out of place). */
+static int special_key(const char *s, const char *e) {
+    Py_ssize_t n = e - s;
+    return (n == 5 && memcmp(s, "_text", 5) == 0) || (n == 6 && memcmp(s, "_multi", 6) == 0) ||
+           (n == 6 && memcmp(s, "_slots", 6) == 0) || (n >= 6 && memcmp(s, "_label", 6) == 0);
+}
+
 /* The plain fields of an object (at '{'), as features written to out. */
 static int plain_fields(Cursor *c, Buffer *out) {
     const char *ks, *ke;
@@ -248,7 +261,7 @@ static int plain_fields(Cursor *c, Buffer *out) {
     do {
         if (!read_string(c, &ks, &ke) || !take(c, ':')) return 0;
         if (ks < ke && *ks == '_') {
-            if (!skip_value(c, 1)) return 0;
+            if (special_key(ks, ke) || !skip_value(c, 1)) return 0;
             continue;
         }
         if (!new_key(&keys, ks, ke)) return 0;
@@ -355,7 +368,7 @@ static int context(Cursor *c, Context *ctx) {
             continue;
         }
         if (ks < ke && *ks == '_') {
-            if (!skip_value(c, 1)) return 0;
+            if (special_key(ks, ke) || !skip_value(c, 1)) return 0;
             continue;
         }
         if (!new_key(&keys, ks, ke)) return 0;
@@ -385,8 +398,8 @@ static int numbers(Cursor *c, Py_ssize_t *length) {
 
 typedef struct {
     long index;
-    double cost, probability, pdrop;
-    int has_index, has_cost, has_probability, skip_learn;
+    double cost, probability, pdrop, action;
+    int has_index, has_cost, has_probability, has_action;
     PyObject *event_id;
 } Event;
 
@@ -403,10 +416,12 @@ static int event(const char *p, const char *end, Context *ctx, Event *ev) {
     const char *ks, *ke, *s, *e;
     double value;
     int integer, seen_c = 0, seen_a = 0, seen_p = 0, seen_pdrop = 0, seen_skip = 0,
-                 seen_id = 0;
-    Py_ssize_t n_a = -1;
+                 seen_id = 0, seen_time = 0, seen_ba = 0, seen_original = 0;
+    Py_ssize_t n_a = -1, ignored;
     ev->pdrop = 0;
-    if (!take(&c, '{') || take(&c, '}')) return 0;
+    if (c.p >= c.end || *c.p != '{') return 0;  /* (VW skips the line: the reference's) */
+    c.p++;
+    if (take(&c, '}')) return 0;
     do {
         if (!read_string(&c, &ks, &ke) || !take(&c, ':')) return 0;
         Py_ssize_t n = ke - ks;
@@ -422,18 +437,26 @@ static int event(const char *p, const char *end, Context *ctx, Event *ev) {
             ok = number_field(&c, &ev->cost, &ev->has_cost);
         } else if (IS("_label_probability")) {
             ok = number_field(&c, &ev->probability, &ev->has_probability);
+        } else if (IS("_label_Action")) {
+            ok = number_field(&c, &ev->action, &ev->has_action);
+        } else if (n >= 6 && memcmp(ks, "_label", 6) == 0) {
+            ok = 0;  /* another label field (VW's case is loose): the reference's */
         } else if (IS("pdrop")) {
             ok = number_field(&c, &ev->pdrop, &seen_pdrop);
         } else if (IS("a")) {
             ok = !seen_a++ && numbers(&c, &n_a);
         } else if (IS("p") || IS("_p")) {
-            Py_ssize_t ignored;
             ok = !seen_p++ && numbers(&c, &ignored);
-        } else if (IS("_skipLearn")) {
-            skip_space(&c);
-            ok = !seen_skip++ && (c.p < c.end && *c.p == 't'
-                                      ? (ev->skip_learn = read_literal(&c, "true"))
-                                      : skip_value(&c, 1));
+        } else if (IS("_ba")) {
+            ok = !seen_ba++ && numbers(&c, &ignored);
+        } else if (IS("_original_label_cost")) {
+            ok = number_field(&c, &value, &seen_original);
+        } else if (IS("_skipLearn")) {  /* true: VW skips the event (the reference's) */
+            ok = !seen_skip++ && read_literal(&c, "false");
+        } else if (IS("_outcomes")) {
+            ok = 0;
+        } else if (IS("Timestamp")) {
+            ok = !seen_time++ && (read_literal(&c, "null") || skip_string(&c));
         } else if (IS("EventId")) {
             ok = !seen_id++;
             if (ok && read_literal(&c, "null")) continue;
@@ -447,7 +470,8 @@ static int event(const char *p, const char *end, Context *ctx, Event *ev) {
     } while (take(&c, ','));
     if (!take(&c, '}')) return 0;
     skip_space(&c);
-    if (c.p != c.end || !seen_c || n_a == 0) return 0;
+    if (c.p != c.end || !seen_c || n_a <= 0) return 0;  /* (no actions: skipped) */
+    if (!ev->has_index && (ev->has_cost || ev->has_probability || ev->has_action)) return 0;
     if (ev->has_index && !(ev->has_cost && ev->has_probability && ev->index >= 0 &&
                            ev->index < ctx->n_actions &&
                            ev->probability > 0 && ev->probability <= 1))
@@ -500,19 +524,18 @@ static double event_weight(Event *ev) { return (double)(1.0f / (1.0f - (float)ev
 static PyObject *event_tuple(Context *ctx, Event *ev, PyObject *texts) {
     PyObject *shared = shared_text(ctx);
     if (!shared) return NULL;
-    return Py_BuildValue("(NOldddNO)", shared, texts, ev->has_index ? ev->index : -1L,
+    return Py_BuildValue("(NOldddO)", shared, texts, ev->has_index ? ev->index : -1L,
                          ev->has_index ? ev->cost : 0.0,
                          ev->has_index ? ev->probability : 1.0, event_weight(ev),
-                         PyBool_FromLong(ev->skip_learn),
                          ev->event_id ? ev->event_id : Py_None);
 }
 
 /* The event as an example (shared text, actions' features, label or None, tag None,
- * line number, line, weight, event id, skip_learn), as dsjson._example makes it. */
+ * line number, line, weight, event id, False), as dsjson._example makes it. */
 static PyObject *event_example(Context *ctx, Event *ev, PyObject *features, Py_ssize_t no,
                                PyObject *line, PyObject *example_type, PyObject *label_type) {
     PyObject *label = Py_NewRef(Py_None);
-    if (ev->has_index && ev->index >= 0 && !ev->skip_learn) {
+    if (ev->has_index && ev->index >= 0) {
         Py_SETREF(label, make_tuple(label_type, Py_BuildValue("(ldd)", ev->index, ev->cost,
                                                               ev->probability)));
         if (!label) return NULL;
@@ -523,8 +546,8 @@ static PyObject *event_example(Context *ctx, Event *ev, PyObject *features, Py_s
         return NULL;
     }
     return make_tuple(example_type, Py_BuildValue(
-        "(NONOnOdON)", shared, features, label, Py_None, no, line, event_weight(ev),
-        ev->event_id ? ev->event_id : Py_None, PyBool_FromLong(ev->skip_learn)));
+        "(NONOnOdOO)", shared, features, label, Py_None, no, line, event_weight(ev),
+        ev->event_id ? ev->event_id : Py_None, Py_False));  /* (skip_learn: VW skips) */
 }
 
 /* The features of an event's action texts as _Actions.of finds them without parsing: the
@@ -578,12 +601,13 @@ static PyObject *event_item(Context *ctx, Event *ev, PyObject *line, Py_ssize_t 
 PyDoc_STRVAR(events_doc,
 "events(lines[, first_no, sets, known, max_sets, example_type, label_type]) -> list\n"
 "For each DSJSON line, None (the reference parser's) or (shared, actions, label_index,\n"
-"cost, probability, weight, skip_learn, event_id): see the module's comment.  With sets\n"
+"cost, probability, weight, event_id): see the module's comment.  With sets\n"
 "and known (dsjson._Actions': tuples of action texts to their features, a text to its\n"
 "features), a line whose action texts' features are known is returned as\n"
 "example_type(shared, features, label, None, line number, line, weight, event_id,\n"
-"skip_learn), label label_type(index, cost, probability) or None (no label, or\n"
-"skip_learn), lines numbered from first_no: dsjson._example's example (the features\n"
+"False),\n"
+"label label_type(index, cost, probability) or None (no label), lines numbered from\n"
+"first_no: dsjson._example's example (the features\n"
 "found as _Actions.of finds them, sets holding at most max_sets + 1 tuples).");
 
 static PyObject *py_events(PyObject *self, PyObject *args) {

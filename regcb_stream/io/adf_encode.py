@@ -16,6 +16,7 @@ from regcb_stream.io.vw_features import (
     HashKeys,
     Namespaces,
     flatten_adf,
+    parse_namespaces,
 )
 
 try:
@@ -198,9 +199,11 @@ class AdfEncoder:
         return fills
 
     def _parsed_block(self, shared: list, actions: list[tuple]) -> EncodedBlock:
-        """``encode_block`` of examples whose shared features are parsed (``Features``):
-        each through `encode` (its layout's template)."""
-        parts = [self.encode(features, acts) for features, acts in zip(shared, actions)]
+        """``encode_block`` of examples some of whose shared features are parsed
+        (``Features``; the others text, parsed here: a DSJSON block of lines of both
+        readers): each through `encode` (its layout's template)."""
+        parts = [self.encode(parse_namespaces(features) if isinstance(features, str)
+                             else features, acts) for features, acts in zip(shared, actions)]
         width = max([rows.index.shape[-1] for rows, _ in parts] + [1])
         index = np.zeros((len(parts), len(actions[0]), width), np.intp)
         value = np.zeros(index.shape)

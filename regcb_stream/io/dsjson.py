@@ -2,18 +2,23 @@
 example (the shared features and one set of features per action), with VW's semantics.
 
 A line's ``c`` is the context: its fields form the shared features and ``c._multi`` holds
-one object per action. An object value is a namespace (named by its key; ``-q`` crosses its
-first letter), an array of objects repeats that namespace, an array of numbers gives
-positional features (``0``, ``1``, ...) in it; a number is the feature ``key:value``, a
-string the feature ``key`` + ``value`` (space, ``|``, ``:`` and tab made ``_``), ``true``
-the feature ``key``, ``false`` and ``null`` nothing. Fields of ``c`` itself that are not
-objects go to the default namespace; keys starting with ``_`` are not features. The label
-is VW's: ``_labelIndex`` (0-based, into ``_multi``), ``_label_cost``, ``_label_probability``;
-``a`` (action ids, the chosen first) and ``p`` (their probabilities) are kept for metrics,
-``pdrop`` divides the example's weight by ``1 - pdrop`` (in float32, as VW), ``_skipLearn``
-marks an event not to learn. A line without actions is skipped (``parse_event`` returns
-None) and counted. `iter_dsjson_adf` reads through a compiled reader (``_dsjson.c``),
-with `parse_event` as its reference.
+one object per action (nulls before them skipped). An object value is a namespace (named by its
+key; ``-q`` crosses its first letter), at any depth; an array is that namespace too: its
+numbers positional features (``0``, ``1``, ...), its objects' fields features of it, its
+nulls nothing; a number is the feature ``key:value``, a string the feature ``key`` +
+``value`` (space, ``|``, ``:`` and tab made ``_``), ``true`` the feature ``key``,
+``false`` and ``null`` nothing. Fields of ``c`` itself that are not objects go to the
+default namespace; keys starting with ``_`` are not features, but ``_text``'s words are.
+The label is VW's: ``_labelIndex`` (0-based, into ``_multi``), ``_label_cost``,
+``_label_probability`` (no cost: no label); ``a`` (action ids, the chosen first) and ``p``
+(their probabilities) are kept for metrics, ``pdrop`` divides the example's weight by
+``1 - pdrop`` (in float32, as VW). The lines VW skips are skipped (``parse_event``
+returns None) and counted: a line that does not start with ``{`` (a checkpoint line), an
+event without ``a`` or ``c._multi`` (a reward line, unless rewards are read), a
+``_skipLearn`` event. What VW refuses is an error naming the line, as are a line that is
+not UTF-8, a lone surrogate and nesting deeper than `MAX_DEPTH` levels (VW reads deeper).
+`iter_dsjson_adf` reads through a compiled reader (``_dsjson.c``), with `parse_event` as
+its reference.
 
 >>> event = parse_event('{"_label_cost": -1, "_label_probability": 0.8, "_labelIndex": 1, '
 ...     '"EventId": "e01", "a": [2, 1], "p": [0.8, 0.2], "c": {"User": {"age": 31, '
@@ -27,15 +32,23 @@ with `parse_event` as its reference.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
-import math
+import re
+import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from regcb_stream.io.read_ahead import taker
-from regcb_stream.io.vw_features import DEFAULT_NS, Features, FieldError, parse_namespaces
+from regcb_stream.io.vw_features import (
+    DEFAULT_NS,
+    FLOAT32_MAX,
+    Features,
+    FieldError,
+    parse_namespaces,
+)
 from regcb_stream.io.vw_text import ADFExample, Label, OnError, VWParseError
 
 try:
@@ -44,7 +57,10 @@ except ImportError:  # not built: every line through the reference parser
     _dsjson = None
 
 BLOCK = 256  # lines read by one compiled call, at most
+MAX_DEPTH = 500  # levels of nesting a line may have (VW's parser reads deeper)
 _ESCAPED = str.maketrans({" ": "_", "|": "_", ":": "_", "\t": "_"})
+_TEXT = str.maketrans({"|": "_", ":": "_"})
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 @dataclass(frozen=True)
@@ -58,7 +74,6 @@ class DSJSONEvent:
     logged_actions: tuple[int, ...]  # ``a``: action ids, the chosen one first
     probabilities: tuple[float, ...]  # ``p``: in ``a``'s order
     weight: float = 1.0  # 1 / (1 - pdrop)
-    skip_learn: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,40 +89,55 @@ class Reward:
     line_no: int = 0
 
 
-def parse_event(text: str) -> DSJSONEvent | Reward | None:
-    """One DSJSON line as an event (or a `Reward` line), None for an event without actions
-    (VW skips it), or ``FieldError`` saying what is wrong."""
-    try:
-        obj = json.loads(text)
-    except ValueError as error:
-        raise FieldError("json", f"not a JSON object ({error})") from None
-    if not isinstance(obj, dict):
-        raise FieldError("json", "not a JSON object")
-    if "c" not in obj and "v" in obj:
-        return _reward(obj)
-    context = obj.get("c")
-    if not isinstance(context, dict):
-        raise FieldError("context", "no context object 'c'")
-    multi = context.get("_multi") or []
-    if not isinstance(multi, list) or not all(isinstance(a, dict) for a in multi):
-        raise FieldError("actions", "'c._multi' must be an array of objects")
-    if not multi or not obj.get("a", [None]):
+def parse_event(text: str, rewards: bool = True) -> DSJSONEvent | Reward | None:
+    """One DSJSON line as an event, None for a line VW skips (one that does not start with
+    ``{``, an event without actions or context, a ``_skipLearn`` event), a `Reward` for a
+    reward line (with ``rewards``; without it, a line without ``c`` is an event without
+    actions), or ``FieldError`` saying what is wrong."""
+    text = text.removeprefix("\ufeff")
+    if not text.startswith("{"):
         return None
-    return DSJSONEvent(
-        event_id=_text(obj.get("EventId")),
-        shared=_namespaces(context),
-        actions=tuple(_namespaces(action) for action in multi),
-        label=_label(obj, len(multi)),
-        logged_actions=tuple(_numbers(obj.get("a", []), "a", int)),
-        probabilities=tuple(_numbers(obj.get("p", obj.get("_p", [])), "p", float)),
-        weight=_weight(obj.get("pdrop", 0.0)),
-        skip_learn=obj.get("_skipLearn") is True,
-    )
+    obj = _load(text)
+    if rewards and "c" not in obj and "v" in obj:
+        return _reward(obj)
+    for key in ("EventId", "Timestamp"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise FieldError(key, f"'{key}' is {_kind(obj[key])}, not a string")
+    if "_outcomes" in obj:
+        raise FieldError("context", "'_outcomes' (a CCB event) is not read by --dsjson, "
+                         "which reads CB events")
+    context = obj.get("c")
+    if context is not None and not isinstance(context, dict):
+        raise FieldError("context", f"the context 'c' is {_kind(context)}, not an object")
+    context = context or {}
+    multi = context.get("_multi")
+    if multi is not None and not isinstance(multi, list):
+        raise FieldError("actions", f"'c._multi' is {_kind(multi)}, not an array of objects")
+    multi = list(itertools.dropwhile(lambda action: action is None, multi or ()))
+    for action in multi:  # (nulls before the actions are skipped, as VW skips them)
+        if not isinstance(action, dict):
+            raise FieldError("actions", f"'c._multi' holds {_kind(action)} among its "
+                             "actions: an action is an object (VW drops such a line)")
+    label = _label(obj, len(multi) if "c" in obj else None)
+    logged = _numbers(obj, "a", int)
+    probabilities = _numbers(obj, "p" if "p" in obj else "_p", float)
+    _numbers(obj, "_ba", int)
+    _number(obj, "_original_label_cost")
+    skip_learn = obj.get("_skipLearn")
+    if skip_learn is not None and not isinstance(skip_learn, bool):
+        raise FieldError("_skipLearn", f"_skipLearn is {_kind(skip_learn)}, not true or false")
+    weight = _weight(obj)
+    shared = _namespaces(context, top=True)
+    actions = tuple(_namespaces(action) for action in multi)
+    if skip_learn or not multi or not logged:
+        return None
+    return DSJSONEvent(obj.get("EventId"), shared, actions, label, tuple(logged),
+                       tuple(probabilities), weight)
 
 
 def iter_dsjson(lines: Iterable[str], on_error: OnError | None = None
                 ) -> Iterator[tuple[int, DSJSONEvent | Reward | None]]:
-    """``(line number, event)`` per non-empty line (event None: no actions, skipped); a bad
+    """``(line number, event)`` per non-empty line (event None: a line VW skips); a bad
     line raises its `VWParseError`, or with ``on_error`` is reported and skipped."""
     for no, raw in enumerate(lines, 1):
         text = raw.rstrip("\r\n")
@@ -124,12 +154,11 @@ def iter_dsjson(lines: Iterable[str], on_error: OnError | None = None
 
 def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
                     skipped: list | None = None, shared_text: bool = False,
-                    first_line: int = 1, runs: bool = False
+                    first_line: int = 1, runs: bool = False, rewards: bool = True
                     ) -> Iterator[ADFExample | Reward | list[ADFExample]]:
-    """The events of a DSJSON log as ADF examples (`vw_text.ADFExample`), and its reward
-    lines as `Reward`: an event without actions is skipped and its line appended to
-    ``skipped``; ``_skipLearn`` events are decided without a label; ``pdrop`` gives the
-    label's weight.
+    """The events of a DSJSON log as ADF examples (`vw_text.ADFExample`), and with
+    ``rewards`` its reward lines as `Reward`: a line VW skips (see `parse_event`) is
+    skipped and its number appended to ``skipped``; ``pdrop`` gives the label's weight.
 
     Lines are read in blocks of what is available (``lines.take``, as `ReadAhead` has it),
     each through the compiled reader (``_dsjson.events``), which writes the shared features
@@ -142,7 +171,7 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
     numbered from ``first_line``. With ``runs``, a block whose every line the compiled
     reader made into an example comes as one list of them.
 
-    >>> line = ('{"_labelIndex": 0, "_label_cost": -1, "_label_probability": 0.5, '
+    >>> line = ('{"_labelIndex": 0, "_label_cost": -1, "_label_probability": 0.5, "a": [1, 2], '
     ...         '"c": {"u": {"age": 31}, "_multi": [{"x": 1}, {"x": 2}]}}')
     >>> ex, = iter_dsjson_adf([line])
     >>> ex.shared, ex.actions[1], ex.label
@@ -169,7 +198,7 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
                 continue
             try:
                 if event is None:
-                    example = _reference(raw, no)
+                    example = _reference(raw, no, rewards)
                 else:
                     example = _example(event, raw, no, actions, shared_text)
             except FieldError as error:
@@ -178,7 +207,7 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
                     raise failure from None
                 on_error(failure)
                 continue
-            if example is None:  # a blank line, or an event without actions
+            if example is None:  # a blank line, or a line VW skips
                 if skipped is not None and raw.strip():
                     skipped.append(no)
                 continue
@@ -188,12 +217,11 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
 def _example(event: tuple, raw: str, no: int, actions: _Actions, shared_text: bool
              ) -> ADFExample:
     """The ADF example of a line the compiled reader took."""
-    shared, texts, index, cost, prob, weight, skip_learn, event_id = event
+    shared, texts, index, cost, prob, weight, event_id = event
     if not shared_text:
         shared = parse_namespaces(shared)
-    label = Label(index, cost, prob) if index >= 0 and not skip_learn else None
-    return ADFExample(shared, actions.of(texts), label, None, no, raw, weight, event_id,
-                      skip_learn)
+    label = Label(index, cost, prob) if index >= 0 else None
+    return ADFExample(shared, actions.of(texts), label, None, no, raw, weight, event_id)
 
 
 class _Actions:
@@ -224,49 +252,123 @@ class _Actions:
     def _one(self, text: str) -> Features:
         found = self.texts.get(text)
         if found is None:
-            found = self.texts[text] = _namespaces(json.loads(text))
+            found = self.texts[text] = _namespaces(_json(text))
         return found
 
 
-def _reference(raw: str, no: int) -> ADFExample | Reward | None:
-    """The ADF example (or `Reward`) of a line by `parse_event` (None: blank, or no
-    actions)."""
+def _reference(raw: str, no: int, rewards: bool) -> ADFExample | Reward | None:
+    """The ADF example (or `Reward`) of a line by `parse_event` (None: blank, or a line VW
+    skips)."""
     text = raw.rstrip("\r\n")
     if not text.strip():
         return None
-    event = parse_event(text)
+    event = parse_event(text, rewards)
     if event is None or isinstance(event, Reward):
         return event and dataclasses.replace(event, line_no=no)
-    return ADFExample(event.shared, event.actions,
-                      None if event.skip_learn else event.label, None, no, text,
-                      event.weight, event.event_id, event.skip_learn)
+    return ADFExample(event.shared, event.actions, event.label, None, no, text,
+                      event.weight, event.event_id)
 
 
-def _namespaces(obj: dict) -> Features:
-    """The namespaces of an object's fields: objects and arrays of them are namespaces, the
-    other fields features of the default namespace."""
+def _load(text: str) -> dict:
+    """A line's JSON object: its text UTF-8 (bytes that are not UTF-8 come as surrogate
+    escapes), its strings Unicode (no lone surrogate), nested at most `MAX_DEPTH` levels."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            code = ord(text[error.start])
+            what = (f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF
+                    else f"a lone surrogate U+{code:04X}")
+            raise FieldError("utf8", f"not UTF-8: {what} at column {error.start + 1}") from None
+    obj = _json(text)
+    if not isinstance(obj, dict):
+        raise FieldError("json", f"not a JSON object (a line of {_kind(obj)})")
+    return obj
+
+
+def _json(text: str):
+    """JSON text's value, its strings Unicode, nested at most `MAX_DEPTH` levels."""
+    try:
+        obj = json.loads(text)
+        if _SURROGATE.search(text):
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        raise FieldError("json", f"nested deeper than {MAX_DEPTH} levels") from None
+    except UnicodeEncodeError:
+        raise FieldError("utf8", "a string holds a lone surrogate (a \\ud800-\\udfff escape "
+                         "that is not half of a pair): not Unicode text") from None
+    except ValueError as error:
+        raise FieldError("json", f"not a JSON object ({error})") from None
+    return obj
+
+
+def _kind(value) -> str:
+    """What a JSON value is, in words."""
+    if isinstance(value, str):
+        return f"a string ({value[:20]!r})"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        text = repr(value)
+        return f"the number {text if len(text) <= 20 else text[:17] + '...'}"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _namespaces(obj: dict, top: bool = False) -> Features:
+    """The namespaces of an object's fields (``c`` with ``top``, or an action): objects
+    and arrays are namespaces, the other fields features of the default namespace."""
     spaces: list[tuple[str, list]] = []
-    default = _fields(obj, spaces)
+    try:
+        default = _fields(obj, spaces, 1, top)
+    except RecursionError:
+        raise FieldError("json", f"nested deeper than {MAX_DEPTH} levels") from None
     if default:
         spaces.insert(0, (DEFAULT_NS, default))
     return tuple((name, tuple(feats)) for name, feats in spaces if feats)
 
 
-def _fields(obj: dict, spaces: list) -> list:
-    """The features of an object's plain fields; its objects (and arrays of objects or of
-    numbers) are appended to ``spaces`` as namespaces of their own, named by their keys."""
+def _fields(obj: dict, spaces: list, depth: int, top: bool = False) -> list:
+    """The features of an object's plain fields (and of its ``_text``); its objects and
+    arrays are appended to ``spaces`` as namespaces of their own, named by their keys,
+    nested objects too (as VW, which reads every object as a namespace)."""
+    if depth > MAX_DEPTH:
+        raise FieldError("json", f"nested deeper than {MAX_DEPTH} levels")
     out = []
     for key, value in obj.items():
         if key.startswith("_"):
-            continue
-        if isinstance(value, dict):
-            spaces.append((key, _fields(value, spaces)))
-        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            spaces.append((key, [f for v in value for f in _fields(v, spaces)]))
+            if key == "_text" and value is not None:
+                out += _text(value)
+            elif key.startswith("_label"):
+                raise FieldError("context", f"'{key}' inside 'c': a label is a field of the "
+                                 "line itself")
+            elif key == "_slots" or key == "_multi" and not top:
+                raise FieldError("context", f"'{key}' out of place: --dsjson reads CB "
+                                 "events, their actions in 'c._multi'")
+        elif isinstance(value, dict):
+            spaces.append((key, _fields(value, spaces, depth + 1)))
         elif isinstance(value, list):
-            spaces.append((key, _positional(value, key)))
+            spaces.append((key, _array(value, key, spaces, depth + 1)))
         else:
             out += _feature(key, value)
+    return out
+
+
+def _array(values: list, key: str, spaces: list, depth: int) -> list:
+    """The features of an array, VW's way: its numbers positional features ``0``, ``1``,
+    ... (zeros dropped), its objects' fields in the same namespace, its nulls nothing."""
+    out, index = [], 0
+    for value in values:
+        if value is None:
+            continue
+        if isinstance(value, dict):
+            out += _fields(value, spaces, depth + 1)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise FieldError("feature_value", f"array {key!r} holds {_kind(value)}: an array "
+                             "holds numbers, objects and null")
+        else:
+            if _finite(key, value):
+                out.append((str(index), float(value)))
+            index += 1
     return out
 
 
@@ -277,67 +379,103 @@ def _feature(key: str, value) -> list:
         return []
     if isinstance(value, str):
         return [((key + value).translate(_ESCAPED), 1.0)]
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise FieldError("feature_value", f"feature {key!r} is {value}")
-        return [(key, float(value))] if value else []
-    raise FieldError("feature_value", f"feature {key!r} has a value of type "
-                     f"{type(value).__name__}")
+    return [(key, float(value))] if _finite(key, value) else []
 
 
-def _positional(values: list, key: str) -> list:
-    """An array of numbers: features 0, 1, ... of its namespace (zeros dropped)."""
-    out = []
-    for i, value in enumerate(values):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise FieldError("feature_value", f"array {key!r} mixes numbers and other values")
-        if value:
-            out.append((str(i), float(value)))
-    return out
+def _finite(key: str, value) -> bool:
+    """Whether a feature's number is not zero; an error beyond float32's range."""
+    if not abs(value) <= FLOAT32_MAX:
+        raise FieldError("feature_value", f"feature {key!r} is {value}: not a number VW's "
+                         "32-bit floats hold")
+    return value != 0
+
+
+def _text(value) -> list:
+    """``_text``'s words as features (split at spaces and tabs; ``:`` and ``|`` made
+    ``_``), as VW reads them."""
+    if not isinstance(value, str):
+        raise FieldError("feature_value", f"'_text' is {_kind(value)}, not a string")
+    return [(word, 1.0) for word in value.translate(_TEXT).replace("\t", " ").split(" ")
+            if word]
 
 
 def _reward(obj: dict) -> Reward:
     event_id, value, action = obj.get("EventId"), obj["v"], obj.get("_labelIndex")
     if not isinstance(event_id, str):
         raise FieldError("reward", "a reward line needs its decision's \"EventId\" (a string)")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
-            value):
-        raise FieldError("reward", f"reward \"v\" {value!r} is not a finite number")
+    if not _is_number(value):
+        raise FieldError("reward", f"reward \"v\" is {_kind(value)}, not a finite number")
     if action is not None and (isinstance(action, bool) or not isinstance(action, int)
                                or action < 0):
-        raise FieldError("reward", f"_labelIndex {action!r} is not an action's index")
+        raise FieldError("reward", f"_labelIndex is {_kind(action)}, not an action's index")
     return Reward(event_id, float(value), action)
 
 
-def _label(obj: dict, n_actions: int) -> Label | None:
-    if "_labelIndex" not in obj:
+def _label(obj: dict, n_actions: int | None) -> Label | None:
+    """The label: ``_labelIndex`` (into the ``n_actions`` of ``c``, if there is a ``c``),
+    ``_label_cost`` and ``_label_probability`` (their case as loose as VW's); None without
+    a cost (VW's unknown cost)."""
+    if "_label" in obj:
+        raise FieldError("label", "'_label' is not read by --dsjson: give _labelIndex, "
+                         "_label_cost and _label_probability")
+    fields = {}  # index, cost, probability, action: (key, value)
+    for key, value in obj.items():
+        if not key.startswith("_label") or value is None:
+            continue
+        name = key[6:].lower() if key[6:].lower() == "index" else key[7:].lower()
+        if name == "index" or key[6:7] == "_" and name in ("cost", "probability", "action"):
+            fields[name] = (key, value if name == "index" else _number(obj, key))
+    if "index" not in fields:
+        if fields:
+            raise FieldError("label", f"{min(fields.values())[0]} without _labelIndex: a "
+                             "label needs the logged action's index into 'c._multi'")
         return None
-    index, cost, prob = (obj.get(k) for k in ("_labelIndex", "_label_cost",
-                                                 "_label_probability"))
-    if not isinstance(index, int) or not 0 <= index < n_actions:
-        raise FieldError("label", f"_labelIndex {index!r} is not an index into the "
-                         f"{n_actions} actions")
-    if not isinstance(cost, (int, float)) or not math.isfinite(cost):
-        raise FieldError("label", f"_label_cost {cost!r} is not a number")
-    if not isinstance(prob, (int, float)) or not 0 < prob <= 1:
-        raise FieldError("label", f"_label_probability {prob!r} is outside (0, 1]")
-    return Label(index, float(cost), float(prob))
+    key, index = fields["index"]
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        raise FieldError("label", f"{key} is {_kind(index)}, not an index into the actions")
+    if n_actions is not None and index >= n_actions:
+        raise FieldError("label", f"{key} {index} is not an index into the {n_actions} "
+                         "actions")
+    if "cost" not in fields:
+        return None
+    if "probability" not in fields:
+        raise FieldError("label", f"{fields['cost'][0]} without _label_probability")
+    key, prob = fields["probability"]
+    if not 0 < prob <= 1:
+        raise FieldError("label", f"{key} {prob!r} is outside (0, 1]")
+    return Label(index, float(fields["cost"][1]), float(prob))
 
 
-def _numbers(values, name: str, kind) -> list:
-    if not isinstance(values, list) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            for v in values):
-        raise FieldError(name, f"'{name}' must be an array of numbers")
-    return [kind(v) for v in values]
+def _number(obj: dict, name: str) -> float | None:
+    """A field that is a finite number (or null, or absent: None)."""
+    value = obj.get(name)
+    if value is not None and not _is_number(value):
+        raise FieldError(name, f"{name} is {_kind(value)}, not a finite number")
+    return value
 
 
-def _weight(pdrop) -> float:
+def _is_number(value) -> bool:
+    """Whether a JSON value is a finite number a double holds (JSON's integers need not)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and abs(
+        value) <= sys.float_info.max
+
+
+def _numbers(obj: dict, name: str, kind) -> list:
+    """A field that is an array of finite numbers (null or absent: empty)."""
+    values = obj.get(name)
+    if values is None:
+        return []
+    if not isinstance(values, list):
+        raise FieldError(name, f"'{name}' is {_kind(values)}, not an array of numbers")
+    for value in values:
+        if not _is_number(value):
+            raise FieldError(name, f"'{name}' holds {_kind(value)}, not a finite number")
+    return [kind(value) for value in values]
+
+
+def _weight(obj: dict) -> float:
     """``1 / (1 - pdrop)``, in float32 as VW computes it."""
-    if not isinstance(pdrop, (int, float)) or not 0 <= pdrop < 1:
+    pdrop = _number(obj, "pdrop") or 0.0
+    if not 0 <= pdrop < 1:
         raise FieldError("pdrop", f"pdrop {pdrop!r} must be in [0, 1)")
     return float(np.float32(1) / (np.float32(1) - np.float32(pdrop)))
-
-
-def _text(value) -> str | None:
-    return None if value is None else str(value)
