@@ -73,8 +73,7 @@ class Outcomes:
         for i, ex in enumerate(examples):
             event_id = ex.event_id or ex.tag or self._new_id()
             a = chosen[i]
-            if self.pending is not None and ex.label is None and not ex.skip_learn and (
-                    ex.event_id is not None):
+            if self.pending is not None and ex.label is None and ex.event_id is not None:
                 if event_id in self.pending.waiting:
                     raise ValueError(f"line {ex.line_no}: event id {event_id!r} is already "
                                      "waiting for its reward")

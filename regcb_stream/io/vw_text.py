@@ -69,7 +69,6 @@ class ADFExample(NamedTuple):
     text: str = ""
     weight: float = 1.0  # the label's importance weight (DSJSON's pdrop)
     event_id: str | None = None  # DSJSON's EventId
-    skip_learn: bool = False  # DSJSON's _skipLearn: decided, never learned
 
 
 class VWParseError(ValueError):
