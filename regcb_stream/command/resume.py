@@ -39,7 +39,15 @@ def saved_flags(args) -> dict:
 
 
 def keep(args, saved: dict) -> None:
-    """Give the `KEPT` flags not given their values in the model."""
+    """Give the `KEPT` flags not given their values in the model (``shell.PathError``: values
+    the command does not write)."""
+    wait, default = saved.get("reward_wait"), saved.get("default_reward")
+    if not (wait is None or type(wait) is int and wait >= 1 and saved.get("dsjson") is True
+            ) or not (default is None or type(default) in (int, float) and wait):
+        from regcb_stream.command.shell import PathError
+
+        raise PathError(f"-i {args.initial_regressor} is a damaged regcb-stream model file "
+                        f"(--reward_wait {wait!r}, --default_reward {default!r})")
     for name in KEPT:
         if getattr(args, name) is None:
             setattr(args, name, saved.get(name))
