@@ -108,6 +108,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     _experiment("bounded_quality", data=("results/bounded_quality.jsonl",)),
     _experiment("oracle_threshold"),
     _experiment("reliability"),
+    _experiment("interrupts"),
     _experiment("delayed_rewards"),
     _experiment("dsjson_speed"),
     _experiment("explore_eval_coverage", "--multiplier", "min", report="explore_eval"),

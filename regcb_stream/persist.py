@@ -130,6 +130,10 @@ class _Writer:
         return {"$pickle": len(self.arrays) - 1, "class": name}
 
 
+class _Refused(ValueError):
+    """A model file refused by what it names (a class, a pickle), said as it is."""
+
+
 class _Reader:
     """The inverse of `_Writer`: builds only the listed classes."""
 
@@ -175,16 +179,16 @@ class _Reader:
             return obj
         if key == "$pickle":
             if not self.allow_pickle:
-                raise ValueError(f"{self.path} holds a pickled {get('class')}, which runs code "
+                raise _Refused(f"{self.path} holds a pickled {get('class')}, which runs code "
                                  "when loaded: load it with allow_pickle=True if you trust it")
             import pickle
 
             return pickle.loads(self.arrays[f"a{get('$pickle')}"].tobytes())
-        raise ValueError(f"{self.path}: unknown entry {key!r} in the model")
+        raise _Refused(f"{self.path}: unknown entry {key!r} in the model")
 
     def _named(self, table: dict, name, what: str):
         if name not in table:
-            raise ValueError(f"{self.path}: the model names {what} {name!r}, which is not one "
+            raise _Refused(f"{self.path}: the model names {what} {name!r}, which is not one "
                              "this regcb-stream builds")
         return table[name]
 
@@ -288,7 +292,10 @@ def _load(source, head: bytes, allow_pickle: bool, label):
         with np.load(source, allow_pickle=False) as archive:
             arrays = {name: archive[name] for name in archive.files}
         header = json.loads(arrays.pop("header").tobytes())
-    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError,
+    except RecursionError:
+        raise ValueError(f"{label} is not a regcb-stream model file (its header is nested "
+                         "too deeply)") from None
+    except (OSError, ValueError, KeyError, EOFError, UnicodeDecodeError, MemoryError,
             zipfile.BadZipFile) as error:
         raise ValueError(f"{label} is not a regcb-stream model file ({error})") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -299,12 +306,28 @@ def _load(source, head: bytes, allow_pickle: bool, label):
     if header.get("version") != VERSION:
         raise ValueError(f"{label} has model format version {header.get('version')}, "
                          f"this regcb-stream reads version {VERSION}")
-    reader = _Reader(arrays, allow_pickle, label)
+    return _build(header, _Reader(arrays, allow_pickle, label), label)
+
+
+def _build(header: dict, reader: _Reader, label):
+    """The learner and settings of a model file's header: refused (one ``ValueError``) when
+    any part of them does not build (a file damaged, or written by hand: loading must not
+    fail in any other way), or the learner is not a ``RegCB``."""
     try:
         settings = reader.value(header["settings"])  # (in the order they were written)
-        return reader.value(header["learner"]), settings
-    except (KeyError, TypeError, AttributeError, IndexError) as error:
-        raise ValueError(f"{label} is a damaged regcb-stream model file ({error!r})") from None
+        learner = reader.value(header["learner"])
+    except _Refused:
+        raise
+    except RecursionError:
+        raise ValueError(f"{label} is not a regcb-stream model file (its header is nested "
+                         "too deeply)") from None
+    except Exception as error:  # noqa: BLE001 (whatever a damaged state raises)
+        raise ValueError(f"{label} is a damaged regcb-stream model file "
+                         f"({type(error).__name__}: {error})") from None
+    if type(learner) is not reader.classes["RegCB"] or not isinstance(settings, dict):
+        raise ValueError(f"{label} is a damaged regcb-stream model file (it holds no RegCB "
+                         "learner and its settings)")
+    return learner, settings
 
 
 def convert(old: str, new: str) -> None:

@@ -79,6 +79,72 @@ def test_a_file_that_is_not_a_model_says_so(tmp_path, data):
         load_model(path)
 
 
+def damage(model, how: str):
+    """A copy of a command's model file damaged as ``how`` says."""
+    with np.load(model) as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    header = json.loads(arrays.pop("header").tobytes())
+    learner = dict(header["learner"]["state"]["$dict"])
+    if how == "deep header":
+        text = '{"a":' * 100_000 + "1" + "}" * 100_000
+        buffer = io.BytesIO()
+        np.savez(buffer, header=np.frombuffer(text.encode(), np.uint8))
+        return buffer.getvalue()
+    if how == "missing key":
+        del learner["variant"]
+    elif how == "wrong type":
+        learner["model"] = "a model"
+    elif how == "other class":
+        header["learner"]["$object"] = "FixedBudget"
+    elif how == "unknown class":
+        header["learner"]["$object"] = "Evil"
+    elif how == "settings":
+        header["settings"]["$dict"][1][1] = "four"  # n_actions
+    elif how == "array shape":
+        arrays = {name: array[:1] if array.ndim > 1 and array.size else array
+                  for name, array in arrays.items()}  # one model of four
+    elif how == "huge size":
+        header["settings"]["$dict"][1][1] = 10**30
+    header["learner"]["state"]["$dict"] = [list(item) for item in learner.items()]
+    buffer = io.BytesIO()
+    np.savez(buffer, header=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
+    return buffer.getvalue()
+
+
+DAMAGES = ["deep header", "missing key", "wrong type", "other class", "unknown class",
+           "settings", "array shape", "huge size"]
+
+
+@pytest.fixture(scope="module")
+def command_model(tmp_path_factory):
+    from test_cli import cb_stream
+
+    folder = tmp_path_factory.mktemp("model")
+    (folder / "cb.dat").write_text(cb_stream(300))
+    result = run("regcb_stream", ["--cb_explore", "4", "-d", str(folder / "cb.dat"), "-f",
+                                  str(folder / "m.regcb"), "--quiet"])
+    assert result.returncode == 0, result.stderr
+    return folder
+
+
+@pytest.mark.parametrize("how", DAMAGES)
+def test_a_damaged_model_file_is_one_line_and_status_2_everywhere(command_model, tmp_path,
+                                                                   how):
+    path = tmp_path / "damaged.regcb"
+    path.write_bytes(damage(command_model / "m.regcb", how))
+    data = command_model / "cb.dat"
+    if how not in ("wrong type", "settings", "array shape", "huge size"):  # (those load)
+        with pytest.raises(ValueError, match="model"):
+            load_model(path)
+    for module, args in (("regcb_stream", ["-i", str(path), "-d", str(data), "--quiet"]),
+                         ("regcb_stream.evaluation.ope", ["-d", str(data), "--policy-model",
+                                                          str(path)])):
+        result = run(module, args)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert len(result.stderr.splitlines()) == 1 and str(path) in result.stderr
+        assert "model" in result.stderr and "usage:" not in result.stderr
+
+
 LEARNERS = {
     "default": lambda: RegCB(seed=1),
     "auto budget, sqrt2": lambda: RegCB(budget="auto", schedule="sqrt2", seed=2),

@@ -122,7 +122,12 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
                                   f"({error.strerror})") from None
         except ValueError as error:
             raise shell.PathError(f"-i: {error}") from None
-        return _resumed(args, learner, StreamSettings(**saved))
+        try:
+            settings = StreamSettings.of_model(saved)
+        except (TypeError, ValueError) as error:
+            raise shell.PathError(f"-i: {args.initial_regressor} is a damaged regcb-stream "
+                                  f"model file ({error})") from None
+        return _resumed(args, learner, settings)
     if args.dsjson and not args.vw_compat and args.cb_min_cost is args.cb_max_cost is None:
         args.cb_min_cost, args.cb_max_cost = DSJSON_COSTS
     for name, value in DEFAULTS.items():

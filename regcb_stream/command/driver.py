@@ -65,6 +65,32 @@ class StreamSettings:
     dsjson: bool = False  # --dsjson: VW's Decision Service JSON (ADF examples)
     filters: tuple | None = None  # --ignore, --keep, --ignore_linear (`vw_features.Namespaces`)
 
+    @classmethod
+    def of_model(cls, saved: dict) -> StreamSettings:
+        """The settings a model file holds, each checked to be of its type (``TypeError``,
+        ``ValueError``: not settings this command writes)."""
+        settings = cls(**saved)
+        number = (int, float)
+        for name, ok in (("adf", _is(bool)), ("legacy", _is(bool)), ("first_only", _is(bool)),
+                         ("vw_compat", _is(bool)), ("constant", _is(bool)),
+                         ("dsjson", _is(bool)), ("flags", _is(dict, type(None))),
+                         ("n_actions", lambda v: v is None or _is(int)(v) and v >= 1),
+                         ("hash_bits", lambda v: v is None or _is(int)(v) and 0 <= v <= 32),
+                         ("interactions", lambda v: isinstance(v, (tuple, list)) and all(
+                             isinstance(x, str) for x in v)),
+                         ("cost_range", lambda v: isinstance(v, (tuple, list)) and len(v) == 2
+                          and all(_is(*number)(x) for x in v))):
+            if not ok(getattr(settings, name)):
+                raise ValueError(f"the stream setting {name} = {getattr(settings, name)!r} "
+                                 "is not one regcb-stream writes")
+        return settings
+
+
+def _is(*types):
+    """Whether a value is of one of ``types`` (a bool is not an int here)."""
+    return lambda value: type(value) in types or (
+        int in types and type(value) is not bool and isinstance(value, int))
+
 
 class Driver:
     """Runs a learner over a stream of VW text.

@@ -26,7 +26,7 @@ import re
 import sys
 
 from regcb_stream.adapt.change import DEFAULT_THRESHOLD
-from regcb_stream.command import configure, shell, vw_flags
+from regcb_stream.command import configure, resume, shell, vw_flags
 from regcb_stream.command.driver import Driver, StreamSettings
 from regcb_stream.command.progress import ProgressTable
 from regcb_stream.defaults import MODEL_CLASSES, VARIANT, VW_MELLOWNESS
@@ -255,6 +255,11 @@ def _command(argv: list[str] | None) -> int:
         parser.error("--reward_wait joins DSJSON reward lines by EventId: give --dsjson")
     if args.scheduler or args.workers:
         _check_cluster(parser, args, learner, settings)
+    if args.initial_regressor:
+        try:
+            resume.probe(learner, settings)
+        except Exception as error:  # noqa: BLE001 (whatever a damaged state raises)
+            return _fail(_damaged(args.initial_regressor, error))
     shell.keep_freed_memory()  # each block's buffers: reused, not page-faulted in anew
     # (argv None: the process's own command, which ends with main: Ctrl-C stays held)
     with shell.Interrupts(final=argv is None) as interrupts, contextlib.ExitStack() as stack:
@@ -285,7 +290,8 @@ def _command(argv: list[str] | None) -> int:
             if args.scheduler:
                 status = _run_on_cluster(driver, args)
             else:
-                status = _run(driver, lines, _on_error(args, progress))
+                status = _run(driver, lines, _on_error(args, progress),
+                              args.initial_regressor)
         except KeyboardInterrupt:  # (before or just after _run)
             status = shell.INTERRUPTED
         interrupts.hold()  # from here on a Ctrl-C waits for the outputs, summary and save
@@ -469,14 +475,24 @@ def _run_on_cluster(driver: Driver, args) -> int:
         with connect(args.scheduler, args.workers or WORKERS) as client:
             log_replay.replay(driver, shell.input_paths(args.data), client)
 
-    return _run(driver, None, None, replay)
+    return _run(driver, None, None, run=replay)
+
+
+def _damaged(model: str, error: Exception, probed: bool = True) -> str:
+    """What a learner of a model file that fails says (``probed``: it failed `resume.probe`;
+    else it failed later, in the run)."""
+    cause = f"{type(error).__name__}: {error}"
+    return (f"-i {model} is a damaged regcb-stream model file: its learner fails ({cause})"
+            if probed else f"-i {model}: the learner of this model file fails ({cause}): "
+            "is the file damaged?")
 
 
 _OUTPUT_FAILED = -1  # `_run`'s status when -p or --decision_log cannot be written (exits 1)
 
 
-def _run(driver: Driver, lines, on_error, run=None) -> int:
-    """Run the stream (or ``run(lines, on_error)``); the exit status (see ``--help``)."""
+def _run(driver: Driver, lines, on_error, model: str | None = None, run=None) -> int:
+    """Run the stream (or ``run(lines, on_error)``); the exit status (see ``--help``).
+    ``model``: the -i file the learner was loaded from."""
     try:
         (run or driver.run)(lines, on_error)
     except VWParseError as error:
@@ -493,6 +509,10 @@ def _run(driver: Driver, lines, on_error, run=None) -> int:
         return 1
     except KeyboardInterrupt:
         return shell.INTERRUPTED
+    except Exception as error:  # noqa: BLE001 (a learner of a model file it could not load)
+        if model is None:
+            raise
+        return _fail(_damaged(model, error, probed=False))
     return 0
 
 

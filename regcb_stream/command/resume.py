@@ -15,6 +15,9 @@ the budget: VW lets a model loaded with ``-i`` take new ones), which are applied
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+
 #: learner flags a resumed run must not change (argparse dest -> flag)
 FIXED = {"oracle": "--oracle", "schedule": "--schedule", "random_seed": "--random_seed",
          "ridge_l2": "--ridge_l2", "ridge_prior": "--ridge_prior",
@@ -36,10 +39,45 @@ def saved_flags(args) -> dict:
 
 
 def keep(args, saved: dict) -> None:
-    """Give the `KEPT` flags not given their values in the model."""
+    """Give the `KEPT` flags not given their values in the model (``shell.PathError``: values
+    the command does not write)."""
+    wait, default = saved.get("reward_wait"), saved.get("default_reward")
+    if not (wait is None or type(wait) is int and wait >= 1 and saved.get("dsjson") is True
+            ) or not (default is None or type(default) in (int, float) and wait):
+        from regcb_stream.command.shell import PathError
+
+        raise PathError(f"-i {args.initial_regressor} is a damaged regcb-stream model file "
+                        f"(--reward_wait {wait!r}, --default_reward {default!r})")
     for name in KEPT:
         if getattr(args, name) is None:
             setattr(args, name, saved.get(name))
+
+
+PROBED = 4096  # single-line actions `probe` tries at most
+
+
+def probe(learner, settings) -> None:
+    """Raise what a model's learner raises if it is damaged (a state that loads but does not
+    work): a copy of it decides and learns an example of the stream's format (single-line:
+    one for each action) through the command's `Driver`, and is saved (the learner itself
+    is left as it is)."""
+    from regcb_stream.command.driver import Driver, ExampleError
+    from regcb_stream.command.progress import ProgressTable
+    from regcb_stream.persist import dumps
+
+    cost = settings.cost_range[0]  # (without new features, then with: the state as it is,
+    text = []  # then grown; single-line: an example of each action, each model is tried)
+    for x, y, z in (("", "", ""), ("s x", "a y", "a z")):
+        text += [f"shared |{x}", f"0:{cost!r}:0.5 |{y}", f"|{z}", ""] if settings.adf else [
+            f"{a}:{cost!r}:0.5 |{x}" for a in range(1, min(settings.n_actions, PROBED) + 1)]
+    plain = dataclasses.replace(settings, dsjson=False)  # (text examples, as ADF)
+    trial = copy.deepcopy(learner)
+    try:
+        Driver(trial, plain, None, ProgressTable(None), legacy=settings.legacy,
+               vw_compat=settings.vw_compat).run(text)
+    except ExampleError as error:  # (its line is the probe's own)
+        raise error.__cause__ from None
+    dumps(trial, dataclasses.asdict(settings))
 
 
 def conflicts(given: dict, saved: dict, path) -> list[str]:

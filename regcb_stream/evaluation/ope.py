@@ -193,9 +193,19 @@ class ModelPolicy:
 
     @classmethod
     def load(cls, path) -> ModelPolicy:
+        """The model file's policy (``ValueError``: not a file of ``regcb-stream -f``, or
+        a damaged one, whose learner fails `resume.probe`)."""
+        from regcb_stream.command.driver import StreamSettings
+        from regcb_stream.command.resume import probe
         from regcb_stream.persist import load_model
 
-        return cls(*load_model(path))
+        learner, settings = load_model(path)
+        try:
+            probe(learner, StreamSettings.of_model(settings))
+        except Exception as error:  # noqa: BLE001 (whatever a damaged state raises)
+            raise ValueError(f"{path} is not a model file of regcb-stream -f, or a damaged "
+                             f"one ({type(error).__name__}: {error})") from None
+        return cls(learner, settings)
 
     def pmf(self, context, actions) -> list[float]:
         bits = self.settings.get("hash_bits")
@@ -229,9 +239,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    model = None
+    if args.policy_model:  # a file that cannot be read or is not a model: one line, 2
+        try:
+            model = ModelPolicy.load(args.policy_model)
+        except OSError as error:
+            return _fail(parser, f"--policy-model {args.policy_model}: cannot read it "
+                                 f"({error.strerror})")
+        except ValueError as error:
+            return _fail(parser, f"--policy-model: {error}")
     try:
-        policy, adf, n_actions, interactions = _policy_and_format(args)
-    except (OSError, ValueError) as error:  # bad flags, or a model file that is not one
+        policy, adf, n_actions, interactions = _policy_and_format(args, model)
+    except ValueError as error:  # bad flags
         parser.error(str(error))
     from regcb_stream.command import shell
     from regcb_stream.integrations.river import iter_vw
@@ -248,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, shell.PathError) as error:  # an unreadable file (damaged
         print(f"{parser.prog}: error: {error}", file=sys.stderr)  # gzip: the line), a bad
         return 1  # example, an empty log
+    except Exception as error:  # noqa: BLE001 (a model's learner that loaded, then failed)
+        if not isinstance(policy, ModelPolicy):
+            raise
+        print(f"{parser.prog}: error: --policy-model {args.policy_model} is a damaged model "
+              f"file: its learner fails ({type(error).__name__}: {error})", file=sys.stderr)
+        return 2
     level = f"{1 - args.alpha:.0%} CI"
     print(f"{'':6s} {'value':>9s}  {level:>20s}  {'VW loss':>9s}  (value: reward = -cost; "
           f"n = {estimates['ips'].n})")
@@ -262,10 +287,16 @@ def _prog() -> str:
     return name if name and not name.endswith(".py") else "python -m regcb_stream.evaluation.ope"
 
 
-def _policy_and_format(args):
-    """The policy the flags name, and the input format (from the model when there is one)."""
-    if args.policy_model:
-        policy = ModelPolicy.load(args.policy_model)
+def _fail(parser, message: str) -> int:
+    print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _policy_and_format(args, model: ModelPolicy | None):
+    """The policy the flags name (``model``: the one loaded from ``--policy-model``), and
+    the input format (from the model when there is one)."""
+    if model is not None:
+        policy = model
         s = policy.settings
         saved = (s["adf"], s["n_actions"], tuple(s["interactions"]))
         given = (args.cb_explore_adf, args.cb_explore, tuple(args.interactions))
