@@ -126,6 +126,15 @@ def test_the_message_says_what_was_expected_and_what_came():
         TreesOracle(params={1: 2})
 
 
+def test_sklearn_trees_refuse_keywords_their_regressor_does_not_take():
+    for params in ({"min_data_in_leaf": 5}, {"max_depth": 3}, {"random_state": 1}):
+        with pytest.raises(ValueError, match=r"^the 'params' parameter of TreesOracle must "
+                                             r"hold keyword arguments of scikit-learn's"):
+            TreesOracle(backend="sklearn", params=params)
+    assert TreesOracle(backend="sklearn", params={"subsample": 0.5}).params == {"subsample": 0.5}
+    assert TreesOracle(params={"min_data_in_leaf": 5}).params == {"min_data_in_leaf": 5}
+
+
 def test_a_river_regressor_that_drops_the_weight_is_refused_by_name():
     with pytest.raises(ValueError, match="^the 'regressor' parameter of RiverOracle must be a "
                                          "regressor that honours sample weights; PARegressor"):

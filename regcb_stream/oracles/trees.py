@@ -91,6 +91,8 @@ class TreesOracle(Ellipsoid):
                  *, backend: str = "lightgbm", l2: float = 1.0, refit_growth: float = 2.0,
                  anchor: bool = True, seed: int = 0, params: dict | None = None):
         check_oracle_arguments(TreesOracle, self, locals())
+        if backend == "sklearn" and params:
+            _check_sklearn_params(params)
         self.n_estimators, self.max_depth = n_estimators, max_depth
         self.learning_rate = learning_rate
         self.backend, self.l2, self.refit_growth = backend, l2, refit_growth
@@ -259,6 +261,21 @@ def _renumber(children: np.ndarray, node_base: int, col_base: int) -> np.ndarray
     """One model's node references in a forest: a split node ``c >= 0`` moves by
     ``node_base`` nodes, a leaf ``c < 0`` (column ``-c - 1``) by ``col_base`` columns."""
     return np.where(children >= 0, children + node_base, children - col_base)
+
+
+SKLEARN_SET = ("n_estimators", "max_depth", "learning_rate", "random_state")  # by the oracle
+
+
+def _check_sklearn_params(params) -> None:
+    """A ``ValueError`` for ``params`` that scikit-learn's ``GradientBoostingRegressor``
+    would refuse at the first fit: keys it does not take, or that the oracle sets."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    known = set(GradientBoostingRegressor().get_params()) - set(SKLEARN_SET)
+    if bad := sorted(set(params) - known):
+        raise ValueError(f"the 'params' parameter of TreesOracle must hold keyword arguments "
+                         f"of scikit-learn's GradientBoostingRegressor but {SKLEARN_SET} "
+                         f"(backend='sklearn'); got {bad}")
 
 
 class LightGBMTrees:
