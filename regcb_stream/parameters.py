@@ -1,11 +1,17 @@
-"""RegCB's parameters: each one's constraint and what it must be, checked when it is set
-(as scikit-learn's ``_parameter_constraints``), naming the parameter at fault.
+"""RegCB's and its oracles' parameters: each one's constraint and what it must be, checked
+when it is set (as scikit-learn's ``_parameter_constraints``), naming the parameter at fault.
 
 >>> from regcb_stream import RegCB
 >>> RegCB(mellowness=-1)
 Traceback (most recent call last):
 ...
 ValueError: the 'mellowness' parameter of RegCB must be None or a finite number > 0; got -1
+>>> from regcb_stream import RidgeOracle
+>>> RidgeOracle(reward_range=(1, 0))
+Traceback (most recent call last):
+...
+ValueError: the 'reward_range' parameter of RidgeOracle must be a pair (low, high) of finite \
+numbers with low < high; got (1, 0)
 """
 
 from __future__ import annotations
@@ -19,6 +25,10 @@ from regcb_stream import rules
 from regcb_stream.explore import schedules
 from regcb_stream.features.encoder import EncodedRows
 from regcb_stream.features.random_features import RandomFeatures
+
+PRIORS = ("optimistic", "midpoint", "auto")  # the ridge priors named after the reward range
+TREE_BACKENDS = ("lightgbm", "sklearn")
+LIGHTGBM_DEPTH = 17  # LightGBM's most leaves, 2^17
 
 
 def check_reward(reward, reward_range: tuple[float, float], allow_out_of_range: bool) -> None:
@@ -162,12 +172,30 @@ def is_range(value) -> bool:
         lo, hi = value
     except (TypeError, ValueError):
         return False
-    return is_number(lo) and is_number(hi) and lo < hi
+    return is_real(lo) and is_real(hi) and lo < hi
+
+
+def is_real(value) -> bool:
+    """Whether ``value`` is a finite number, not True or False."""
+    return is_number(value) and not is_bool(value)
 
 
 def _int(low: int, high: float = math.inf):
     return lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool) and (
         low <= v <= high)
+
+
+def _real(low: float, high: float = math.inf):
+    return lambda v: is_real(v) and low < v <= high
+
+
+def _choice(choices: tuple):
+    return lambda v: isinstance(v, str) and v in choices
+
+
+def _methods(*names: str):
+    return lambda v: not isinstance(v, type) and all(
+        callable(getattr(v, name, None)) for name in names)
 
 
 def is_bool(value) -> bool:
@@ -209,6 +237,85 @@ PARAMETERS = {
 }
 
 
+FLAG = (is_bool, "True or False")
+RANGE = (is_range, "a pair (low, high) of finite numbers with low < high")
+MEMORY = (lambda v: v is None or _int(0)(v), "None (no limit) or an int >= 0 (bytes)")
+
+
+#: the oracles' parameters, as `PARAMETERS` (a ``TypeError`` for objects without what is used)
+RIDGE_PARAMETERS = {
+    "l2": (lambda v: v is None or _real(0)(v), "None or a finite number > 0"),
+    "prior": (lambda v: _choice(PRIORS)(v) or is_real(v), f"a finite number or one of {PRIORS}"),
+    "forget": (_real(0, 1), "a number in (0, 1]"),
+    "reward_range": RANGE,
+    "kernels": FLAG,
+    "memory": MEMORY,
+}
+ORACLE_PARAMETERS = {
+    "RidgeOracle": RIDGE_PARAMETERS | {
+        "max_exact": (lambda v: _int(0)(v) or v == math.inf,
+                      "an int >= 0 (models x features^2 kept exact) or math.inf"),
+        "piecewise": FLAG,
+    },
+    "BoundedRidgeOracle": RIDGE_PARAMETERS | {"head": (_int(0), "an int >= 0")},
+    "VWOracle": {
+        "learning_rate": (_real(0), "a finite number > 0"),
+        "bisection": FLAG,
+        "intercept_last": FLAG,
+        "reward_range": RANGE,
+        "kernels": FLAG,
+    },
+    "TreesOracle": {
+        "n_estimators": (_int(1), "an int >= 1"),
+        "max_depth": (_int(1, LIGHTGBM_DEPTH), f"an int from 1 to {LIGHTGBM_DEPTH}"),
+        "learning_rate": (_real(0), "a finite number > 0"),
+        "backend": (_choice(TREE_BACKENDS), f"one of {TREE_BACKENDS}"),
+        "l2": (_real(0), "a finite number > 0"),
+        "refit_growth": (_real(1), "a finite number > 1"),
+        "anchor": FLAG,
+        "seed": (_int(0, 2**32 - 1), "an int from 0 to 2**32 - 1"),
+        "params": (lambda v: v is None or isinstance(v, Mapping) and all(
+            isinstance(key, str) for key in v), "None or a dict of the backend's keyword "
+            "arguments"),
+    },
+    "RiverOracle": {
+        "regressor": (_methods("learn_one", "predict_one", "clone"),
+                      "a River regressor (with learn_one, predict_one and clone)", TypeError),
+        "reward_range": RANGE,
+        "sensitivity": (_choice(("auto", "probe")), "'auto' or 'probe'"),
+        "probe_weight": (_real(0), "a finite number > 0"),
+        "normalize": FLAG,
+    },
+    "BinSearchOracle": {
+        "regressor": (_methods("fit", "predict"), "a regressor with fit(X, y, "
+                      "sample_weight) and predict(X), as scikit-learn's", TypeError),
+        "alpha": (_real(0), "a finite number > 0"),
+        "reward_range": RANGE,
+        "penalty": (lambda v: v is None or callable(v),
+                    "None or a function of the fitted regressor", TypeError),
+    },
+}
+
+
+def check_arguments(owner: str, constraints: Mapping, arguments: Mapping) -> None:
+    """A ``ValueError`` (or the constraint's error) naming the first of ``arguments`` (a
+    constructor's ``locals()``: ``self`` and ``super``'s ``__class__`` are skipped) that
+    breaks its constraint, as ``owner``'s parameter; every argument must have one."""
+    for name, value in arguments.items():
+        if name in ("self", "__class__"):
+            continue
+        ok, expected, *error = constraints[name]
+        if not ok(value):
+            raise (error or [ValueError])[0](
+                f"the {name!r} parameter of {owner} must be {expected}; got {value!r:.80}")
+
+
+def check_oracle_arguments(cls: type, oracle, arguments: Mapping) -> None:
+    """`check_arguments` for the constructor of the oracle class ``cls`` (``oracle``'s
+    own class, or one it derives from), by ``oracle``'s class's name."""
+    check_arguments(type(oracle).__name__, ORACLE_PARAMETERS[cls.__name__], arguments)
+
+
 def parameters(learner) -> dict:
     """A learner's parameters, as given."""
     return {name: vars(learner)[name] for name in PARAMETERS}
@@ -216,9 +323,6 @@ def parameters(learner) -> dict:
 
 def check_parameters(learner) -> None:
     """A ``ValueError`` naming the first parameter that breaks its constraint."""
-    for name, (ok, expected) in PARAMETERS.items():
-        if not ok(vars(learner)[name]):
-            raise ValueError(f"the {name!r} parameter of RegCB must be {expected}; "
-                             f"got {vars(learner)[name]!r}")
+    check_arguments("RegCB", PARAMETERS, parameters(learner))
     if learner.budget == "theory" and learner.horizon is None:
         raise ValueError("budget='theory' needs a horizon (the number of rounds T)")

@@ -228,7 +228,8 @@ def test_bad_settings_say_what_is_wrong(kwargs, message):
 
 
 def test_an_oracle_checks_its_factor():
-    with pytest.raises(ValueError, match=r"forget must be a number in \(0, 1\], got -1"):
+    with pytest.raises(ValueError,
+                       match=r"'forget' parameter of RidgeOracle must be a number in \(0, 1\]"):
         RidgeOracle(forget=-1)
 
 

@@ -245,7 +245,7 @@ def test_the_linear_model_of_model_selection_has_the_linear_l2():
 
 @pytest.mark.parametrize("prior", [float("nan"), "pessimistic", None])
 def test_bad_prior_is_refused(prior):
-    with pytest.raises(ValueError, match="prior must be"):
+    with pytest.raises(ValueError, match="'prior' parameter of RidgeOracle must be"):
         RidgeOracle(prior=prior)
 
 

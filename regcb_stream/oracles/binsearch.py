@@ -22,6 +22,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from regcb_stream.oracles.base import Oracle
+from regcb_stream.parameters import check_oracle_arguments
 
 
 class SearchResult(NamedTuple):
@@ -194,10 +195,9 @@ class BinSearchOracle(Oracle):
 
     def __init__(self, regressor, *, alpha: float = 1e-3,
                  reward_range: tuple[float, float] = (0.0, 1.0), penalty: Callable | None = None):
-        if not alpha > 0:
-            raise ValueError(f"alpha must be > 0, got {alpha!r}")
+        check_oracle_arguments(BinSearchOracle, self, locals())
         self.regressor, self.alpha, self.penalty = regressor, alpha, penalty
-        self.reward_range = reward_range
+        self.reward_range = (float(reward_range[0]), float(reward_range[1]))
         self.n_fits = 0  # regressor fits so far (rebuilds and searches)
         self._dim = 0
         self._live: list[list[tuple[np.ndarray, float, float]]] = []

@@ -12,6 +12,7 @@ from regcb_stream.oracles.forgetting import top_up
 from regcb_stream.oracles.loop import DENSE, kernel_row, kernel_rows
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.ridge_base import RidgeBase, _ridge, refresh_interval
+from regcb_stream.parameters import check_oracle_arguments
 from regcb_stream.state import Stateful
 
 HEAD = 64  # columns kept exact by default (docs/results/oracle_threshold.md)
@@ -117,9 +118,8 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
     def __init__(self, l2: float | None = 1.0, prior: float | str = 0.0, head: int = HEAD,
                  memory: int | None = None, forget: float = 1.0, *,
                  reward_range: tuple[float, float] = (0.0, 1.0), kernels: bool = True):
+        check_oracle_arguments(BoundedRidgeOracle, self, locals())
         super().__init__(l2, prior, forget, reward_range, kernels)
-        if not (isinstance(head, (int, np.integer)) and head >= 0):
-            raise ValueError(f"head must be an integer >= 0, got {head!r}")
         self.head = int(head)
         self.memory = memory
         self._dim = 0

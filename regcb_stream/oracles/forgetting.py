@@ -16,12 +16,6 @@ import numpy as np
 LEAST_PENALTY_SHARE = 0.5  # the share of the penalty's weight kept between two steps
 
 
-def check_forget(forget) -> None:
-    """A forgetting factor in (0, 1], or a ``ValueError``."""
-    if not (isinstance(forget, (int, float, np.number)) and 0 < forget <= 1):
-        raise ValueError(f"forget must be a number in (0, 1], got {forget!r}")
-
-
 class Forgetting:
     """The clock and the scale of the labels of an oracle that forgets (``forget`` < 1).
 

@@ -11,6 +11,7 @@ from regcb_stream.oracles.forgetting import top_up
 from regcb_stream.oracles.loop import kernel_row, kernel_rows
 from regcb_stream.oracles.pieces import Pieces
 from regcb_stream.oracles.ridge_base import RidgeBase, _ridge, refresh_interval
+from regcb_stream.parameters import check_oracle_arguments
 from regcb_stream.state import Stateful
 
 ONE_THREAD_FROM = 128  # dimension from which an inverse is limited to one BLAS thread
@@ -51,7 +52,7 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
         The largest ``n_models * D^2`` kept exact: memory and the work of a label grow
         with it. Past it (``fits``), the learner hands the statistics over to a
         ``BoundedRidgeOracle`` (``bounded``): exact on its head of columns, diagonal
-        beyond them.
+        beyond them (``math.inf``: never).
     memory
         The most bytes the statistics may take (None: no limit): exact ridge while its
         ``16 n_models D^2`` bytes fit, then the bounded oracle's.
@@ -128,6 +129,7 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
                  max_exact: int = MAX_EXACT, memory: int | None = None, forget: float = 1.0,
                  *, piecewise: bool = False, reward_range: tuple[float, float] = (0.0, 1.0),
                  kernels: bool = True):
+        check_oracle_arguments(RidgeOracle, self, locals())
         super().__init__(l2, prior, forget, reward_range, kernels)
         self.max_exact = max_exact
         self.memory = memory

@@ -3,10 +3,8 @@ loop, and how a learner binds them to its model class's defaults."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from regcb_stream.oracles.base import Binding, Ellipsoid
-from regcb_stream.oracles.forgetting import Forgetting, check_forget
+from regcb_stream.oracles.forgetting import Forgetting
 from regcb_stream.oracles.loop import OnlineLoop
 
 try:
@@ -14,20 +12,17 @@ try:
 except ImportError:  # not built (a source tree without `pip install`): the numpy reference
     _ridge = None
 
-PRIORS = ("optimistic", "midpoint", "auto")  # the priors named after the reward range
-
 
 class RidgeBase(Forgetting, OnlineLoop, Ellipsoid):
     """A ridge oracle's parameters: the penalty ``l2`` (None: the learner's default for
     its model class; 1 on its own), the ``prior`` it shrinks toward (``"auto"``: the
     learner's default; optimistic on its own), the forgetting factor, the reward range the
     named priors refer to, and whether the compiled kernels run (``kernels``, where they
-    are built; False: the numpy reference, which the tests compare them with)."""
+    are built; False: the numpy reference, which the tests compare them with), as the
+    concrete oracle checked them (`regcb_stream.parameters.ORACLE_PARAMETERS`)."""
 
     def __init__(self, l2: float | None, prior: float | str, forget: float,
                  reward_range: tuple[float, float], kernels: bool):
-        check_penalty(l2, prior)
-        check_forget(forget)
         self.l2 = l2
         self.prior = prior
         self.forget = forget
@@ -67,17 +62,6 @@ class RidgeBase(Forgetting, OnlineLoop, Ellipsoid):
         if binding.piecewise and self.capabilities.pieces:
             changes["piecewise"] = True
         return self.configured(**changes)
-
-
-def check_penalty(l2, prior) -> None:
-    """A ridge penalty ``l2`` > 0 (or None) and a ``prior`` (a number or one of
-    :data:`PRIORS`), or a ``ValueError`` naming the one at fault."""
-    if l2 is not None and not (isinstance(l2, (int, float, np.number)) and 0 < l2 < np.inf):
-        raise ValueError(f"l2 must be a finite number > 0 (or None), got {l2!r}")
-    if prior not in PRIORS and not (
-        isinstance(prior, (int, float, np.number)) and np.isfinite(prior)
-    ):
-        raise ValueError(f"prior must be a finite number or one of {PRIORS}, got {prior!r}")
 
 
 def resolve_prior(prior, reward_range: tuple[float, float]) -> float:

@@ -22,6 +22,7 @@ from river import compose, linear_model, optim
 
 from regcb_stream.bounds import ellipsoid_bounds, sensitivity_bounds
 from regcb_stream.oracles.base import Oracle
+from regcb_stream.parameters import check_oracle_arguments
 
 # The weight trial: a few examples, then one learned with weight 1 and with weight 10.
 _WARM_UP = (({0: 1.0, 1: 0.0}, 0.0), ({0: 0.0, 1: 1.0}, 1.0), ({0: 1.0, 1: 1.0}, 0.5),
@@ -116,20 +117,15 @@ class RiverOracle(Oracle):
     >>> RiverOracle(linear_model.PARegressor())
     Traceback (most recent call last):
     ...
-    ValueError: RiverOracle needs a regressor that honours sample weights; PARegressor ...
+    ValueError: the 'regressor' parameter of RiverOracle must be a regressor that honours ...
 
     """
 
     def __init__(self, regressor, *, reward_range: tuple[float, float] = (0.0, 1.0),
                  sensitivity: str = "auto", probe_weight: float = 1.0,
                  normalize: bool = False):
-        if sensitivity not in ("auto", "probe"):
-            raise ValueError(f"sensitivity must be 'auto' or 'probe', got {sensitivity!r}")
-        if not probe_weight > 0:
-            raise ValueError(f"probe_weight must be > 0, got {probe_weight!r}")
+        check_oracle_arguments(RiverOracle, self, locals())
         lo, hi = (float(v) for v in reward_range)
-        if not lo < hi:
-            raise ValueError(f"reward_range must be (low, high) with low < high: {reward_range}")
         self._bayes = type(regressor) is linear_model.BayesianLinearRegression
         if normalize and self._bayes:
             raise ValueError("normalize is for gradient learners; BayesianLinearRegression "
@@ -320,15 +316,14 @@ def _closed_form(regressor) -> bool:
 def _check_regressor(regressor) -> None:
     """Refuse, with an error naming it, a regressor that would drop the weight."""
     name = type(regressor).__name__
-    if not all(hasattr(regressor, m) for m in ("learn_one", "predict_one", "clone")):
-        raise TypeError(f"RiverOracle needs a River regressor, got {name}")
     try:
         pickle.dumps(regressor)
     except Exception as error:  # noqa: BLE001 - any pickling failure means the same thing
-        raise ValueError(f"RiverOracle needs a picklable regressor; {name}: {error}") from error
+        raise ValueError(f"the 'regressor' parameter of RiverOracle must be picklable; {name}: "
+                         f"{error}") from error
     if reason := _weight_refusal(regressor):
-        raise ValueError(f"RiverOracle needs a regressor that honours sample weights; {name} "
-                         + reason)
+        raise ValueError(f"the 'regressor' parameter of RiverOracle must be a regressor that "
+                         f"honours sample weights; {name} " + reason)
 
 
 def _weight_refusal(regressor) -> str | None:

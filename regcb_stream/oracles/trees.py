@@ -38,13 +38,13 @@ import numpy as np
 
 from regcb_stream.oracles.base import Capabilities, Ellipsoid
 from regcb_stream.oracles.leaf_ridge import LeafRidge
+from regcb_stream.parameters import check_oracle_arguments
 
 try:
     from regcb_stream.oracles import _trees
 except ImportError:  # not built (a source tree without `pip install`): the numpy reference
     _trees = None
 
-BACKENDS = ("lightgbm", "sklearn")
 FOREST_ROWS = 64  # moments of at most this many shared rows walk every model's trees at once
 
 
@@ -54,7 +54,8 @@ class TreesOracle(Ellipsoid):
     Parameters
     ----------
     n_estimators, max_depth, learning_rate
-        The ensemble (the paper's GB5: 100 trees of depth 5; rate 0.1).
+        The ensemble (the paper's GB5: 100 trees of depth 5, at most 17: LightGBM's 2^17
+        leaves; rate 0.1).
     backend
         ``"lightgbm"`` (``num_leaves = 2^max_depth``, its other defaults, one thread) or
         ``"sklearn"`` (``GradientBoostingRegressor``). ``docs/results/oracle_trees.md``
@@ -89,10 +90,9 @@ class TreesOracle(Ellipsoid):
     def __init__(self, n_estimators: int = 100, max_depth: int = 5, learning_rate: float = 0.1,
                  *, backend: str = "lightgbm", l2: float = 1.0, refit_growth: float = 2.0,
                  anchor: bool = True, seed: int = 0, params: dict | None = None):
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        if not (l2 > 0 and refit_growth > 1 and n_estimators >= 1 and max_depth >= 1):
-            raise ValueError("need l2 > 0, refit_growth > 1, n_estimators >= 1, max_depth >= 1")
+        check_oracle_arguments(TreesOracle, self, locals())
+        if backend == "sklearn" and params:
+            _check_sklearn_params(params)
         self.n_estimators, self.max_depth = n_estimators, max_depth
         self.learning_rate = learning_rate
         self.backend, self.l2, self.refit_growth = backend, l2, refit_growth
@@ -261,6 +261,21 @@ def _renumber(children: np.ndarray, node_base: int, col_base: int) -> np.ndarray
     """One model's node references in a forest: a split node ``c >= 0`` moves by
     ``node_base`` nodes, a leaf ``c < 0`` (column ``-c - 1``) by ``col_base`` columns."""
     return np.where(children >= 0, children + node_base, children - col_base)
+
+
+SKLEARN_SET = ("n_estimators", "max_depth", "learning_rate", "random_state")  # by the oracle
+
+
+def _check_sklearn_params(params) -> None:
+    """A ``ValueError`` for ``params`` that scikit-learn's ``GradientBoostingRegressor``
+    would refuse at the first fit: keys it does not take, or that the oracle sets."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    known = set(GradientBoostingRegressor().get_params()) - set(SKLEARN_SET)
+    if bad := sorted(set(params) - known):
+        raise ValueError(f"the 'params' parameter of TreesOracle must hold keyword arguments "
+                         f"of scikit-learn's GradientBoostingRegressor but {SKLEARN_SET} "
+                         f"(backend='sklearn'); got {bad}")
 
 
 class LightGBMTrees:

@@ -24,7 +24,7 @@ import numpy as np
 from regcb_stream.bounds import sensitivity_move
 from regcb_stream.oracles.base import Capabilities, Oracle
 from regcb_stream.oracles.loop import OnlineLoop
-from regcb_stream.parameters import is_bool, is_number, is_range
+from regcb_stream.parameters import check_oracle_arguments
 from regcb_stream.state import Stateful
 
 try:
@@ -102,17 +102,7 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
     def __init__(self, learning_rate: float = 0.5, bisection: bool = False, *,
                  intercept_last: bool = False,
                  reward_range: tuple[float, float] = (0.0, 1.0), kernels: bool = True):
-        for name, value, ok, expected in (
-                ("learning_rate", learning_rate, is_number(learning_rate) and learning_rate > 0,
-                 "a finite number > 0"),
-                ("bisection", bisection, is_bool(bisection), "True or False"),
-                ("intercept_last", intercept_last, is_bool(intercept_last), "True or False"),
-                ("reward_range", reward_range, is_range(reward_range),
-                 "a pair (low, high) of finite numbers with low < high"),
-                ("kernels", kernels, is_bool(kernels), "True or False")):
-            if not ok:
-                raise ValueError(f"the {name!r} parameter of VWOracle must be {expected}; "
-                                 f"got {value!r}")
+        check_oracle_arguments(VWOracle, self, locals())
         self.learning_rate = learning_rate
         self.bisection = bisection
         self.intercept_last = intercept_last
