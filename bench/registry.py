@@ -109,6 +109,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     _experiment("oracle_threshold"),
     _experiment("reliability"),
     _experiment("interrupts"),
+    _experiment("fuzz"),  # every reader and entry point (issue 44)
     _experiment("delayed_rewards"),
     _experiment("dsjson_speed"),
     _experiment("explore_eval_coverage", "--multiplier", "min", report="explore_eval"),

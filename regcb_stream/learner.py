@@ -17,6 +17,8 @@ from regcb_stream.oracles.base import Oracle
 from regcb_stream.parameters import (
     PARAMETERS,
     check_actions,
+    check_arguments,
+    check_label,
     check_labels,
     check_lengths,
     check_parameters,
@@ -169,6 +171,7 @@ class RegCB(Stateful):
     def score(self, context, actions: Sequence, action) -> float:
         """Probability that the learner plays ``action`` among ``actions`` for ``context``."""
         check_actions(actions)
+        check_label("action", action)
         if action not in list(actions):
             raise ValueError(f"action {action!r} is not among the offered actions")
         return self.pmf(context, actions)[list(actions).index(action)]
@@ -255,6 +258,7 @@ class RegCB(Stateful):
         (1, 1)
         """
         check_actions(actions)
+        check_label("event_id", event_id)
         self._model = self._model.alone()  # (one model learns with stand-ins)
         return self.pending_rewards.decide(self, event_id, context, actions)
 
@@ -268,7 +272,8 @@ class RegCB(Stateful):
         """At most ``window`` decisions wait; one more times the oldest out, learned with
         ``default_reward`` (None: dropped). The decisions waiting so far are dropped."""
         if default_reward is not None:
-            self.check_reward(default_reward)
+            check_reward(default_reward, self.reward_range, self.allow_out_of_range,
+                         "default_reward")
         self.pending_rewards.wait(self, window, default_reward)
 
     @property
@@ -300,13 +305,14 @@ class RegCB(Stateful):
         if unknown:
             raise TypeError(f"change_exploration takes beta, mellowness, budget and "
                             f"budget_grid, not {', '.join(unknown)}")
-        self.variant = self.variant if variant is None else variant
         if budget:
             budget = {"beta": budget.get("beta"), "mellowness": budget.get("mellowness"),
                       "budget": budget.get("budget"),
                       "budget_grid": budget.get("budget_grid", self.budget_grid)}
-            for name, value in budget.items():
-                setattr(self, name, value)
+        changes = {**({} if variant is None else {"variant": variant}), **budget}
+        check_arguments("RegCB", PARAMETERS, changes)  # (before any is kept)
+        for name, value in changes.items():
+            setattr(self, name, value)
         check_parameters(self)
         self._model.change_exploration(self.variant, budget or None)
 

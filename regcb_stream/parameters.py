@@ -29,17 +29,19 @@ from regcb_stream.features.random_features import RandomFeatures
 PRIORS = ("optimistic", "midpoint", "auto")  # the ridge priors named after the reward range
 TREE_BACKENDS = ("lightgbm", "sklearn")
 LIGHTGBM_DEPTH = 17  # LightGBM's most leaves, 2^17
+MAX_RANDOM_FEATURES = 1 << 20  # (each a column of every model's ridge)
 
 
-def check_reward(reward, reward_range: tuple[float, float], allow_out_of_range: bool) -> None:
-    """A ``ValueError`` for a reward that is not a finite number in ``reward_range``
-    (unless ``allow_out_of_range``)."""
+def check_reward(reward, reward_range: tuple[float, float], allow_out_of_range: bool,
+                 name: str = "reward") -> None:
+    """A ``ValueError`` for a reward (the parameter ``name``) that is not a finite number in
+    ``reward_range`` (unless ``allow_out_of_range``)."""
     if not isinstance(reward, (int, float, np.number)) or not math.isfinite(reward):
-        raise ValueError(f"reward must be a finite number, got {reward!r}")
+        raise ValueError(f"{name} must be a finite number, got {reward!r}")
     lo, hi = reward_range
     if not (lo <= reward <= hi or allow_out_of_range):
         raise ValueError(
-            f"reward {reward} is outside reward_range {reward_range}; pass "
+            f"{name} {reward} is outside reward_range {reward_range}; pass "
             "allow_out_of_range=True to learn it as it is (VW's behaviour with costs)")
 
 
@@ -133,6 +135,18 @@ def check_actions(actions) -> None:
                         f"features; got {type(actions).__name__} {actions!r:.60}")
     if len(actions) == 0:
         raise ValueError("no actions offered: actions must hold at least one")
+    if isinstance(actions, np.ndarray) and actions.dtype.kind in "fc" and np.isnan(
+            actions).any():
+        raise ValueError("actions must not hold NaN, a label never equal to itself")
+
+
+def check_label(name: str, value) -> None:
+    """A ``TypeError`` for an action label or event id (``name``) that is not hashable."""
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"{name} must be a label (hashable, as the offered actions are); got "
+                        f"{type(value).__name__} {value!r:.60}") from None
 
 
 def check_lengths(**blocks) -> int:
@@ -211,11 +225,11 @@ def _grid(value) -> bool:
 
 #: each parameter's constraint and what it must be (checked when it is set)
 PARAMETERS = {
-    "variant": (lambda v: v in rules.VARIANTS, f"one of {rules.VARIANTS}"),
+    "variant": (_choice(rules.VARIANTS), f"one of {rules.VARIANTS}"),
     "oracle": (lambda v: True, "a name or an Oracle"),  # (checked by its model)
     "beta": (lambda v: v is None or is_number(v) and v >= 0, "None or a finite number >= 0"),
     "schedule": (lambda v: v in schedules.SCHEDULES, f"one of {schedules.SCHEDULES}"),
-    "budget": (lambda v: v is None or v in (*schedules.BUDGETS, "auto"),
+    "budget": (lambda v: v is None or _choice((*schedules.BUDGETS, "auto"))(v),
                f"None or one of {(*schedules.BUDGETS, 'auto')}"),
     "mellowness": (lambda v: v is None or is_number(v) and v > 0, "None or a finite number > 0"),
     "horizon": (lambda v: v is None or _int(1)(v), "None or an int >= 1"),
@@ -227,8 +241,9 @@ PARAMETERS = {
     "cross": (is_bool, "True or False"),
     "intercept": (is_bool, "True or False"),
     "hash_bits": (lambda v: v is None or _int(1, 32)(v), "None or an int from 1 to 32"),
-    "random_features": (lambda v: v is None or isinstance(v, RandomFeatures) or _int(0)(v),
-                        "None, an int >= 0 or a RandomFeatures"),
+    "random_features": (lambda v: v is None or isinstance(v, RandomFeatures)
+                        or _int(0, MAX_RANDOM_FEATURES)(v),
+                        f"None, an int in [0, {MAX_RANDOM_FEATURES}] or a RandomFeatures"),
     "random_scale": (lambda v: is_number(v) and v > 0, "a finite number > 0"),
     "forget": (lambda v: is_number(v) and 0 < v <= 1, "a number in (0, 1]"),
     "change_threshold": (lambda v: v is None or is_number(v) and v >= 0,

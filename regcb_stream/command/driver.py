@@ -313,6 +313,14 @@ class Driver:
                              tuple(x[i:i + 1] for x in labels), n_features[i:i + 1],
                              examples[i:i + 1])
             raise
+        finite = np.isfinite(decision.pmf).all(axis=1)
+        if not finite.all():  # (features beyond float64, or a damaged model file's state)
+            bad = int(np.argmin(finite))  # the examples before it are written
+            self._write(*self._shown(decision.pmf[:bad], decision.prediction[:bad]),
+                        tags[:bad])
+            raise ExampleError(line_nos[bad], ValueError(
+                "the learner's distribution is not finite: a feature value too large, or a "
+                "damaged model file?"))
         self._note_oracle(line_nos[-1])
         pmfs, orders = self._shown(decision.pmf, decision.prediction)
         self._write(pmfs, orders, tags)

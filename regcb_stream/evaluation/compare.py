@@ -116,6 +116,9 @@ def _compare(path: str, folder: str, regcb, vw, interactions, target_rate, seed:
     """`compare` of an ADF or DSJSON log, its temporary files in ``folder``."""
     data = log_bytes(path)
     costs, probs = _scan_labels(data, dsjson)
+    if not probs:
+        raise ValueError(f"{path}: the log has no labelled example with a probability: "
+                         "nothing to estimate")
     cost_range = (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
     if multiplier == "min":
         multiplier = min(probs) if probs else None
@@ -313,8 +316,8 @@ def _progress_row(name: str, err: str, positions: np.ndarray) -> Row:
     ends, means, average = [], [], math.nan
     for line in err.splitlines():
         words = line.split()
-        if line.startswith("average loss ="):
-            average = float(words[-1])
+        if line.startswith("average loss ="):  # (n.a.: no labelled example)
+            average = math.nan if _number(words[-1]) is None else _number(words[-1])
         elif len(words) >= 4 and words[2].isdigit() and _number(words[0]) is not None:
             ends.append(int(words[2]))
             means.append(_number(words[1]) or 0.0)  # (n.a.: no labelled example)

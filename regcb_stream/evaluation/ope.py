@@ -265,8 +265,10 @@ def main(argv: list[str] | None = None) -> int:
                                dsjson=dsjson)
             estimates = evaluate(policy, examples, alpha=args.alpha)
     except (OSError, ValueError, shell.PathError) as error:  # an unreadable file (damaged
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)  # gzip: the line), a bad
-        return 1  # example, an empty log
+        message = str(error)  # gzip: the line), a bad example (its line), an empty log
+        where = "" if message.startswith(("line ", args.data, "-d ")) else f"-d {args.data}: "
+        print(f"{parser.prog}: error: {where}{message}", file=sys.stderr)
+        return 1
     except Exception as error:  # noqa: BLE001 (a model's learner that loaded, then failed)
         if not isinstance(policy, ModelPolicy):
             raise
