@@ -7,28 +7,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from regcb_stream import defaults, rules
+from regcb_stream import parameters as params
 from regcb_stream.adapt.events import DelayedRewards
 from regcb_stream.explore.budget import DEFAULT_GRID
 from regcb_stream.explore.decision import Decision
-from regcb_stream.features.encoder import EncodedRows, FeatureEncoder
+from regcb_stream.features.encoder import FeatureEncoder
 from regcb_stream.features.random_features import RandomFeatures
 from regcb_stream.model import Model, Spec, make_model
 from regcb_stream.oracles.base import Oracle
-from regcb_stream.parameters import (
-    PARAMETERS,
-    check_actions,
-    check_arguments,
-    check_label,
-    check_labels,
-    check_lengths,
-    check_parameters,
-    check_prob,
-    check_reward,
-    check_weight,
-    checked_log,
-    numbers,
-    parameters,
-)
 from regcb_stream.state import Stateful
 from regcb_stream.stream.replay import play
 
@@ -107,7 +93,7 @@ class RegCB(Stateful):
     ([1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
     """
 
-    SAVED = {**{name: name for name in PARAMETERS},  # what a model file holds
+    SAVED = {**{name: name for name in params.PARAMETERS},  # what a model file holds
              "model": "_model", "events": "_events", "rng": "_rng"}
 
     def __init__(self, variant: str = defaults.VARIANT, *, oracle: str | Oracle | None = None,
@@ -128,8 +114,8 @@ class RegCB(Stateful):
         self.random_features, self.random_scale = random_features, random_scale
         self.forget, self.change_threshold = forget, change_threshold
         self.select_model = select_model
-        check_parameters(self)
-        self._model = make_model(Spec.of(parameters(self)), select_model)
+        params.check_parameters(self)
+        self._model = make_model(Spec.of(params.parameters(self)), select_model)
         self._events: DelayedRewards | None = None  # made at the first event
         self._rng: np.random.Generator | None = None  # made at the first draw
 
@@ -137,13 +123,13 @@ class RegCB(Stateful):
 
     def decide(self, context, actions: Sequence) -> Decision:
         """Bounds, plausible set and distribution for one context."""
-        check_actions(actions)
+        params.check_actions(actions)
         return self._model.decide(context, actions)
 
     def decide_many(self, contexts, actions: Sequence) -> Decision:
         """``decide`` for a block of contexts in one computation (rows of the arrays)."""
-        check_actions(actions)
-        check_lengths(contexts=contexts)
+        params.check_actions(actions)
+        params.check_lengths(contexts=contexts)
         return self._model.decide_many(contexts, actions)
 
     def pmf(self, context, actions: Sequence) -> list[float]:
@@ -157,7 +143,7 @@ class RegCB(Stateful):
 
     def predict(self, context, actions: Sequence) -> tuple[object, float, dict]:
         """Sample an action; return it, its probability and kwargs for ``learn``."""
-        check_actions(actions)
+        params.check_actions(actions)
         return self._model.draw(context, actions, self.rng)
 
     def predict_many(self, contexts, actions: Sequence) -> tuple[np.ndarray, np.ndarray]:
@@ -170,8 +156,8 @@ class RegCB(Stateful):
 
     def score(self, context, actions: Sequence, action) -> float:
         """Probability that the learner plays ``action`` among ``actions`` for ``context``."""
-        check_actions(actions)
-        check_label("action", action)
+        params.check_actions(actions)
+        params.check_label("action", action)
         if action not in list(actions):
             raise ValueError(f"action {action!r} is not among the offered actions")
         return self.pmf(context, actions)[list(actions).index(action)]
@@ -184,9 +170,9 @@ class RegCB(Stateful):
         is its importance weight in the regression. With ``budget="auto"``, ``candidates``
         (from ``predict``'s kwargs, or the last ``decide`` of the same context) are the
         candidate budgets' probabilities of ``action``, which the label scores."""
-        check_prob(prob)
+        params.check_prob(prob)
         self.check_reward(reward)
-        check_weight(weight)
+        params.check_weight(weight)
         self._model.learn(context, action, reward, prob, weight, candidates)
 
     def learn_many(self, contexts, actions: Sequence, rewards, probs=None, weights=None,
@@ -194,12 +180,9 @@ class RegCB(Stateful):
         """Learn a block of labels: the state of ``learn`` row by row (``actions``: the
         played actions, one per context; ``candidates``: ``(n, J)``, from
         ``decide_many``'s ``Decision.candidates``)."""
-        n = check_lengths(contexts=contexts, actions=actions, rewards=rewards, probs=probs,
-                          weights=weights, candidates=candidates)
-        rewards = numbers("rewards", rewards, n)
-        probs = None if probs is None else numbers("probs", probs, n)
-        weights = np.ones(n) if weights is None else numbers("weights", weights, n)
-        check_labels(rewards, probs, weights, self.reward_range, self.allow_out_of_range)
+        rewards, probs, weights = params.checked_block(
+            contexts, actions, rewards, probs, weights, candidates, self.reward_range,
+            self.allow_out_of_range)
         self._model.learn_many(contexts, actions, rewards, probs, weights, candidates)
 
     def replay(self, contexts, actions, played, rewards, probs=None, weights=None
@@ -216,11 +199,9 @@ class RegCB(Stateful):
         >>> decision.pmf[-2:].tolist(), learner.n_labels
         ([[1.0, 0.0], [0.0, 1.0]], 100)
         """
-        check_actions(actions)
-        check_lengths(contexts=contexts, played=played)
-        n_actions = actions.index.shape[-2] if isinstance(actions, EncodedRows) else len(
-            actions)
-        log = self.checked_log(played, rewards, probs, weights, n_actions)
+        params.check_actions(actions)
+        params.check_lengths(contexts=contexts, played=played)
+        log = self.checked_log(played, rewards, probs, weights, params.n_offered(actions))
         return self._model.replay(contexts, actions, *log)
 
     def play(self, contexts, actions: Sequence, reveal, uniforms=None
@@ -235,14 +216,8 @@ class RegCB(Stateful):
         >>> float(rewards[np.arange(200), played][-100:].mean())
         1.0
         """
-        check_actions(actions)
-        n = check_lengths(contexts=contexts, uniforms=uniforms)
-        if not callable(reveal):
-            raise TypeError(f"reveal must be a function reveal(rounds, indices) -> rewards; "
-                            f"got {reveal!r:.60}")
-        u = self.rng.random(n) if uniforms is None else numbers("uniforms", uniforms, n)
-        if not ((u >= 0) & (u < 1)).all():
-            raise ValueError("uniforms must be numbers in [0, 1)")
+        n, u = params.checked_play(contexts, actions, reveal, uniforms)
+        u = self.rng.random(n) if u is None else u
         return play(self._model, contexts, actions, reveal, u, self.check_reward)
 
     # -- rewards that come later ---------------------------------------------------------
@@ -257,8 +232,8 @@ class RegCB(Stateful):
         >>> learner.events["rewarded"], learner.n_labels
         (1, 1)
         """
-        check_actions(actions)
-        check_label("event_id", event_id)
+        params.check_actions(actions)
+        params.check_label("event_id", event_id)
         self._model = self._model.alone()  # (one model learns with stand-ins)
         return self.pending_rewards.decide(self, event_id, context, actions)
 
@@ -272,7 +247,7 @@ class RegCB(Stateful):
         """At most ``window`` decisions wait; one more times the oldest out, learned with
         ``default_reward`` (None: dropped). The decisions waiting so far are dropped."""
         if default_reward is not None:
-            check_reward(default_reward, self.reward_range, self.allow_out_of_range,
+            params.check_reward(default_reward, self.reward_range, self.allow_out_of_range,
                          "default_reward")
         self.pending_rewards.wait(self, window, default_reward)
 
@@ -301,20 +276,11 @@ class RegCB(Stateful):
         >>> learner.variant, learner.budget_in_force
         ('elimination', 'mellowness 0.01')
         """
-        unknown = sorted(set(budget) - {"beta", "mellowness", "budget", "budget_grid"})
-        if unknown:
-            raise TypeError(f"change_exploration takes beta, mellowness, budget and "
-                            f"budget_grid, not {', '.join(unknown)}")
-        if budget:
-            budget = {"beta": budget.get("beta"), "mellowness": budget.get("mellowness"),
-                      "budget": budget.get("budget"),
-                      "budget_grid": budget.get("budget_grid", self.budget_grid)}
-        changes = {**({} if variant is None else {"variant": variant}), **budget}
-        check_arguments("RegCB", PARAMETERS, changes)  # (before any is kept)
-        for name, value in changes.items():
-            setattr(self, name, value)
-        check_parameters(self)
-        self._model.change_exploration(self.variant, budget or None)
+        changes = params.exploration_changes(variant, budget, self.budget_grid)  # (checked first)
+        vars(self).update(changes)
+        params.check_parameters(self)
+        self._model.change_exploration(self.variant, {
+            name: value for name, value in changes.items() if name != "variant"} or None)
 
     @property
     def model(self) -> Model:
@@ -366,17 +332,17 @@ class RegCB(Stateful):
 
     def clone(self) -> RegCB:
         """A fresh learner with the same parameters."""
-        return type(self)(**parameters(self))
+        return type(self)(**params.parameters(self))
 
     def check_reward(self, reward: float) -> None:
         """A ``ValueError`` for a reward that is not a finite number in ``reward_range``
         (unless ``allow_out_of_range``)."""
-        check_reward(reward, self.reward_range, self.allow_out_of_range)
+        params.check_reward(reward, self.reward_range, self.allow_out_of_range)
 
     def checked_log(self, played, rewards, probs=None, weights=None,
                     n_actions: int | None = None) -> tuple:
         """A logged block's labels as arrays (``played``, ``rewards``, ``probs``,
         ``weights``, `replay`'s; ``played`` indices among ``n_actions``), or the error of
         its first bad label."""
-        return checked_log(played, rewards, probs, weights, self.reward_range,
+        return params.checked_log(played, rewards, probs, weights, self.reward_range,
                            self.allow_out_of_range, n_actions)

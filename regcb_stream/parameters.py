@@ -76,6 +76,54 @@ def checked_log(played, rewards, probs, weights, reward_range, allow_out_of_rang
     return played, rewards, probs, weights
 
 
+def checked_block(contexts, actions, rewards, probs, weights, candidates, reward_range,
+                  allow_out_of_range: bool) -> tuple:
+    """`RegCB.learn_many`'s labels as arrays (rewards, probs, weights), or the error naming
+    the first bad argument."""
+    n = check_lengths(contexts=contexts, actions=actions, rewards=rewards, probs=probs,
+                      weights=weights, candidates=candidates)
+    rewards = numbers("rewards", rewards, n)
+    probs = None if probs is None else numbers("probs", probs, n)
+    weights = np.ones(n) if weights is None else numbers("weights", weights, n)
+    check_labels(rewards, probs, weights, reward_range, allow_out_of_range)
+    return rewards, probs, weights
+
+
+def checked_play(contexts, actions, reveal, uniforms) -> tuple[int, np.ndarray | None]:
+    """`RegCB.play`'s arguments checked: its number of rounds and uniform draws (None:
+    none given)."""
+    check_actions(actions)
+    n = check_lengths(contexts=contexts, uniforms=uniforms)
+    if not callable(reveal):
+        raise TypeError(f"reveal must be a function reveal(rounds, indices) -> rewards; "
+                        f"got {reveal!r:.60}")
+    u = None if uniforms is None else numbers("uniforms", uniforms, n)
+    if u is not None and not ((u >= 0) & (u < 1)).all():
+        raise ValueError("uniforms must be numbers in [0, 1)")
+    return n, u
+
+
+def exploration_changes(variant, budget: dict, budget_grid) -> dict:
+    """`RegCB.change_exploration`'s arguments, checked, as the parameters they set (a
+    budget given resets the others)."""
+    unknown = sorted(set(budget) - {"beta", "mellowness", "budget", "budget_grid"})
+    if unknown:
+        raise TypeError(f"change_exploration takes beta, mellowness, budget and "
+                        f"budget_grid, not {', '.join(unknown)}")
+    if budget:
+        budget = {"beta": budget.get("beta"), "mellowness": budget.get("mellowness"),
+                  "budget": budget.get("budget"),
+                  "budget_grid": budget.get("budget_grid", budget_grid)}
+    changes = {**({} if variant is None else {"variant": variant}), **budget}
+    check_arguments("RegCB", PARAMETERS, changes)
+    return changes
+
+
+def n_offered(actions) -> int:
+    """The number of offered actions (labels, or the rows of `EncodedRows`)."""
+    return actions.index.shape[-2] if isinstance(actions, EncodedRows) else len(actions)
+
+
 def numbers(name: str, values, n: int) -> np.ndarray:
     """``values`` as ``n`` floats, or an error naming ``name`` and what it holds."""
     try:
