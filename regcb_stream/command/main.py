@@ -43,11 +43,13 @@ EPILOG = """example:
 
 exit status:
   0    every example decided (and learned)
-  1    a bad example (the message names its line; every earlier prediction is written), or
-       an error while running
+  1    a bad example (the message names its line; every earlier prediction is written;
+       the model is not saved), or -p/--decision_log could not be written (the model, which
+       has learned every example read, is saved with -f)
   2    bad flags, a path that cannot be read or written, a model file that does not load
   130  interrupted (Ctrl-C): the predictions of every whole block are written, and with -f
-       the model of that point is saved
+       the model of that point is saved (a Ctrl-C during the summary or the save waits
+       for the save)
   141  the output pipe was closed (e.g. | head): the run ends quietly
 """
 
