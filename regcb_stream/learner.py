@@ -157,10 +157,7 @@ class RegCB(Stateful):
     def score(self, context, actions: Sequence, action) -> float:
         """Probability that the learner plays ``action`` among ``actions`` for ``context``."""
         params.check_actions(actions)
-        params.check_label("action", action)
-        if action not in list(actions):
-            raise ValueError(f"action {action!r} is not among the offered actions")
-        return self.pmf(context, actions)[list(actions).index(action)]
+        return self.pmf(context, actions)[params.position("action", action, actions)]
 
     # -- learning ----------------------------------------------------------------------
 
@@ -329,6 +326,9 @@ class RegCB(Stateful):
         """The model class the first example showed (`regcb_stream.defaults`; None
         before it)."""
         return self.model.model_class
+
+    def restored(self) -> None:  # (a model file's parameters: checked as at construction)
+        params.check_parameters(self)
 
     def clone(self) -> RegCB:
         """A fresh learner with the same parameters."""

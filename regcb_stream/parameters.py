@@ -188,6 +188,15 @@ def check_actions(actions) -> None:
         raise ValueError("actions must not hold NaN, a label never equal to itself")
 
 
+def position(name: str, label, actions) -> int:
+    """Where the label ``name`` is among the offered ``actions``, or an error naming it."""
+    check_label(name, label)
+    try:  # (also: labels that do not compare with it)
+        return list(actions).index(label)
+    except ValueError:
+        raise ValueError(f"{name} {label!r} is not among the offered actions") from None
+
+
 def check_label(name: str, value) -> None:
     """A ``TypeError`` for an action label or event id (``name``) that is not hashable."""
     try:
@@ -198,11 +207,11 @@ def check_label(name: str, value) -> None:
 
 
 def check_lengths(**blocks) -> int:
-    """The common length of a block's arguments (None: absent), or an error naming them
-    and their lengths."""
+    """The common length of a block's arguments (None: absent, but for ``contexts``), or an
+    error naming them and their lengths."""
     lengths = {}
     for name, block in blocks.items():
-        if block is None:
+        if block is None and name != "contexts":
             continue
         if isinstance(block, (str, bytes, Mapping)) or not hasattr(block, "__len__") or (
                 isinstance(block, np.ndarray) and block.ndim == 0):

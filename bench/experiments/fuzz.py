@@ -48,6 +48,7 @@ import contextlib
 import gzip
 import inspect
 import io
+import itertools
 import json
 import os
 import pathlib
@@ -433,6 +434,7 @@ class Generator:
     def _flags(self, rng):
         entry = rng.choices(list(MODULES), [0.8, 0.15, 0.05])[0]
         pool = self.flags[entry] + (VW_HABITS if entry == "regcb-stream" else [])
+        pool = [flag for flag in pool if flag != "--replays"]  # (hours of VW runs, by design)
         argv = []
         for _ in range(rng.randint(1, 5)):
             argv.append(rng.choice(pool))
@@ -645,7 +647,7 @@ def run_case(case: Case, folder: str) -> tuple[int | None, str, str, list[str]]:
     text = stderr.buffer.getvalue().decode("utf-8", "replace")
     written = ""
     with contextlib.suppress(FileNotFoundError):
-        written = pathlib.Path(folder, "out.p").read_text("utf-8", "replace")
+        written = pathlib.Path(folder, "out.p").read_bytes().decode("utf-8", "replace")
     if not problems:
         problems = check(case, status, text, written)
     return status, text, written, problems
@@ -660,20 +662,23 @@ def check(case: Case, status, stderr: str, written: str) -> list[str]:
     problems = []
     if status in (1, 2) and not names_what(stderr, case):
         problems.append("refusal naming no line, flag or path")
-    vw_ties = "--vw_compat" in case.argv and "--regcbopt" in case.argv  # VW's 1s, documented
-    if written and not vw_ties and not valid_predictions(written):
+    optimistic = "--regcbopt" in case.argv or "--regcb" not in case.argv
+    vw_ties = "--vw_compat" in case.argv and optimistic  # VW's 1s, documented
+    legacy = "--cb_force_legacy" in case.argv
+    if written and not vw_ties and not valid_predictions(written, legacy):
         problems.append("invalid distribution")
     if case.fmt in ("text", "adf") and status in (0, 1):
         lines = cleaned_lines(case.files["input"])
         examples = example_ends(lines, case.fmt == "adf")
-        legacy = "--cb_force_legacy" in case.argv
         predictions = written.count("\n") if legacy else written.count("\n\n")
         if predictions > len(examples):
             problems.append("more predictions than examples")
         elif status == 0 and predictions != len(examples):
             problems.append("status 0: not one per example")
         elif status == 1:
-            named = re.search(r"\bline (\d+)", stderr)
+            error = next((line for line in stderr.splitlines()
+                          if line.startswith(("error", "regcb-stream: error"))), "")
+            named = re.search(r"\bline (\d+)", error)
             earlier = named and sum(1 for first, last in examples
                                     if last < int(named.group(1))
                                     and not first <= int(named.group(1)) <= last)
@@ -694,25 +699,32 @@ def names_what(stderr: str, case: Case) -> bool:
         unrecognized and set(unrecognized.group(1).split()) <= set(case.argv))
 
 
-def valid_predictions(written: str) -> bool:
+def valid_predictions(written: str, legacy: bool = False) -> bool:
     """Every line of ``-p`` is a distribution summing to 1: VW's ``action:probability,...``
-    (then a tag, if any) or the legacy single-line ``p1 p2 ...``."""
-    for line in written.splitlines():
-        words = line.split()
-        if not words:
+    then a tag, if any (a tag alone: an example without actions), or with ``legacy`` the
+    single-line ``p1 p2 ...`` then a tag."""
+    for line in written.split("\n"):  # (only \n ends a line: a tag may hold \x85)
+        if not line.strip() or line.startswith(" "):
             continue
         try:
-            if ":" in words[0]:
-                probabilities = [float(item.split(":")[1]) for item in words[0].split(",")]
+            if legacy:
+                words = line.split()
+                probabilities = [float(w) for w in itertools.takewhile(_is_number, words)]
             else:
-                probabilities = [float(word) for word in words
-                                 if re.fullmatch(r"[-+]?(\d+\.?\d*|nan|inf)", word)]
+                probabilities = [float(item.split(":")[1])
+                                 for item in line.split(" ")[0].split(",")]
         except (ValueError, IndexError):
             return False
-        if not probabilities:  # an example without actions: its tag alone, as VW writes it
-            continue
         if any(not 0 <= p <= 1 for p in probabilities) or abs(sum(probabilities) - 1) > 1e-3:
             return False
+    return True
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
     return True
 
 

@@ -73,7 +73,8 @@ class StreamSettings:
         number = (int, float)
         for name, ok in (("adf", _is(bool)), ("legacy", _is(bool)), ("first_only", _is(bool)),
                          ("vw_compat", _is(bool)), ("constant", _is(bool)),
-                         ("dsjson", _is(bool)), ("flags", _is(dict, type(None))),
+                         ("dsjson", _is(bool)), ("flags", lambda v: v is None or (
+                             _is(dict)(v) and all(map(_is_flag_value, v.values())))),
                          ("n_actions", lambda v: v is None or _is(int)(v) and v >= 1),
                          ("hash_bits", lambda v: v is None or _is(int)(v) and 0 <= v <= 32),
                          ("interactions", lambda v: isinstance(v, (tuple, list)) and all(
@@ -84,6 +85,13 @@ class StreamSettings:
                 raise ValueError(f"the stream setting {name} = {getattr(settings, name)!r} "
                                  "is not one regcb-stream writes")
         return settings
+
+
+def _is_flag_value(value) -> bool:
+    """A value the command's parser gives a flag (a number, a string, a switch, a list)."""
+    plain = (type(None), bool, int, float, str)
+    return type(value) in plain or type(value) in (tuple, list) and all(
+        type(x) in plain for x in value)
 
 
 def _is(*types):

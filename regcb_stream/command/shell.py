@@ -166,12 +166,16 @@ def open_output(stack: contextlib.ExitStack, name: str, flag: str) -> Output:
 
 def check_model_path(name: str | None, flag: str = "-f") -> None:
     """That ``-f`` (or another ``flag``'s file) can be written at the end: its folder exists
-    and is writable, and it is not a folder itself."""
+    and is writable, and it is not a folder itself (nor, for ``-f``, whose file is written
+    beside it and renamed over it, a device or a pipe)."""
     if name is None:
         return
     folder = os.path.dirname(os.path.abspath(name))
     if os.path.isdir(name):
         raise PathError(f"{flag} {name}: is a directory")
+    if flag == "-f" and os.path.exists(name) and not os.path.isfile(name):
+        raise PathError(f"{flag} {name}: is not a regular file (a model file is written "
+                        "beside it, then renamed over it)")
     if not os.path.isdir(folder):
         raise PathError(f"{flag} {name}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK):

@@ -117,8 +117,8 @@ def _compare(path: str, folder: str, regcb, vw, interactions, target_rate, seed:
     data = log_bytes(path)
     costs, probs = _scan_labels(data, dsjson)
     if not probs:
-        raise ValueError(f"{path}: the log has no labelled example with a probability: "
-                         "nothing to estimate")
+        raise ValueError("the log has no labelled example with a probability: nothing to "
+                         "estimate")
     cost_range = (min(costs), max(costs)) if costs and min(costs) < max(costs) else None
     if multiplier == "min":
         multiplier = min(probs) if probs else None
@@ -230,12 +230,21 @@ def _scan_labels(text: bytes, dsjson: bool) -> tuple[list[float], list[float]]:
     """The costs and the logged probabilities of the log's labels, from a scan of its
     text."""
     if dsjson:
-        return ([float(c) for c in re.findall(rb'"_label_cost":\s*(-?[\d.eE+-]+)', text)],
-                [float(p) for p in re.findall(rb'"_label_probability":\s*([\d.eE+-]+)',
-                                              text)])
+        return (_floats(re.findall(rb'"_label_cost":\s*(-?[\d.eE+-]+)', text)),
+                _floats(re.findall(rb'"_label_probability":\s*([\d.eE+-]+)', text)))
     pairs = re.findall(rb"\n[ \t]*(?:\d+|[ \t]*):(-?[\d.eE+-]+):([\d.eE+-]+)[ \t]*\|",
                        b"\n" + text)  # (at a line's start: faster than (?m)^)
-    return [float(c) for c, _ in pairs], [float(p) for _, p in pairs]
+    return _floats(c for c, _ in pairs), _floats(p for _, p in pairs)
+
+
+def _floats(words) -> list[float]:
+    """The words that are numbers, as floats (the others fail in the parse, which names
+    their line)."""
+    out = []
+    for word in words:
+        with contextlib.suppress(ValueError):
+            out.append(float(word))
+    return out
 
 
 def _regcb_run(path: str, flags: str, interactions, rejection: tuple, seed: int,
@@ -552,6 +561,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not os.path.isfile(args.log):
         parser.error(f"{args.log}: no such file")
+    try:  # (the outputs' folders, before any work)
+        shell.check_model_path(args.plot, "--plot")
+        shell.check_model_path(None if args.json == "-" else args.json, "--json")
+    except shell.PathError as error:
+        parser.error(str(error))
     try:
         rows = compare(args.log, args.regcb, args.vw, interactions=args.interactions,
                        target_rate=args.target_rate, seed=args.random_seed,
@@ -559,7 +573,8 @@ def main(argv: list[str] | None = None) -> int:
                        replays=max(1, args.replays), multiplier=args.multiplier,
                        snips=args.snips, cb_actions=args.cb_explore)
     except (ValueError, RuntimeError, shell.PathError) as error:
-        print(f"regcb-compare: error: {error}", file=sys.stderr)
+        where = "" if str(error).startswith(("line ", args.log)) else f"{args.log}: "
+        print(f"regcb-compare: error: {where}{error}", file=sys.stderr)
         return 1
     if args.replays <= 1 and not args.quiet:
         print("regcb-compare: one replay per candidate: its interval leaves out the spread "
