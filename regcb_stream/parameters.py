@@ -94,6 +94,8 @@ def checked_play(contexts, actions, reveal, uniforms) -> tuple[int, np.ndarray |
     none given)."""
     check_actions(actions)
     n = check_lengths(contexts=contexts, uniforms=uniforms)
+    if n == 0:
+        raise ValueError("contexts must hold at least one round to play")
     if not callable(reveal):
         raise TypeError(f"reveal must be a function reveal(rounds, indices) -> rewards; "
                         f"got {reveal!r:.60}")
