@@ -163,6 +163,17 @@ def test_damaged_gzip_input_writes_the_intact_lines_then_names_the_first_lost(
         assert f"error: line {line or written + 1}: " in other.stderr, other.stderr
 
 
+def test_a_line_without_end_is_refused_after_the_lines_before_it():
+    head = "1:1:0.5 | a\n2:0:0.5 | b\n"
+    endless = subprocess.run(
+        f"(printf '{head}'; head -c 300000000 /dev/zero) | {sys.executable} -m regcb_stream"
+        " --cb_explore 4 -p /dev/stdout --quiet", shell=True, capture_output=True, text=True,
+        timeout=300, check=False)
+    assert endless.returncode == 1 and endless.stdout.count("\n\n") == 2
+    assert endless.stderr == ("error: line 3: longer than 256 MiB (no end of line); every line"
+                              " before it was read\n")
+
+
 @pytest.mark.parametrize("flags, text", [
     ("--cb_explore 2 --regcb", "1:0:0.5 | a b\n   \n2:1:0.5 | a\n"),
     ("--cb_explore_adf --regcb", "shared | s\n0:1:0.5 | a\n| b\n  \n| a\n| b\n\n"),

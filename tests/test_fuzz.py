@@ -25,7 +25,10 @@ def test_a_slice_of_every_target_meets_the_bars() -> None:
 
 def test_the_checks_see_what_they_look_for() -> None:
     assert fuzz.valid_predictions("0:0.5,1:0.5 tag\n\n1:0.2,0:0.8\n\n")
-    assert fuzz.valid_predictions("0.250000 0.750000  e12\n", legacy=True)
+    assert fuzz.valid_predictions("0.250000 0.750000  e12\n0.5 0.5 \n")
+    assert fuzz.valid_predictions("0.250000 0.750000  346\n")
+    assert not fuzz.valid_predictions("0.250000 0.850000  e12\n")
+    assert not fuzz.valid_predictions("0.250000 0.850000 \n")
     assert fuzz.valid_predictions(" e0:4\n\n0:1 e:5\n\n")
     assert not fuzz.valid_predictions("0:1,1:1\n\n")
     assert not fuzz.valid_predictions("0:nan,1:0.5\n\n")

@@ -48,7 +48,6 @@ import contextlib
 import gzip
 import inspect
 import io
-import itertools
 import json
 import os
 import pathlib
@@ -665,7 +664,7 @@ def check(case: Case, status, stderr: str, written: str) -> list[str]:
     optimistic = "--regcbopt" in case.argv or "--regcb" not in case.argv
     vw_ties = "--vw_compat" in case.argv and optimistic  # VW's 1s, documented
     legacy = "--cb_force_legacy" in case.argv
-    if written and not vw_ties and not valid_predictions(written, legacy):
+    if written and not vw_ties and not valid_predictions(written):
         problems.append("invalid distribution")
     if case.fmt in ("text", "adf") and status in (0, 1):
         lines = cleaned_lines(case.files["input"])
@@ -699,17 +698,17 @@ def names_what(stderr: str, case: Case) -> bool:
         unrecognized and set(unrecognized.group(1).split()) <= set(case.argv))
 
 
-def valid_predictions(written: str, legacy: bool = False) -> bool:
+def valid_predictions(written: str) -> bool:
     """Every line of ``-p`` is a distribution summing to 1: VW's ``action:probability,...``
-    then a tag, if any (a tag alone: an example without actions), or with ``legacy`` the
-    single-line ``p1 p2 ...`` then a tag."""
+    then a tag, if any (a tag alone: an example without actions), or VW's legacy
+    single-line ``p1 ... pK `` then a tag, if any (which may look like a number: ``'346``;
+    a damaged model file's flags may ask for it)."""
     for line in written.split("\n"):  # (only \n ends a line: a tag may hold \x85)
         if not line.strip() or line.startswith(" "):
             continue
         try:
-            if legacy:
-                words = line.split()
-                probabilities = [float(w) for w in itertools.takewhile(_is_number, words)]
+            if ":" not in line.split(" ")[0]:
+                probabilities = [float(w) for w in line[:line.rfind(" ")].split()]
             else:
                 probabilities = [float(item.split(":")[1])
                                  for item in line.split(" ")[0].split(",")]
@@ -717,14 +716,6 @@ def valid_predictions(written: str, legacy: bool = False) -> bool:
             return False
         if any(not 0 <= p <= 1 for p in probabilities) or abs(sum(probabilities) - 1) > 1e-3:
             return False
-    return True
-
-
-def _is_number(word: str) -> bool:
-    try:
-        float(word)
-    except ValueError:
-        return False
     return True
 
 

@@ -321,14 +321,15 @@ class Driver:
                              tuple(x[i:i + 1] for x in labels), n_features[i:i + 1],
                              examples[i:i + 1])
             raise
-        finite = np.isfinite(decision.pmf).all(axis=1)
-        if not finite.all():  # (features beyond float64, or a damaged model file's state)
-            bad = int(np.argmin(finite))  # the examples before it are written
+        valid = valid_rows(decision.pmf)
+        if not valid.all():  # (features beyond float64, or a damaged model file's state)
+            bad = int(np.argmin(valid))  # the examples before it are written
             self._write(*self._shown(decision.pmf[:bad], decision.prediction[:bad]),
                         tags[:bad])
-            raise ExampleError(line_nos[bad], ValueError(
-                "the learner's distribution is not finite: a feature value too large, or a "
-                "damaged model file?"))
+            error = ValueError("the learner's distribution is not valid (not finite, "
+                               "negative or not summing to 1): a feature value too large, "
+                               "or a damaged model file?")
+            raise ExampleError(line_nos[bad], error) from error
         self._note_oracle(line_nos[-1])
         pmfs, orders = self._shown(decision.pmf, decision.prediction)
         self._write(pmfs, orders, tags)
@@ -490,3 +491,15 @@ def _first_of_ties(pmf: np.ndarray, order: np.ndarray) -> np.ndarray:
     out = np.zeros_like(pmf)
     out[first] = 1.0
     return out
+
+
+def valid_rows(pmfs: np.ndarray) -> np.ndarray:
+    """Which rows of ``pmfs`` are distributions: finite, not negative, summing to 1 (or
+    empty: an example without actions).
+
+    >>> valid_rows(np.array([[0.5, 0.5], [1.0, 1.0], [np.nan, 1.0], [0.0, 0.0]])).tolist()
+    [True, False, False, True]
+    """
+    total = pmfs.sum(axis=1)
+    return (np.isfinite(total) & (pmfs >= 0).all(axis=1)
+            & ((np.abs(total - 1) <= 1e-6) | ~pmfs.any(axis=1)))

@@ -47,6 +47,7 @@ def _decoded_lines(data) -> list[str]:
 _lines = _decoded_lines if _scan is None else _scan.lines
 
 CHUNK = 1 << 16
+MAX_LINE = 1 << 28  # bytes: a longer line (``-d /dev/zero``) is refused, not buffered for ever
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -68,7 +69,7 @@ class ReadAhead:
         self._chunk = chunk
         self._lines: list[str] = []
         self._next = 0  # the first line of _lines not yet given out
-        self._tail = b""
+        self._tail = bytearray()  # the start of a line whose end has not been read
         self._gzip: zlib._Decompress | None = None  # with gzip input
         self._started = False
         self._done = 0  # lines given out before those of _lines (and of earlier files)
@@ -176,13 +177,20 @@ class ReadAhead:
                 if not self._tail:
                     return False
                 self._lines.append(self._tail.decode("utf-8", "surrogateescape"))
-                self._tail = b""
+                self._tail = bytearray()
                 return True
-            data = self._tail + data
             cut = data.rfind(b"\n") + 1  # complete lines, decoded at once
-            self._tail = data[cut:]
-            if cut:
-                self._lines = _lines(memoryview(data)[:cut - 1])
+            if not cut:
+                self._tail += data
+                if len(self._tail) > MAX_LINE:
+                    self._damage = f"longer than {MAX_LINE >> 20} MiB (no end of line)"
+                    raise InputError(self._done + 1, self._damage)
+                continue
+            if self._tail:
+                data = self._tail + data
+                cut += len(self._tail)
+            self._lines = _lines(memoryview(data)[:cut - 1])
+            self._tail = bytearray(data[cut:])
         return True
 
 
