@@ -213,7 +213,7 @@ def check_lengths(**blocks) -> int:
     error naming them and their lengths."""
     lengths = {}
     for name, block in blocks.items():
-        if block is None and name != "contexts":
+        if block is None and name not in ("contexts", "actions"):
             continue
         if isinstance(block, (str, bytes, Mapping)) or not hasattr(block, "__len__") or (
                 isinstance(block, np.ndarray) and block.ndim == 0):
@@ -287,7 +287,7 @@ PARAMETERS = {
     "variant": (_choice(rules.VARIANTS), f"one of {rules.VARIANTS}"),
     "oracle": (lambda v: True, "a name or an Oracle"),  # (checked by its model)
     "beta": (lambda v: v is None or is_number(v) and v >= 0, "None or a finite number >= 0"),
-    "schedule": (lambda v: v in schedules.SCHEDULES, f"one of {schedules.SCHEDULES}"),
+    "schedule": (_choice(schedules.SCHEDULES), f"one of {schedules.SCHEDULES}"),
     "budget": (lambda v: v is None or _choice((*schedules.BUDGETS, "auto"))(v),
                f"None or one of {(*schedules.BUDGETS, 'auto')}"),
     "mellowness": (lambda v: v is None or is_number(v) and v > 0, "None or a finite number > 0"),

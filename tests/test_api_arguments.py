@@ -31,6 +31,7 @@ def reveal(rounds, index):
     ({"budget": "auto", "budget_grid": []}, r"'budget_grid' parameter"),
     ({"budget_grid": [1e-3, float("nan")]}, r"'budget_grid' parameter"),
     ({"oracle": 5}, r"oracle must be a name or an Oracle"),
+    ({"schedule": np.zeros((2, 2))}, r"'schedule' parameter of RegCB must be one of"),
 ])
 def test_constructor_names_the_parameter(kwargs, message):
     with pytest.raises((ValueError, TypeError), match=message):
@@ -63,6 +64,7 @@ CALLS = [
     (lambda l: l.learn_many(X, ["a"] * 4, ONES), ValueError,
      r"same length; got contexts 5, actions 4, rewards 5"),
     (lambda l: l.learn_many(X, ["a"] * 5, ONES, probs=[1] * 4), ValueError, r"probs 4"),
+    (lambda l: l.learn_many(X, None, ONES), TypeError, r"actions must be a sequence"),
     (lambda l: l.learn_many(X, ["a"] * 5, ONES, weights=[1, 1, 1, 1, np.nan]), ValueError,
      r"weight must be a finite number >= 0, got nan"),
     (lambda l: l.learn_many(X, ["a"] * 5, "abcde"), TypeError, r"rewards must be a sequence"),
