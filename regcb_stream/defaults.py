@@ -1,8 +1,10 @@
 """The defaults, declared once: per model class, the settings and the report that chose them.
 
 What a learner runs with by default depends on what its first example shows, the *model
-class*: dense contexts with actions as labels get random Fourier features; dict contexts
-(River's, the command line's VW features) the linear model; actions given as dicts of
+class*: contexts with actions as labels get random Fourier features, dense ones and dicts
+of numbers alike (River's, the command line's VW features: a dict is the vector of its
+first context's names, `features.encoder.named_dense`), except dicts of indicators (every
+value 1: words, one-hot categories), which get the linear model; actions given as dicts of
 features one joint model, whose default depends on whether some action has features of its
 own (VW's ADF with ``-q sa``) or every action shares them (a ranking). Each class's
 settings were chosen by leave-one-dataset-out on the public streams, each budget among
@@ -38,11 +40,12 @@ class ClassDefaults(NamedTuple):
 
 MODEL_CLASSES = {
     "random features": ClassDefaults(
-        1.0, "optimistic", 3e-3, "dense contexts, actions as labels: 64 random Fourier "
-        "features appended", "docs/results/feature_ridge.md"),
+        1.0, "optimistic", 3e-3, "contexts of numbers (arrays, dicts: River, the command's "
+        "--cb_explore), actions as labels: 64 random Fourier features appended",
+        "docs/results/feature_ridge.md"),
     "linear": ClassDefaults(
-        10.0, "optimistic", 3e-4, "dict contexts (River, the command's --cb_explore), or "
-        "random_features=0", "docs/results/defaults.md"),
+        10.0, "optimistic", 3e-4, "dict contexts of indicators (every value 1: words, "
+        "one-hot categories), or random_features=0", "docs/results/defaults.md"),
     "own features": ClassDefaults(
         1.0, "optimistic", 1e-2, "actions as feature dicts, some features their own (ADF "
         "with -q sa)", "docs/results/joint_budget.md"),

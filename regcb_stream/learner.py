@@ -29,10 +29,10 @@ class RegCB(Stateful):
     Optimistic plays the largest ``High`` (with a ridge oracle, this is LinUCB on an epoch
     schedule). The decision state is frozen within an epoch and rebuilt at its end.
 
-    ``RegCB()`` runs the defaults of the model class its first example shows (dense
-    contexts: 64 random features; dict contexts: the linear model; actions given as
-    feature dicts: the joint model), each chosen by leave-one-dataset-out on the public
-    streams: `regcb_stream.defaults` has the table and the reports behind it.
+    ``RegCB()`` runs the defaults of the model class its first example shows (contexts of
+    numbers, arrays or dicts: 64 random features; dicts of indicators: the linear model;
+    actions given as feature dicts: the joint model), each chosen by leave-one-dataset-out
+    on the public streams: `regcb_stream.defaults` has the table and the reports behind it.
 
     Parameters
     ----------

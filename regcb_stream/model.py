@@ -339,11 +339,14 @@ def make_model(spec: Spec, select_model: bool = False):
 
 def random_features(spec: Spec) -> RandomFeatures | None:
     """The encoder's map of dense contexts: ``random_features`` as `RegCB` takes it (None:
-    the default's, with the default oracle, where they apply)."""
+    the default's where they apply, with the default oracle or a `RidgeOracle` whose
+    penalty is left to the model class, as the command's)."""
     features = spec.random_features
     if features is None:
-        return None if spec.oracle is not None else RandomFeatures(
-            defaults.RANDOM_FEATURES, spec.random_scale, spec.seed, required=False)
+        oracle = spec.oracle
+        left = oracle is None or type(oracle) is RidgeOracle and oracle.l2 is None
+        return RandomFeatures(defaults.RANDOM_FEATURES, spec.random_scale, spec.seed,
+                              required=False) if left else None
     if isinstance(features, RandomFeatures):
         return copy.deepcopy(features)
     return RandomFeatures(features, spec.random_scale, spec.seed) if features else None

@@ -6,7 +6,9 @@ change). ``state()`` gives that state as a dict (also a diagnostic: the tests co
 oracles by it), and ``from_state`` builds the object back from one, without running its
 constructor or any code of the file (``restored`` derives what the state does not
 hold); ``TRANSIENT`` gives the attributes that are not
-saved (caches) their value in an object built back (a copy of it, for each object).
+saved (caches) their value in an object built back (a copy of it, for each object), and
+``ADDED`` the value of a name added to ``SAVED`` after model files of the format were
+written, in an object built back from one of those files.
 
 >>> class Counter(Stateful):
 ...     SAVED = {"count": "_n"}
@@ -29,6 +31,7 @@ class Stateful:
 
     SAVED: ClassVar[dict[str, str]] = {}
     TRANSIENT: ClassVar[dict[str, object]] = {}
+    ADDED: ClassVar[dict[str, object]] = {}
 
     def state(self) -> dict:
         """The saved state: each of ``SAVED``'s names and its value."""
@@ -37,11 +40,13 @@ class Stateful:
 
     @classmethod
     def from_state(cls, state: dict):
-        """The object a ``state`` describes (a ``KeyError`` for a name it lacks)."""
+        """The object a ``state`` describes (a ``KeyError`` for a name it lacks, unless
+        the name is in ``ADDED``)."""
         obj = cls.__new__(cls)
         attributes = vars(obj)
         for name, attribute in cls.SAVED.items():
-            attributes[attribute] = state[name]
+            attributes[attribute] = (copy.copy(cls.ADDED[name])
+                                     if name in cls.ADDED and name not in state else state[name])
         attributes.update({name: copy.copy(value) for name, value in cls.TRANSIENT.items()})
         obj.restored()
         return obj

@@ -484,7 +484,9 @@ def test_a_resume_conflict_names_the_flags(tmp_path):
 
 @pytest.mark.parametrize("flags, budget", [
     (["--dsjson"], "mellowness 0.01 or 0.001 (by the model class: no example showed it)"),
-    (["--cb_explore", "4"], "mellowness 0.0003"),
+    (["--cb_explore", "4"],
+     "mellowness 0.003 or 0.0003 (by the model class: no example showed it)"),
+    (["--cb_explore", "4", "--oracle", "bounded"], "mellowness 0.0003"),
     (["--cb_explore_adf", "--oracle", "vw"], "mellowness 0.1"),
     (["--cb_explore", "4", "--mellowness", "0.2"], "mellowness 0.2")])
 def test_a_run_without_examples_reports_the_budget_its_flags_name(flags, budget):

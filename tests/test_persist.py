@@ -152,6 +152,7 @@ LEARNERS = {
     "vw": lambda: RegCB("elimination", oracle="vw", mellowness=0.01, seed=4),
     "vw, doubling": lambda: RegCB(oracle=VWOracle(bisection=True), schedule="doubling", seed=4),
     "hashed": lambda: RegCB(hash_bits=12, seed=5),
+    "dicts, linear": lambda: RegCB(hash_bits=12, seed=6, random_features=0),
 }
 
 
@@ -177,6 +178,28 @@ def test_a_saved_learner_continues_exactly(tmp_path, make):
     restored, settings = load_model(tmp_path / "m.regcb")
     assert settings == {"adf": False, "interactions": ("ab",)}
     assert play(restored, rows[60:]) == play(twin, rows[60:])
+
+
+def test_a_model_file_from_before_the_names_added_to_its_format_loads(tmp_path):
+    """A file of format 7 written before the encoder saved the random features of named
+    contexts (whose dict contexts had none) continues as it would have."""
+    learner, twin = (RegCB(seed=7, random_features=0) for _ in range(2))
+    contexts, rewards = checks.stream(80)
+    rows = [({f"f{j}": float(v) for j, v in enumerate(x)}, r) for x, r in zip(contexts, rewards)]
+    for who in (learner, twin):
+        for x, r in rows[:40]:
+            action, prob, _ = who.predict(x, checks.ACTIONS)
+            who.learn(x, action, float(r[checks.ACTIONS.index(action)]), prob)
+    save_model(tmp_path / "m.regcb", learner, {})
+    with np.load(tmp_path / "m.regcb") as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    header = arrays.pop("header").tobytes().decode()
+    older = header.replace(', ["wave_columns", null], ["waves_at", null]', "")
+    assert older != header
+    np.savez(tmp_path / "older.npz", header=np.frombuffer(older.encode(), np.uint8), **arrays)
+    restored, _ = load_model(tmp_path / "older.npz")
+    assert [restored.pmf(x, checks.ACTIONS) for x, _ in rows[40:]] == [
+        twin.pmf(x, checks.ACTIONS) for x, _ in rows[40:]]
 
 
 def test_objects_of_other_libraries_need_allow_pickle(tmp_path):

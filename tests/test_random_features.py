@@ -160,11 +160,26 @@ def test_the_features_are_those_of_the_contexts_direction():
     np.testing.assert_allclose(plain(X[:20])[:, 16:], 0.35 * (np.cos(waves + b) - np.cos(b)))
 
 
-def test_the_default_applies_to_dense_contexts_and_the_default_oracle_only():
-    """Dict contexts, action feature dicts and an oracle given: as with random_features=0."""
+def test_dict_contexts_of_the_same_numbers_get_the_same_model_as_arrays():
+    """A dict context is the dense vector of its names: the same decisions as the array of
+    the same numbers, hashed or not; names first seen later are linear features alone."""
     dicts = [{f"f{j}": float(v) for j, v in enumerate(x)} for x in X[:300]]
-    assert per_example(RegCB(seed=1), dicts) == per_example(RegCB(seed=1, random_features=0),
-                                                             dicts)
+    arrays = per_example(RegCB(seed=1), X[:300])
+    assert per_example(RegCB(seed=1), dicts) == arrays
+    assert per_example(RegCB(seed=1, hash_bits=18), dicts) == arrays
+    learner = RegCB(seed=1)
+    per_example(learner, [{**d, **({"late": 1.0} if t > 100 else {})}
+                          for t, d in enumerate(dicts)])
+    assert learner.model_class == "random features"
+    assert learner.encoder.dim == 1 + 16 + 64 + 1
+
+
+def test_indicator_dicts_and_joint_actions_keep_the_linear_model():
+    """Dicts whose values are all 1 (words, one-hot categories), action feature dicts and
+    an oracle given: as with random_features=0."""
+    words = [{f"w{int(v * 4) % 9}": 1.0, f"v{j % 5}": 1.0} for j, v in enumerate(X[:300, 0])]
+    assert per_example(RegCB(seed=1), words) == per_example(
+        RegCB(seed=1, random_features=0), words)
     items = [{"item": float(a)} for a in ACTIONS]
     pmfs = []
     for learner in (RegCB(seed=1), RegCB(seed=1, random_features=0)):
@@ -175,12 +190,13 @@ def test_the_default_applies_to_dense_contexts_and_the_default_oracle_only():
     for oracle in ("vw", "ridge", RidgeOracle(prior="optimistic")):
         assert RegCB(seed=1, oracle=oracle).encoder.expand is None
     assert RegCB(seed=1).encoder.expand.n_features == 64
+    assert RegCB(oracle=RidgeOracle(l2=None, prior="auto")).encoder.expand is not None
 
 
-def test_named_features_and_bad_settings_are_refused():
+def test_features_asked_for_apply_to_dicts_and_bad_settings_are_refused():
     learner = RegCB(random_features=8)
-    with pytest.raises(ValueError, match="not to named features"):
-        learner.predict({"f": 1.0}, ["a", "b"])
+    learner.predict({"f": 1.0}, ["a", "b"])
+    assert learner.encoder.dim == 1 + 1 + 8
     with pytest.raises(ValueError, match="not to actions given as feature dicts"):
         RegCB(random_features=8).pmf([1.0, 2.0], [{"a": 1.0}, {"b": 1.0}])
     for bad in ({"random_features": -1}, {"random_features": 2.5}, {"random_scale": 0.0}):

@@ -55,6 +55,7 @@ def make_learner(args) -> RegCB:
         cross=False,
         intercept=not args.noconstant,
         hash_bits=args.bit_precision,
+        random_features=0 if args.vw_compat else None,
         change_threshold=args.change_threshold,
         **budget,
     )

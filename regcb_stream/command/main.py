@@ -211,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "never)")
     own.add_argument("--ridge_l2", type=float, metavar="L2",
                      help=f"--oracle ridge or bounded: the ridge penalty, the weight of the "
-                          f"prior (default: RegCB's, {_per_class('l2')})")
+                          f"prior (default: RegCB's, {_per_class('l2')}; given, --cb_explore "
+                          "runs the linear model, without the random features)")
     own.add_argument("--ridge_prior", choices=["auto", "optimistic", "midpoint", "zero"],
                      help="--oracle ridge: shrink predictions toward --cb_min_cost, so that an "
                           "action not yet tried looks best (optimistic), toward the middle "
@@ -223,8 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: the model classes of the command's streams, as its help names them (`defaults`)
-STREAMS = {"linear": "--cb_explore", "own features": "ADF actions with features of their "
-           "own", "shared features": "ADF actions sharing every feature"}
+STREAMS = {"random features": "--cb_explore with numeric features", "linear": "--cb_explore "
+           "with indicator features (words) or without random features (--ridge_l2, --oracle "
+           "bounded, --vw_compat)", "own features": "ADF actions with features of their own",
+           "shared features": "ADF actions sharing every feature"}
 
 
 def _per_class(setting: str) -> str:
@@ -382,9 +385,10 @@ def _budget(learner: RegCB, settings: StreamSettings) -> str:
     if learner.model_class is not None or flags.get("oracle") == "vw" or any(
             flags.get(name) for name in ("mellowness", "beta", "auto_budget")):
         return learner.budget_in_force
-    classes = ["linear"] if not settings.adf else ["own features", "shared features"]
+    classes = (["own features", "shared features"] if settings.adf else ["linear"]
+               if learner.encoder.expand is None else ["random features", "linear"])
     values = " or ".join(f"{MODEL_CLASSES[name].mellowness:g}" for name in classes)
-    return f"mellowness {values}" + ("" if not settings.adf else
+    return f"mellowness {values}" + ("" if len(classes) == 1 else
                                      " (by the model class: no example showed it)")
 
 

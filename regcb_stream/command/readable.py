@@ -20,7 +20,8 @@ Each weight line is ``slot:weight`` (``--readable_model``, VW's ``hash:weight``,
 feature name seen in the ``-d`` files (read again at the end, as VW's ``--invert_hash``
 costs a run time of its own), ``Constant`` for VW's constant; a slot whose names are not
 known (input from stdin) keeps ``slot:weight``. Lines are in slot order; weights of 0 are
-left out, as VW leaves them.
+left out, as VW leaves them. The random features' weights, which have no slot, are not
+written (the file then holds the model's linear part).
 """
 
 from __future__ import annotations

@@ -80,8 +80,11 @@ class FeatureEncoder(Stateful):
         "dense_dim": "_dense_dim",
         "input_width": "_input_width",
         "sparse": "_sparse",
+        "wave_columns": "_wave_columns",
+        "waves_at": "_waves_at",
     }
-    TRANSIENT = {"_expanded": None}
+    TRANSIENT = {"_expanded": None, "_wave_position": None}
+    ADDED = {"wave_columns": None, "waves_at": None}  # (model files of before them)
 
 
     def __init__(self, cross: bool = True, intercept: bool = True, hash_bits: int | None = None,
@@ -99,6 +102,11 @@ class FeatureEncoder(Stateful):
         self._input_width: int | None = None  # and the contexts' own length
         self._sparse: bool | None = None
         self._expanded = None  # (map, shape, bytes, features) of the last contexts mapped
+        # named contexts with random features: the columns of the first context's names
+        # (the map's input, in that order) and the first of the features' columns
+        self._wave_columns: np.ndarray | None = None
+        self._waves_at: int | None = None
+        self._wave_position: np.ndarray | None = None  # column -> its place in the input
 
     @property
     def dim(self) -> int:
@@ -106,11 +114,12 @@ class FeatureEncoder(Stateful):
 
     @property
     def max_dim(self) -> int | None:
-        """The most columns there can be (with ``hash_bits``: the intercept and every
-        slot), or None."""
+        """The most columns there can be (with ``hash_bits``: the intercept, every slot
+        and the random features), or None."""
         if self.hash_bits is None:
             return None
-        return 1 + (self._dense_dim or 0) + (1 << self.hash_bits)
+        waves = 0 if self._waves_at is None else self.expand.n_features
+        return 1 + (self._dense_dim or 0) + (1 << self.hash_bits) + waves
 
     @property
     def dense_dim(self) -> int | None:
@@ -126,7 +135,11 @@ class FeatureEncoder(Stateful):
             out[1:] = self.dense_values(context)
             return out
         if isinstance(context, Mapping):
-            return self._rows([self.context_items(context)])[0]
+            index, value = self.context_rows([context])
+            out = np.zeros(self.dim)
+            out[index[0, 1:]] += value[0, 1:]  # (padding: column 0, value 0)
+            out[0] = self.intercept
+            return out
         values = self._dense_context(context)
         out = np.empty(self.dim)
         out[0] = self.intercept
@@ -214,14 +227,64 @@ class FeatureEncoder(Stateful):
         if type(contexts) is list and len(contexts) == 1 and type(contexts[0]) is np.ndarray:
             return None, self.context(contexts[0])[None]  # one dense context: the fast case
         if isinstance(contexts, EncodedRows):
-            self._without_expansion("contexts given as encoded rows")
-            return self.encoded_sparse(contexts)
+            self._set_kind(sparse=True)
+            return self.waves(*self.encoded_sparse(contexts))
         if not len(contexts):
             return None, np.zeros((0, self.dim))
         if (isinstance(contexts, np.ndarray) and contexts.ndim == 2) or not isinstance(
                 contexts[0], Mapping):
             return None, self.dense_contexts(contexts)
-        return self.sparse([self.context_items(c) for c in contexts])
+        return self.waves(*self.sparse([self.context_items(c) for c in contexts]))
+
+    def waves(self, index: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Named context rows ``(index, value)`` with the random features of ``expand``
+        appended, as a dense context of the same numbers gets them (see `named_dense`): the
+        map's input is the values of the first context's names, in its order (0 for a name
+        a context lacks); names first seen later are linear features alone."""
+        if self.expand is None:
+            return index, value
+        if self._waves_at is None:
+            self._start_waves(index[0], value[0])
+            if self.expand is None:
+                return index, value
+        position = self._wave_position
+        d = len(self._wave_columns)
+        inside = index < len(position)
+        where = np.where(inside, position[np.where(inside, index, 0)], -1)
+        rows, slots = np.nonzero(where >= 0)
+        x = np.zeros((len(index), d))
+        x[rows, where[rows, slots]] = value[rows, slots]
+        mapped = self.expand(x)
+        value = value.copy()
+        value[rows, slots] = mapped[rows, where[rows, slots]]  # (a wide context's shrink)
+        columns = self._waves_at + np.arange(self.expand.n_features)
+        return (np.concatenate([index, np.broadcast_to(columns, (len(index), len(columns)))],
+                               axis=1),
+                np.concatenate([value, mapped[:, d:]], axis=1))
+
+    def _start_waves(self, index: np.ndarray, value: np.ndarray) -> None:
+        """At the first named context (a row, intercept included): random features over
+        its names if it looks like a dense context (`named_dense`), else none."""
+        named = index > 0
+        columns, values = index[named], value[named]
+        if not (self.expand.required or named_dense(values)):
+            self._without_expansion("named features")
+            return
+        self._wave_columns = columns.astype(np.intp)
+        self._waves_at = 1 + (self._dense_dim or 0) + self._n_named
+        self._n_named += self.expand.n_features
+        self.restored()
+
+    def restored(self) -> None:
+        if self._wave_columns is not None:
+            columns, at = self._wave_columns, self._waves_at
+            if not (isinstance(columns, np.ndarray) and columns.dtype.kind == "i"
+                    and columns.ndim == 1 and (columns > 0).all() and type(at) is int
+                    and 0 < at and self.expand is not None):
+                raise ValueError("the random features of named contexts are damaged")
+            position = np.full(int(self._wave_columns.max(initial=0)) + 1, -1, np.intp)
+            position[self._wave_columns] = np.arange(len(self._wave_columns))
+            self._wave_position = position
 
     def joint_rows(self, contexts, actions, played: bool = False
                    ) -> tuple[np.ndarray, np.ndarray]:
@@ -229,6 +292,7 @@ class FeatureEncoder(Stateful):
         of each context with every action, or (``played``) of each context with its
         action. ``actions``: dicts of action features, or ``EncodedRows``."""
         if isinstance(actions, EncodedRows):
+            self._without_expansion("actions given as encoded rows (the joint class)")
             index, value = self.encoded_sparse(actions)
             return index.reshape(-1, index.shape[-1]), value.reshape(-1, value.shape[-1])
         if played:
@@ -285,20 +349,6 @@ class FeatureEncoder(Stateful):
         self._n_named += fresh
         return columns
 
-    def _rows(self, rows: list[tuple[list[int], list[float]]]) -> np.ndarray:
-        """Dense ``(len(rows), dim)`` array from (columns, values) per row (the columns of
-        a row are distinct: each kind of key has its own table)."""
-        out = np.zeros((len(rows), self.dim))
-        out[:, 0] = self.intercept
-        if len(rows) == 1:
-            out[0, rows[0][0]] = rows[0][1]
-            return out
-        lengths = [len(columns) for columns, _ in rows]
-        out[np.repeat(np.arange(len(rows)), lengths), [c for cs, _ in rows for c in cs]] = [
-            v for _, vs in rows for v in vs
-        ]
-        return out
-
     def _dense_context(self, context) -> np.ndarray:
         self._set_kind(sparse=False)
         values = _dense_values(context)
@@ -320,7 +370,8 @@ class FeatureEncoder(Stateful):
     def _without_expansion(self, what: str) -> None:
         """Drop the default random features, or refuse ``what`` if they were asked for."""
         if self.expand is not None:
-            if self.expand.required or self._dense_dim is not None:
+            if (self.expand.required or self._dense_dim is not None
+                    or self._waves_at is not None):
                 raise ValueError(f"random features apply to dense contexts (sequences of "
                                  f"numbers) and actions given as labels, not to {what}")
             self.expand = None
@@ -332,9 +383,22 @@ class FeatureEncoder(Stateful):
                 f"contexts were {kinds[self._sparse]}, got one of {kinds[sparse]}: "
                 "use one kind of context per learner"
             )
-        if sparse:
-            self._without_expansion("named features")
         self._sparse = sparse
+
+
+MAX_DENSE_NAMES = 1000  # a first context of more names is not a dense one
+
+
+def named_dense(values: np.ndarray) -> bool:
+    """Whether a first named context whose values are ``values`` is taken for a dense
+    context (a vector whose coordinates have names), whose random features apply: at most
+    `MAX_DENSE_NAMES` names, and some value other than 1 (names whose values are all 1 are
+    indicators: words, one-hot categories, which keep the linear model).
+
+    >>> named_dense(np.array([0.25, -1.5, 1.0])), named_dense(np.array([1.0, 1.0]))
+    (True, False)
+    """
+    return 0 < len(values) <= MAX_DENSE_NAMES and bool((values != 1).any())
 
 
 def _name_hash(key) -> int:

@@ -104,10 +104,10 @@ class RegCBPolicy(bandit.base.ContextualPolicy):
     >>> policy.distribution(arms, {"x": 0.0, "y": 5.0})
     [0.0, 1.0, 0.0]
     >>> [round(r, 1) for r in policy.predict_rewards(arms, {"x": 10.0, "y": 5.0})]
-    [1.0, 0.7, 0.7]
+    [1.0, 0.3, 0.2]
 
     (The default ridge's optimistic prior lifts the predictions of arms seldom played in a
-    context toward the best reward: the losing arms' are 0.7 here, not 0.)
+    context toward the best reward: the losing arms' are 0.3 and 0.2 here, not 0.)
 
     The oracle can be a River regressor (or pipeline), with River preprocessing on the
     contexts (the bounds then come from VW's sensitivity rule, `regcb_stream.RiverOracle`):
