@@ -100,6 +100,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     # reads random_features' report (the eligible settings) and runs
     _experiment("unseen_streams", inputs=("random_features",),
                 data=("results/unseen_streams.jsonl",)),
+    _experiment("input_forms", data=("results/input_forms.jsonl",)),
     _experiment("forgetting", data=("results/forgetting.jsonl",)),
     _experiment("change_detection", data=("results/change_detection.jsonl",)),
     _experiment("auto_budget_cost"),

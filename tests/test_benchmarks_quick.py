@@ -161,6 +161,20 @@ def test_unseen_streams_settings_name_the_default_map() -> None:
             learner.learn(x, drawn[0], float(x[0] > 0), drawn[1], **drawn[2])
 
 
+def test_every_input_form_plays_as_the_arrays_do() -> None:
+    """RegCB() on arrays, RegCBPolicy() in River's loop and the command driven line by line
+    make the same decisions on the same stream, clean and noisy."""
+    from bench.experiments import input_forms as forms
+
+    for stream in ("phishing", "phishing-noisy"):
+        runs = [forms.run((name, stream, 0)) for name in forms.NAMES[:3]]
+        assert len({r["progressive"] for r in runs}) == 1, runs
+    noisy = forms.load_problem("phishing-noisy", 0)
+    clean = forms.load_problem("phishing", 0)
+    np.testing.assert_array_equal(noisy.train.X, clean.train.X)
+    assert set(np.unique(noisy.train.R)) == {0.0, 1.0} and (noisy.train.R.sum(1) != 1).any()
+
+
 def test_forgetting_runs_the_factor_it_names_and_reports_every_stream() -> None:
     """``RegCB()`` is the factor 1; a named factor reaches the learner's oracle; the report
     has a row per stream and the drifting streams' peers."""

@@ -221,11 +221,13 @@ def random_features(setting: str, seed: int) -> RandomFeatures:
                           normalize="direction" in setting.split())
 
 
-def run(task: tuple) -> dict:
-    """Progressive reward of one (learner, stream, repetition)."""
+def run(task: tuple, load=None, algorithm=None) -> dict:
+    """Progressive reward of one (learner, stream, repetition): its problem from ``load``
+    and its learner from ``algorithm`` (this script's, by default)."""
     name, stream, rep = task
-    problem = load_problem(stream, rep)
-    record = protocol.run_protocol(_algorithm(name, problem.n_actions, rep), problem, rep)
+    problem = (load or load_problem)(stream, rep)
+    algo = (algorithm or _algorithm)(name, problem.n_actions, rep)
+    record = protocol.run_protocol(algo, problem, rep)
     return {"name": name, "stream": stream, "rep": rep, "n": len(problem.train),
             "progressive": record["progressive"], "seconds": record["seconds"]}
 
