@@ -72,7 +72,7 @@ def noisy_means(stream: str, n_actions: int) -> np.ndarray:
     """The mean reward matrix ``mu[a, y]`` of a stream's noisy variant, seeded by its name.
 
     >>> mu = noisy_means("sea", 2)
-    >>> mu.shape, mu[0, 0], mu[1, 1], bool(((mu >= 0) & (mu <= 1)).all())
+    >>> mu.shape, float(mu[0, 0]), float(mu[1, 1]), bool(((mu >= 0) & (mu <= 1)).all())
     ((2, 2), 1.0, 1.0, True)
     """
     seed = int.from_bytes(hashlib.sha256(stream.encode()).digest()[:8], "little")
