@@ -169,8 +169,8 @@ def test_every_input_form_plays_as_the_arrays_do() -> None:
     for stream in ("phishing", "phishing-noisy"):
         runs = [forms.run((name, stream, 0)) for name in forms.NAMES[:3]]
         assert len({r["progressive"] for r in runs}) == 1, runs
-    noisy = forms.load_problem("phishing-noisy", 0)
-    clean = forms.load_problem("phishing", 0)
+    noisy = forms.unseen_streams.load_problem("phishing-noisy", 0)
+    clean = forms.unseen_streams.load_problem("phishing", 0)
     np.testing.assert_array_equal(noisy.train.X, clean.train.X)
     assert set(np.unique(noisy.train.R)) == {0.0, 1.0} and (noisy.train.R.sum(1) != 1).any()
 

@@ -4,11 +4,10 @@ interactively, next to River's ``bandit.LinUCBDisjoint()``.
 
 The streams are those of ``bench/experiments/unseen_streams.py`` (none chose a default) and
 a noisy variant of each, built as the paper builds its noisy UCI streams: the reward of
-action ``a`` when the class is ``y`` is drawn Bernoulli(``mu[a, y]``), ``mu`` a ``K x K``
-matrix with diagonal 1 and the rest uniform on [0, 1] rounded to 0.01 (as the paper's
-matrices are), seeded by the stream's name (``noisy_means``). Repetition ``rep`` is the
-harness's (`unseen_streams.load_problem`; the noisy rewards drawn from seed ``rep``), and
-every form plays the same rounds:
+action ``a`` when the class is ``y`` is drawn Bernoulli(``mu[a, y]``)
+(``unseen_streams.noisy_means``). Repetition ``rep`` is the harness's
+(``unseen_streams.load_problem``; the noisy rewards drawn from seed ``rep``), and every form
+plays the same rounds:
 
 - ``RegCB() on arrays``: the harness's protocol, its blocks and draws
   (``bench.harness.regcb_algo``);
@@ -38,7 +37,6 @@ Runs are kept in ``results/input_forms.jsonl`` (resumable); writes
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import pathlib
 import subprocess
@@ -62,41 +60,10 @@ RIVER = "RegCBPolicy() in River's loop"
 COMMAND = "regcb-stream, interactive"
 LINUCB = "River LinUCBDisjoint()"
 NAMES = (ARRAYS, RIVER, COMMAND, LINUCB)
-NOISY = "-noisy"
+NOISY = unseen_streams.NOISY
 LONGEST = "shuttle"  # (48,797 rounds: run last)
 STREAMS = tuple(s + variant for variant in ("", NOISY) for s in unseen_streams.UNSEEN
                 if s != LONGEST) + (LONGEST, LONGEST + NOISY)
-
-
-def noisy_means(stream: str, n_actions: int) -> np.ndarray:
-    """The mean reward matrix ``mu[a, y]`` of a stream's noisy variant, seeded by its name.
-
-    >>> mu = noisy_means("sea", 2)
-    >>> mu.shape, float(mu[0, 0]), float(mu[1, 1]), bool(((mu >= 0) & (mu <= 1)).all())
-    ((2, 2), 1.0, 1.0, True)
-    """
-    seed = int.from_bytes(hashlib.sha256(stream.encode()).digest()[:8], "little")
-    mu = np.round(np.random.default_rng(seed).uniform(size=(n_actions, n_actions)), 2)
-    np.fill_diagonal(mu, 1.0)
-    return mu
-
-
-def load_problem(stream: str, rep: int) -> problems.Problem:
-    """Repetition ``rep`` of a stream or of its noisy variant (rewards Bernoulli of
-    `noisy_means` at each round's class, drawn from seed ``rep``)."""
-    base = stream.removesuffix(NOISY)
-    problem = unseen_streams.load_problem(base, rep)
-    if base == stream:
-        return problem
-    mu = noisy_means(base, problem.n_actions)
-    rng = np.random.default_rng(rep)
-
-    def noisy(rounds: problems.Rounds) -> problems.Rounds:
-        y = rounds.R.argmax(axis=1)
-        R = (rng.random(rounds.R.shape) < mu[:, y].T).astype(float)
-        return problems.Rounds(rounds.X, R, rounds.mask)
-
-    return problems.Problem(stream, rep, noisy(problem.train), noisy(problem.hold))
 
 
 class RiverPolicy:
@@ -172,7 +139,7 @@ def _algorithm(name: str, n_actions: int, rep: int):
 
 def run(task: tuple) -> dict:
     """Progressive reward of one (form, stream, repetition)."""
-    return unseen_streams.run(task, load_problem, _algorithm)
+    return unseen_streams.run(task, algorithm=_algorithm)
 
 
 def report(results: list[dict], reps: int) -> str:

@@ -29,10 +29,13 @@ stream-learning benchmarks of MOA and River, and four streams whose concept drif
   (``synth.RandomRBFDrift``: all 50 centroids moving at speed 0.001, 5 actions, 10 features).
 
 Every stream is turned into a bandit as the paper's UCI streams are: the classes are the
-actions, reward 1 for the true class, 0 otherwise; the columns standardized; repetition
-``rep`` shuffles the rows of a stationary stream with seed ``rep``, keeps the harness's
-holdout (the last 20 %, at most 300 rows), and runs the harness's protocol
-(``bench.harness.protocol``: progressive reward, the same draws for every
+actions, reward 1 for the true class, 0 otherwise (and each has a noisy variant,
+``<stream>-noisy``, built as the paper builds its noisy UCI streams: the reward of action
+``a`` when the class is ``y`` drawn Bernoulli(``mu[a, y]``), ``mu`` a ``K x K`` matrix with
+diagonal 1 and the rest uniform on [0, 1] rounded to 0.01, seeded by the stream's name);
+the columns standardized; repetition ``rep`` shuffles the rows of a stationary stream with
+seed ``rep``, keeps the harness's holdout (the last 20 %, at most 300 rows), and runs the
+harness's protocol (``bench.harness.protocol``: progressive reward, the same draws for every
 learner). The learners: ``RegCB()``, its
 linear part alone (``RegCB(random_features=0)``), VW's explorers at their defaults and
 River's ``bandit.LinUCBDisjoint()``, as in ``docs/results/defaults.md``; and VW's best explorer
@@ -44,7 +47,8 @@ is below a peer at its default (VW's or River's), both run on :data:`MORE_REPS` 
 in all, as in ``bench/experiments/defaults.py``: whether the shortfall is the stream's or the few
 repetitions' draw.
 
-Last, the random features' setting is chosen again, on all 36 public streams: each setting
+Last, with ``--settings``, the random features' setting is chosen again, on the 36 public
+streams without reward noise: each setting
 that ``bench/experiments/random_features.py`` found eligible
 (``docs/results/random_features.md``) runs on these 20 streams, and its runs on the 16 UCI
 streams are read from ``results/random_features.jsonl`` (run that script first). The report
@@ -53,7 +57,7 @@ turn.
 
 From the repository root::
 
-    .venv/bin/python -m bench.experiments.unseen_streams [--jobs 2] [--reps 5]   # ~70 min, 2 cores
+    .venv/bin/python -m bench.experiments.unseen_streams [--jobs 2] [--reps 5] [--settings]
 
 Runs are kept in ``results/unseen_streams.jsonl`` (resumable); writes
 ``docs/results/unseen_streams.md``.
@@ -63,6 +67,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import json
 import os
 import pathlib
@@ -155,7 +160,10 @@ STREAMS = ("segment", "phishing", "bananas", "shuttle", "waveform", "waveform40"
            "rbf", "rbf100", "hyperplane", "sea", "agrawal", "sine", "mixed", "randomtree",
            "stagger")
 DRIFTING = ("agrawal-drift", "sea-drift", "led-drift", "rbf-drift")
-UNSEEN = STREAMS + DRIFTING  # every stream of this script
+UNSEEN = STREAMS + DRIFTING  # the 20 streams
+NOISY = "-noisy"
+NOISY_STREAMS = tuple(s + NOISY for s in UNSEEN)  # their noisy variants
+EVERY = UNSEEN + NOISY_STREAMS  # every stream of this script
 
 
 @functools.lru_cache(maxsize=None)
@@ -171,9 +179,26 @@ def load(stream: str, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
     return uci.standardize(X), y
 
 
+def noisy_means(stream: str, n_actions: int) -> np.ndarray:
+    """The mean reward matrix ``mu[a, y]`` of a stream's noisy variant, seeded by its name.
+
+    >>> mu = noisy_means("sea", 2)
+    >>> mu.shape, float(mu[0, 0]), float(mu[1, 1]), bool(((mu >= 0) & (mu <= 1)).all())
+    ((2, 2), 1.0, 1.0, True)
+    """
+    seed = int.from_bytes(hashlib.sha256(stream.encode()).digest()[:8], "little")
+    mu = np.round(np.random.default_rng(seed).uniform(size=(n_actions, n_actions)), 2)
+    np.fill_diagonal(mu, 1.0)
+    return mu
+
+
 def load_problem(stream: str, rep: int) -> problems.Problem:
     """Repetition ``rep`` of a stream, the harness's holdout: a stationary one shuffled by
-    seed ``rep``, a drifting one in its order from generators seeded ``rep + 1``."""
+    seed ``rep``, a drifting one in its order from generators seeded ``rep + 1``; a noisy
+    variant's rewards Bernoulli of `noisy_means` at each round's class, drawn from seed
+    ``rep``."""
+    if stream.endswith(NOISY):
+        return _noisy(load_problem(stream.removesuffix(NOISY), rep))
     if stream in DRIFTING:
         X, y = load(stream, rep + 1)
         order = np.arange(len(y))
@@ -184,6 +209,19 @@ def load_problem(stream: str, rep: int) -> problems.Problem:
     rounds = problems.Rounds(X[order], R)
     cut = len(R) - problems.holdout_size(len(R))
     return problems.Problem(stream, rep, rounds.rows(0, cut), rounds.rows(cut, len(R)))
+
+
+def _noisy(problem: problems.Problem) -> problems.Problem:
+    mu = noisy_means(problem.stream, problem.n_actions)
+    rng = np.random.default_rng(problem.rep)
+
+    def noisy(rounds: problems.Rounds) -> problems.Rounds:
+        y = rounds.R.argmax(axis=1)
+        R = (rng.random(rounds.R.shape) < mu[:, y].T).astype(float)
+        return problems.Rounds(rounds.X, R, rounds.mask)
+
+    return problems.Problem(problem.stream + NOISY, problem.rep, noisy(problem.train),
+                            noisy(problem.hold))
 
 
 def _algorithm(name: str, n_actions: int, rep: int):
@@ -229,7 +267,8 @@ def run(task: tuple, load=None, algorithm=None) -> dict:
     algo = (algorithm or _algorithm)(name, problem.n_actions, rep)
     record = protocol.run_protocol(algo, problem, rep)
     return {"name": name, "stream": stream, "rep": rep, "n": len(problem.train),
-            "progressive": record["progressive"], "seconds": record["seconds"]}
+            "progressive": record["progressive"], "early": record["early"],
+            "seconds": record["seconds"]}
 
 
 # -- report -------------------------------------------------------------------------------
@@ -243,17 +282,20 @@ def paired(results: list[dict], a: str, b: str, stream: str) -> tuple[float, flo
 
 
 def mean_rewards(results: list[dict], reps: int) -> dict[tuple[str, str], float]:
-    """Mean progressive reward per (name, stream) over the first ``reps`` repetitions."""
+    """Mean progressive reward per (name, stream) over the first ``reps`` repetitions, and
+    over a run's first rounds per (name, stream, rounds) (`protocol.EARLY_ROUNDS`)."""
     values = defaultdict(list)
     for r in results:
         if r["rep"] < reps:
             values[(r["name"], r["stream"])].append(r["progressive"])
+            for rounds, value in r.get("early", {}).items():
+                values[(r["name"], r["stream"], int(rounds))].append(value)
     return {key: float(np.mean(v)) for key, v in values.items()}
 
 
 def trailing(means: dict[tuple[str, str], float]) -> list[tuple[str, str]]:
     """The (stream, peer at its default) pairs where ``RegCB()``'s mean is below the peer's."""
-    return [(s, n) for s in UNSEEN for n in (*VW_DEFAULTS, LINUCB)
+    return [(s, n) for s in EVERY for n in (*VW_DEFAULTS, LINUCB)
             if means[(DEFAULT, s)] < means[(n, s)]]
 
 
@@ -261,7 +303,7 @@ def report(results: list[dict], reps: int) -> str:
     means = mean_rewards(results, reps)
     more = set(trailing(means))
     everything, results = results, [r for r in results if r["rep"] < reps]
-    envelope = {s: max((means[(RUN_OF[n], s)], n) for n in VW_TUNED) for s in UNSEEN}
+    envelope = {s: max((means[(RUN_OF[n], s)], n) for n in VW_TUNED) for s in EVERY}
     columns = [*NAMES, ENVELOPE]
     for s, (value, _) in envelope.items():
         means[(ENVELOPE, s)] = value
@@ -276,15 +318,19 @@ def report(results: list[dict], reps: int) -> str:
         "`bench/experiments/unseen_streams.py`",
         "- none of these streams took part in choosing any default (`docs/results/defaults.md`, "
         "`docs/results/random_features.md` chose them on the 16 UCI streams)",
+        "", "## The bars", "",
+        *_bars(means),
     ]
     sizes = {r["stream"]: r["n"] for r in results}
     for title, group in (("Stationary streams (shuffled by each repetition)", STREAMS),
-                         ("Drifting streams (in their order)", DRIFTING)):
+                         ("Drifting streams (in their order)", DRIFTING),
+                         ("Noisy variants (reward Bernoulli(mu[a, y]), `noisy_means`)",
+                          NOISY_STREAMS)):
         lines += ["", f"## {title}", "",
                   "| stream (rounds, features, actions) | " + " | ".join(columns) + " |",
                   "|---|" + "---:|" * len(columns)]
         for s in group:
-            X, y = load(s)
+            X, y = load(s.removesuffix(NOISY))
             best = max(means[(n, s)] for n in NAMES)
             cells = [(f"**{means[(n, s)]:.4f}**" if means[(n, s)] == best else
                       f"{means[(n, s)]:.4f}") for n in NAMES]
@@ -299,7 +345,7 @@ def report(results: list[dict], reps: int) -> str:
     lines += ["", "Bold: the best of the row among the learners at their defaults. Where "
               "`RegCB()` is below one of them or VW's tuned best, the paired difference over "
               "the repetitions (mean, standard error):", ""]
-    below = [(s, n) for s in UNSEEN for n in columns[1:]
+    below = [(s, n) for s in EVERY for n in columns[1:]
              if means[(DEFAULT, s)] < means[(n, s)]]
     for s, n in below:
         run = RUN_OF[envelope[s][1]] if n == ENVELOPE else n
@@ -312,7 +358,29 @@ def report(results: list[dict], reps: int) -> str:
         lines.append(line)
     if not below:
         lines.append("- nowhere")
-    return "\n".join(lines + settings_section(results)) + "\n"
+    if any(r["name"].startswith(SETTING) for r in results):
+        lines += settings_section(results)
+    return "\n".join(lines) + "\n"
+
+
+def _bars(means: dict[tuple[str, str], float]) -> list[str]:
+    """``RegCB()`` at or above VW's tuned envelope, and at or above every peer at its
+    default, on how many streams (issue 45's bars: 85 % and 95 %)."""
+    envelope = sum(means[(DEFAULT, s)] >= means[(ENVELOPE, s)] for s in EVERY)
+    peers = sum(all(means[(DEFAULT, s)] >= means[(n, s)] for n in (*VW_DEFAULTS, LINUCB))
+                for s in EVERY)
+    lines = [f"- at or above VW's tuned envelope: {envelope}/{len(EVERY)} streams "
+             f"({envelope / len(EVERY):.0%}; the bar 85 %)",
+             f"- at or above every VW explorer at its default and `LinUCBDisjoint()`: "
+             f"{peers}/{len(EVERY)} ({peers / len(EVERY):.0%}; the bar 95 %)"]
+    for rounds in protocol.EARLY_ROUNDS:
+        streams = [s for s in EVERY if (DEFAULT, s, rounds) in means]
+        ahead = [s for s in streams if means[(DEFAULT, s, rounds)] >= means[(LINUCB, s, rounds)]]
+        lines.append(f"- first {rounds:,} rounds (progressive reward over them): at or above "
+                     f"`LinUCBDisjoint()` on {len(ahead)}/{len(streams)} streams "
+                     f"({len(ahead) / len(streams):.0%}; the bar 90 %; below: "
+                     f"{', '.join(s for s in streams if s not in ahead) or 'none'})")
+    return lines
 
 
 def settings_section(results: list[dict]) -> list[str]:
@@ -367,17 +435,19 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--settings", action="store_true",
+                        help="run the random features' eligible settings too (~30 min)")
     parser.add_argument("--results", default=str(ROOT / "results" / "unseen_streams.jsonl"))
     parser.add_argument("--output", default=str(ROOT / "docs" / "results" / "unseen_streams.md"))
     args = parser.parse_args(argv)
     names = list(dict.fromkeys([*NAMES, *(n for n in VW_TUNED if RUN_OF[n] == n)]))
-    tasks = [(n, s, r) for n in names for s in UNSEEN for r in range(args.reps)]
+    tasks = [(n, s, r) for n in names for s in EVERY for r in range(args.reps)]
     results, _ = run_missing(args.results, tasks, run, _task_of, args.jobs, context="spawn",
                              initializer=_single_thread)
     tasks += [(n, s, r) for s, p in trailing(mean_rewards(results, args.reps))
               for n in (DEFAULT, p) for r in range(args.reps, MORE_REPS)]
     tasks += [(SETTING + g, s, r) for g in eligible_settings() for s in UNSEEN
-              for r in range(args.reps)]
+              for r in range(args.reps) if args.settings]
     results, _ = run_missing(args.results, tasks, run, _task_of, args.jobs, context="spawn",
                              initializer=_single_thread)
     text = report(results, args.reps)

@@ -27,6 +27,7 @@ from bench.harness.problems import Problem, Rounds
 
 EARLY_CHECKPOINTS = (100, 300, 1000)
 N_REGULAR = 15
+EARLY_ROUNDS = (500, 2000)  # progressive reward over the first rounds, reported apart
 WINDOW = 20  # sliding window of the width and plausible-set diagnostics
 DIAGNOSTIC_POINTS = 60  # log-spaced rounds at which the smoothed diagnostics are kept
 
@@ -116,6 +117,7 @@ def run_protocol(algo: Algorithm, problem: Problem, seed: int) -> dict:
         "n_train": n, "n_hold": len(hold), "t": points, "validation": validation,
         "progressive_curve": [float(cumulative[p - 1] / p) for p in points],
         "progressive": float(cumulative[-1] / n),
+        "early": {str(m): float(cumulative[m - 1] / m) for m in EARLY_ROUNDS if m <= n},
         "seconds": round(time.perf_counter() - start, 3),
     }
     if not np.isnan(width).all():
