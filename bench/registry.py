@@ -101,6 +101,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     _experiment("unseen_streams", inputs=("random_features",),
                 data=("results/unseen_streams.jsonl",)),
     _experiment("input_forms", data=("results/input_forms.jsonl",)),
+    # reads defaults' report (VW's tuned envelope of the UCI streams)
+    _experiment("noisy_rewards", inputs=("defaults",), data=("results/noisy_rewards.jsonl",)),
     _experiment("forgetting", data=("results/forgetting.jsonl",)),
     _experiment("change_detection", data=("results/change_detection.jsonl",)),
     _experiment("auto_budget_cost"),

@@ -9,7 +9,9 @@ features one joint model, whose default depends on whether some action has featu
 own (VW's ADF with ``-q sa``) or every action shares them (a ranking). Each class's
 settings were chosen by leave-one-dataset-out on the public streams, each budget among
 those whose regret does not grow linearly over 200,000 rounds of a realizable problem on
-any of twelve seeds; the report of the choice is named in its row.
+any of twelve seeds; the report of the choice is named in its row. The random features'
+ridge penalty is chosen by each learner from its own labels (``"gcv"``: `RidgeOracle`),
+1 where it cannot choose (the epoch schedules, the bounded oracle).
 
 `resolve` turns a class and the user's explicit arguments into the settings, so that the
 learner, the command and the documentation agree (the tests check the README's table and
@@ -31,7 +33,7 @@ class ClassDefaults(NamedTuple):
     budget's mellowness (VW's ``c`` of ``c ln(K n) span^2``), what the class is, and the
     report of the benchmark that chose them."""
 
-    l2: float
+    l2: float | str
     prior: str
     mellowness: float
     what: str
@@ -40,9 +42,9 @@ class ClassDefaults(NamedTuple):
 
 MODEL_CLASSES = {
     "random features": ClassDefaults(
-        1.0, "optimistic", 3e-3, "contexts of numbers (arrays, dicts: River, the command's "
+        "gcv", "optimistic", 3e-3, "contexts of numbers (arrays, dicts: River, the command's "
         "--cb_explore), actions as labels: 64 random Fourier features appended",
-        "docs/results/feature_ridge.md"),
+        "docs/results/noisy_rewards.md"),
     "linear": ClassDefaults(
         10.0, "optimistic", 3e-4, "dict contexts of indicators (every value 1: words, "
         "one-hot categories), or random_features=0", "docs/results/defaults.md"),
@@ -65,7 +67,7 @@ class Settings(NamedTuple):
     """What a learner of one model class runs with: its default oracle's ridge penalty and
     prior, and the mellowness of its budget."""
 
-    l2: float
+    l2: float | str
     prior: str
     mellowness: float
 

@@ -29,6 +29,23 @@ def play_one_by_one(learner: RegCB, X, R, u):
     return np.array(played)
 
 
+def late_and_in_order(make, X, R, late: int = 5):
+    """Two learners from ``make()`` on ``(X, R)``: one whose every reward comes ``late``
+    decisions after its decision (`decide_event`, `reward_event`), and its twin that
+    replays the same actions with their rewards in order."""
+    actions, learner, played = list(range(R.shape[1])), make(), {}
+    for t in range(len(X)):
+        played[t], _ = learner.decide_event(t, X[t], actions)
+        if t >= late:
+            learner.reward_event(t - late, float(R[t - late, played[t - late]]))
+    for t in range(len(X) - late, len(X)):
+        learner.reward_event(t, float(R[t, played[t]]))
+    twin = make()
+    twin.replay(X, actions, [played[t] for t in range(len(X))],
+                [R[t, played[t]] for t in range(len(X))])
+    return learner, twin
+
+
 def write_stream(path, X, R, adf: bool = False):
     """A VW log of uniformly random actions, single-line or ADF (``-q sa`` crosses)."""
     rng = np.random.default_rng(0)

@@ -107,7 +107,8 @@ def test_the_readme_defaults_table_is_the_defaults():
     assert rows.keys() == MODEL_CLASSES.keys()
     for name, (_, what, l2, prior, mellowness, chosen) in rows.items():
         row = MODEL_CLASSES[name]
-        assert (float(l2), prior, float(mellowness)) == (row.l2, row.prior, row.mellowness)
+        penalty = l2 if isinstance(row.l2, str) else float(l2)
+        assert (penalty, prior, float(mellowness)) == (row.l2, row.prior, row.mellowness)
         assert f"({row.report.removeprefix('docs/')})" in chosen.replace("docs/", "")
 
 

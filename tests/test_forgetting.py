@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import drifting, play_one_by_one, rounds, write_stream
+from helpers import drifting, late_and_in_order, play_one_by_one, rounds, write_stream
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -162,7 +162,7 @@ def test_a_label_changed_later_is_changed_at_its_own_time():
         truth.learn(X[t], t % 2, R[t, 0])
         for oracle in (lied, truth):
             oracle.rebuild()
-    lied.relabel(X[30], 0, R[30, 0] - 0.5, at=30)
+    lied.relabel(X[30], 0, 0.5, R[30, 0], at=30)
     lied.rebuild()
     np.testing.assert_allclose(lied.state()["b"], truth.state()["b"], atol=1e-12)
     np.testing.assert_allclose(lied.state()["theta"], truth.state()["theta"], atol=1e-10)
@@ -170,19 +170,9 @@ def test_a_label_changed_later_is_changed_at_its_own_time():
 
 def test_delayed_rewards_are_learned_at_their_decisions_times():
     X, R = drifting(600, seed=7)
-    actions = list(range(4))
-    learner = RegCB(forget=0.99, random_features=0, seed=0)
-    played = {}
-    for t in range(600):
-        played[t], _ = learner.decide_event(t, X[t], actions)
-        if t >= 5:  # every reward comes five decisions late
-            learner.reward_event(t - 5, float(R[t - 5, played[t - 5]]))
-    for t in range(595, 600):
-        learner.reward_event(t, float(R[t, played[t]]))
+    learner, twin = late_and_in_order(  # every reward five decisions late; the twin's in order
+        lambda: RegCB(forget=0.99, random_features=0, seed=0), X, R)
     assert learner.model.oracle.clock == 600
-    twin = RegCB(forget=0.99, random_features=0, seed=0)  # the real rewards, in order
-    twin.replay(X, actions, [played[t] for t in range(600)],
-                [R[t, played[t]] for t in range(600)])
     for model in range(4):
         for ours, theirs in zip(statistics(learner.model.oracle, model),
                                 statistics(twin.model.oracle, model)):

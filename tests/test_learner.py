@@ -195,7 +195,7 @@ def test_the_linear_model_settles_its_own_l2_at_the_first_example(context, kwarg
     learner.decide(context, ["a", "b"])
     learner.learn(context, "a", 0.5)
     learner.decide(context, ["a", "b", "c"])
-    assert learner.model.oracle.penalty == l2
+    assert learner.model.oracle.l2 == l2
 
 
 USER = {"user": 1.0}
@@ -232,14 +232,15 @@ def test_before_its_first_example_a_learner_reports_the_provisional_class():
     row = MODEL_CLASSES["random features"]
     assert learner.model_class is None and learner.n_labels == 0
     assert learner.budget_in_force == f"mellowness {row.mellowness:g}"
-    assert learner.oracle_in_use == "exact ridge, 0 models of 0 features"
+    assert learner.oracle_in_use == ("exact ridge, 0 models of 0 features, penalty 1 chosen "
+                                     "by GCV")
 
 
 def test_the_linear_model_of_model_selection_has_the_linear_l2():
     learner = RegCB(seed=0, select_model=True)
     learner.decide([1.0, 2.0], ["a", "b"])
     learner.learn([1.0, 2.0], "a", 0.5)
-    assert learner.model.oracle.penalty == MODEL_CLASSES["random features"].l2
+    assert learner.model.oracle.l2 == MODEL_CLASSES["random features"].l2
     assert learner.model_selection["labels"] == 1
 
 

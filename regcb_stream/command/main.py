@@ -232,8 +232,12 @@ STREAMS = {"random features": "--cb_explore with numeric features", "linear": "-
 
 def _per_class(setting: str) -> str:
     """A default per model class of the command's streams, from `defaults.MODEL_CLASSES`."""
-    return ", ".join(f"{getattr(MODEL_CLASSES[name], setting):g} for {stream}"
-                     if setting != "prior" else f"{MODEL_CLASSES[name].prior} for {stream}"
+    def shown(value) -> str:
+        if value == "gcv":
+            return "chosen among 1, 3 and 10 from the labels (GCV)"
+        return value if isinstance(value, str) else format(value, "g")
+
+    return ", ".join(f"{shown(getattr(MODEL_CLASSES[name], setting))} for {stream}"
                      for name, stream in STREAMS.items())
 
 

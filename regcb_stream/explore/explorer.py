@@ -370,7 +370,7 @@ class Explorer(Stateful):
             self.oracle.rebuild()
             return
         if self.capabilities.relabel:
-            self.oracle.relabel(x, model, float(reward) - value, **when)
+            self.oracle.relabel(x, model, value, float(reward), **when)
         else:  # (handed over to the bounded oracle since)
             self.oracle.learn(x, model, value, -1.0, **when)
             self.oracle.learn(x, model, float(reward), **when)

@@ -79,7 +79,7 @@ class Binding:
     learns in pieces (the epoch schedules)."""
 
     reward_range: tuple[float, float] = (0.0, 1.0)
-    l2: float = 1.0
+    l2: float | str = 1.0
     prior: float | str = "optimistic"
     forget: float = 1.0
     piecewise: bool = False

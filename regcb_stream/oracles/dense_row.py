@@ -60,17 +60,19 @@ class DenseRowCalls:
         in blocks (the general path then learns it)."""
         if self._pending or self._blocks is not None:
             return None
-        prior = self.prior_mean
+        prior, stored = self.prior_mean, self._stored(weight, None)
         learned = _ridge.learn_dense(self._a, self._b, self._a_inv, self._theta, self._updates,
-                                     model, context, intercept, self.dim,
-                                     self._stored(weight, None), y - prior,
+                                     model, context, intercept, self.dim, stored, y - prior,
                                      self.refresh_every)
         if learned is None:
             return None
         stale, fit = learned
         self._tick(None)
+        self._observe(model, stored, y - prior, True)
         if self._step_due():
             self.rebuild()
-        elif stale:
-            self._invert(model)
+        else:
+            if stale:
+                self._invert(model)
+            self._choose_when_due()
         return fit + prior

@@ -10,7 +10,16 @@ from regcb_stream.oracles.dense_row import DenseRowCalls
 from regcb_stream.oracles.forgetting import top_up
 from regcb_stream.oracles.loop import kernel_row, kernel_rows
 from regcb_stream.oracles.pieces import Pieces
-from regcb_stream.oracles.ridge_base import RidgeBase, _ridge, refresh_interval
+from regcb_stream.oracles.ridge_base import (
+    GCV_FIRST,
+    GCV_GROWTH,
+    GCV_LEAST_DOF,
+    GCV_MODELS,
+    GCV_PENALTIES,
+    RidgeBase,
+    _ridge,
+    refresh_interval,
+)
 from regcb_stream.parameters import check_oracle_arguments
 from regcb_stream.state import Stateful
 
@@ -40,7 +49,13 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
     l2
         Ridge penalty (the paper uses scikit-learn's ``Ridge(alpha=1)``): with ``prior``,
         how many observations the prior is worth. None: the learner's default for its
-        model class (`regcb_stream.defaults`).
+        model class (`regcb_stream.defaults`). ``"gcv"``: chosen from the labels among
+        `GCV_PENALTIES` by generalized cross-validation (Golub, Heath and Wahba, 1979),
+        summed over the `GCV_MODELS` models with the most labels, after `GCV_FIRST`
+        labels and each time their number grows `GCV_GROWTH`-fold: the score of each
+        penalty comes from the sufficient statistics (the eigenvalues of ``sum w x x^T``,
+        ``b`` and the labels' sum of squares), so noisier rewards get more shrinkage
+        without a second fit (the ``online`` schedule, no pieces).
     prior
         The prediction the penalty shrinks toward, which is also the prediction for an
         action never played: a number, ``"optimistic"`` for the top of the reward range
@@ -115,6 +130,10 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
         "memory": "memory",
         "piecewise": "piecewise",
         "piece": "_piece",
+        "labels": "_labels",
+        "next_choice": "_next_choice",
+        "squares": "_squares",
+        "weights": "_weights",
         "a": "_a",
         "b": "_b",
         "a_inv": "_a_inv",
@@ -124,17 +143,26 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
         "blocks": "_blocks",
         "tried_blocks": "_tried_blocks",
     }
+    ADDED = {"labels": 0, "next_choice": GCV_FIRST, "squares": None, "weights": None}
+    chooses_penalty = True  # l2="gcv" (`RidgeBase.bind`)
 
     def __init__(self, l2: float | None = 1.0, prior: float | str = 0.0,
                  max_exact: int = MAX_EXACT, memory: int | None = None, forget: float = 1.0,
                  *, piecewise: bool = False, reward_range: tuple[float, float] = (0.0, 1.0),
                  kernels: bool = True):
         check_oracle_arguments(RidgeOracle, self, locals())
+        if piecewise and l2 == "gcv":
+            raise ValueError("l2='gcv' chooses the penalty on the 'online' schedule, not in "
+                             "pieces (the epoch schedules): give l2 a number")
         super().__init__(l2, prior, forget, reward_range, kernels)
         self.max_exact = max_exact
         self.memory = memory
         self.piecewise = piecewise
         self._piece: tuple | None = None  # the open piece: (A sums, b sums, models touched)
+        self._labels = 0  # labels learned (weight > 0), and the next choice of l2="gcv"
+        self._next_choice = GCV_FIRST
+        self._squares = np.zeros(0)  # per model: sum w (y - prior)^2 (l2="gcv")
+        self._weights = np.zeros(0)  # per model: sum w
         self._a = np.zeros((0, 0, 0))  # l2 I + sum w x x^T
         self._b = np.zeros((0, 0))  # sum w (y - prior) x
         self._a_inv = np.zeros((0, 0, 0))  # frozen decision state
@@ -171,6 +199,8 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
         self._b = _pad(self._b, (m, d), 0.0)
         self._theta = _pad(self._theta, (m, d), 0.0)
         self._updates = np.r_[self._updates, np.zeros(m - m0, dtype=np.int64)]
+        self._squares = np.r_[self._squares, np.zeros(m - m0)]
+        self._weights = np.r_[self._weights, np.zeros(m - m0)]
         if self._piece is not None:
             a, b, touched = self._piece
             self._piece = (_pad(a, (m, d, d), 0.0), _pad(b, (m, d), 0.0), touched)
@@ -199,8 +229,20 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
             self.rebuild()
         return self._a, self._b
 
+    def restored(self) -> None:
+        super().restored()
+        if self._squares is None:  # (a file from before l2="gcv")
+            self._squares, self._weights = np.zeros(self.n_models), np.zeros(self.n_models)
+        shape = (self.n_models,)
+        if not (getattr(self._squares, "shape", None) == getattr(self._weights, "shape", None)
+                == shape and type(self._labels) is int and type(self._next_choice) is int
+                and self._next_choice > 0 and (self.l2 != "gcv" or self._l2 in GCV_PENALTIES)):
+            raise ValueError("the ridge oracle's label statistics are damaged")
+
     def describe(self) -> str:
-        return f"exact ridge, {self.n_models} models of {self.dim} features" + self._forgets()
+        chosen = f", penalty {self._l2:g} chosen by GCV" if self.l2 == "gcv" else ""
+        return (f"exact ridge, {self.n_models} models of {self.dim} features" + chosen
+                + self._forgets())
 
     @property
     def refresh_every(self) -> int:
@@ -213,6 +255,8 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
         decay = self._decay() * keep
         top_up(self._a, decay, self._l2)
         self._b *= decay
+        self._squares *= decay
+        self._weights *= decay
         self._pending.update(dict.fromkeys(range(self.n_models)))
 
     def learn(self, x, model: int, y: float, weight: float = 1.0, at: int | None = None
@@ -224,6 +268,7 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
         residual = y - self.prior_mean
         weight = self._stored(weight, at)
         self._tick(at)
+        self._observe(model, weight, residual, at is None)
         if self.piecewise:
             return self._learn_into(*self._open_piece(model), model, index, value, weight,
                                     residual)
@@ -239,6 +284,13 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
             else:  # the rebuild will invert afresh
                 self._pending[model] = None
 
+    def _observe(self, model: int, weight: float, residual: float, new: bool) -> None:
+        """Count a label learned (``new``: not one learned before) for ``l2="gcv"``."""
+        if self.l2 == "gcv":
+            self._squares[model] += weight * residual * residual
+            self._weights[model] += weight
+            self._labels += new and weight > 0
+
     def _learn_into(self, a, b, model: int, index, value, weight: float, residual: float
                     ) -> None:
         """Add one row to statistics ``a`` and ``b`` (the model's, or a piece's)."""
@@ -251,13 +303,16 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
             a[model] += weight * np.outer(value, value)
             b[model] += weight * residual * value
 
-    def relabel(self, x, model: int, shift: float, at: int | None = None) -> None:
-        """Change the label of a row learned before (at clock ``at`` while forgetting) by
-        ``shift`` (``b += shift x``, ``A`` unchanged): the solution moves by ``shift A^-1
-        x`` at once, exactly, when the model's inverse is up to date, else at the next
-        rebuild (a fresh inverse)."""
+    def relabel(self, x, model: int, old: float, new: float, at: int | None = None) -> None:
+        """Change the label of a row learned before with weight 1 (at clock ``at`` while
+        forgetting) from ``old`` to ``new`` (``b += (new - old) x``, ``A`` unchanged): the
+        solution moves by ``(new - old) A^-1 x`` at once, exactly, when the model's
+        inverse is up to date, else at the next rebuild (a fresh inverse)."""
         index, value = kernel_row(x)
-        shift = self._stored(shift, self._clock - 1 if at is None else at)
+        weight = self._stored(1.0, self._clock - 1 if at is None else at)
+        shift = weight * (new - old)
+        self._squares[model] += weight * ((new - self.prior_mean) ** 2
+                                          - (old - self.prior_mean) ** 2)
         if index.size:
             np.add.at(self._b[model], index, shift * value)
         else:
@@ -286,6 +341,44 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
                 self._rank_one(model, index, value, weight, residual)
             self._updates[model] += len(pending)
         self._pending.clear()
+        self._choose_when_due()
+
+    def _choose_when_due(self) -> None:
+        if self.l2 == "gcv" and self._labels >= self._next_choice:
+            self._choose_penalty()
+
+    def _choose_penalty(self) -> None:
+        """``l2="gcv"``: the penalty of `GCV_PENALTIES` whose generalized cross-validation
+        score, summed over the `GCV_MODELS` models with the most labels, is least; every
+        model solved afresh if it changes. A model's score for penalty ``l``: ``RSS(l) / (1
+        - dof(l) / n)^2``, with ``RSS`` and ``dof = sum e / (e + l)`` from the eigenvalues
+        ``e`` of its ``sum w x x^T``, its ``b`` and its sum of squares, ``n`` its labels'
+        weight."""
+        while self._next_choice <= self._labels:
+            self._next_choice *= GCV_GROWTH
+        models = np.argsort(-self._weights, kind="stable")[:GCV_MODELS]
+        models = models[self._weights[models] > 0]
+        diagonal = np.arange(self.dim)
+        gram = self._a[models]
+        gram[:, diagonal, diagonal] -= self._l2
+        from threadpoolctl import threadpool_limits  # (see `_invert`)
+
+        with threadpool_limits(1, "blas"):
+            eigenvalues, vectors = np.linalg.eigh(gram)
+        e = np.maximum(eigenvalues, 0.0)[:, None]  # (models, 1, D)
+        z2 = np.einsum("mdk,md->mk", vectors, self._b[models])[:, None] ** 2
+        penalties = np.array(GCV_PENALTIES)[:, None]  # (penalties, 1)
+        rss = (self._squares[models, None] - 2.0 * (z2 / (e + penalties)).sum(axis=2)
+               + (e * z2 / (e + penalties) ** 2).sum(axis=2))
+        dof = (e / (e + penalties)).sum(axis=2)
+        share = np.maximum(1.0 - dof / self._weights[models, None], GCV_LEAST_DOF)
+        scores = (rss / share**2).sum(axis=0)
+        penalty = GCV_PENALTIES[int(np.argmin(scores))]
+        if penalty != self._l2:
+            self._a[:, diagonal, diagonal] += penalty - self._l2
+            self._l2 = penalty
+            for model in range(self.n_models):
+                self._invert(model)
 
     def _invert(self, model: int) -> None:
         """A fresh inverse and solution of one model (on one thread: BLAS threads make a
@@ -382,6 +475,9 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
         start = 0
         while start < n:
             stop = n if scaled is weights else self._until_step(played, weights, scaled, start)
+            if self.l2 == "gcv":
+                stop = min(stop, self._until_choice(played, weights, start))
+            first = start
             rows = slice(0, stop)  # (the kernel takes whole arrays: views of rows ..stop)
             blocks = self._blocks and self._blocks.arrays  # new ones after each refresh
             spec = None if scoring is None else scoring[0].loop_spec(budgets,
@@ -395,6 +491,8 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
             if scoring is not None:
                 scoring[0].loop_done(learned)
             budgets = budgets[learned:]
+            if self.l2 == "gcv":
+                self._count_labels(models, played, rewards, scaled, first, start)
             if stale >= 0:
                 self._invert(stale)
             elif stale == -2:  # a row outside the blocks
@@ -402,7 +500,25 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
             if scaled is not weights:
                 self._clock += learned
                 self.rebuild()  # (a forgetting step when one is due)
+            else:
+                self._choose_when_due()
         return tuple(out)
+
+    def _until_choice(self, played: np.ndarray, weights: np.ndarray, start: int) -> int:
+        """For a compiled loop: the end of the rows from ``start`` up to the label that
+        brings the labels to the next choice of the penalty (``l2="gcv"``)."""
+        labelled = start + np.flatnonzero((played[start:] >= 0) & (weights[start:] > 0))
+        due = self._next_choice - self._labels
+        return int(labelled[due - 1]) + 1 if len(labelled) >= due else len(played)
+
+    def _count_labels(self, models, played, rewards, weights, start: int, stop: int) -> None:
+        """What `learn` counts, for the labels of rows ``start..stop`` the loop learned."""
+        rows = start + np.flatnonzero(played[start:stop] >= 0)
+        model, weight = models[played[rows]], weights[rows]
+        residual = rewards[rows] - self.prior_mean
+        np.add.at(self._squares, model, weight * residual * residual)
+        np.add.at(self._weights, model, weight)
+        self._labels += int(np.count_nonzero(weight > 0))
 
 
 def _at(vector: np.ndarray, index: np.ndarray) -> np.ndarray:

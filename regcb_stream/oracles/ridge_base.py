@@ -12,6 +12,13 @@ try:
 except ImportError:  # not built (a source tree without `pip install`): the numpy reference
     _ridge = None
 
+# l2="gcv" (`RidgeOracle`): the penalties it chooses among, from the first; the labels before
+# the first choice, the factor of the labels from one choice to the next, and how many models
+# (those with the most labels' weight) score: a choice costs an eigendecomposition per model
+GCV_PENALTIES = (1.0, 3.0, 10.0)
+GCV_FIRST, GCV_GROWTH, GCV_MODELS = 256, 4, 8
+GCV_LEAST_DOF = 1e-3  # the least 1 - dof/n of a model's score (fewer labels than dof)
+
 
 class RidgeBase(Forgetting, OnlineLoop, Ellipsoid):
     """A ridge oracle's parameters: the penalty ``l2`` (None: the learner's default for
@@ -28,7 +35,7 @@ class RidgeBase(Forgetting, OnlineLoop, Ellipsoid):
         self.forget = forget
         self.reward_range = (float(reward_range[0]), float(reward_range[1]))
         self.kernels = kernels
-        self._l2 = 1.0 if l2 is None else float(l2)
+        self._l2 = 1.0 if l2 is None else GCV_PENALTIES[0] if l2 == "gcv" else float(l2)
         self._prior = resolve_prior(prior, self.reward_range)
         self._clock = self._stamp = 0  # labels learned while forgetting, and at the last step
 
@@ -48,13 +55,19 @@ class RidgeBase(Forgetting, OnlineLoop, Ellipsoid):
         """The prediction the penalty shrinks toward (``prior`` resolved)."""
         return self._prior
 
+    chooses_penalty = False  # whether it takes l2="gcv" (the exact ridge)
+
     def bind(self, binding: Binding) -> RidgeBase:
         """A new oracle of these parameters for a learner: its reward range, its model
-        class's ``l2`` and ``prior`` where these are left to it, its forgetting factor
-        where it forgets, and pieces on its epoch schedules (an oracle that has them)."""
+        class's ``l2`` and ``prior`` where these are left to it (a class's ``"gcv"``: the
+        penalty it starts from, for an oracle that cannot choose or learns in pieces), its
+        forgetting factor where it forgets, and pieces on its epoch schedules (an oracle
+        that has them)."""
         changes = {"reward_range": binding.reward_range}
         if self.l2 is None:
-            changes["l2"] = binding.l2
+            chooses = self.chooses_penalty and not binding.piecewise
+            changes["l2"] = (GCV_PENALTIES[0] if binding.l2 == "gcv" and not chooses
+                             else binding.l2)
         if self.prior == "auto":
             changes["prior"] = binding.prior
         if binding.forget < 1.0:
