@@ -44,7 +44,7 @@ def test_compiled_replay_matches_the_numpy_reference_on_letter(variant):
     X, played, rewards = logged(1500, 26, seed=0)
     actions = list(range(26))
     fast = RegCB(variant, seed=0)  # the default's random features, and the same map:
-    slow = RegCB(variant, oracle=reference_oracle(prior="optimistic"), seed=0,
+    slow = RegCB(variant, oracle=reference_oracle(l2="gcv", prior="optimistic"), seed=0,
                  random_features=64)
     assert_same(fast.replay(X, actions, played, rewards), slow.replay(X, actions, played,
                                                                       rewards))
