@@ -9,7 +9,7 @@ import pytest
 from helpers import drifting, late_and_in_order, play_one_by_one
 
 from regcb_stream import RegCB, RidgeOracle
-from regcb_stream.oracles.ridge import GCV_FIRST, GCV_LEAST_DOF, GCV_PENALTIES
+from regcb_stream.oracles.penalty_choice import GCV_FIRST, GCV_LEAST_DOF, GCV_PENALTIES
 from regcb_stream.persist import dumps, loads
 
 VARIANTS = ["optimistic", "elimination"]

@@ -129,3 +129,42 @@ def distinct(values: np.ndarray, axis: int | None = None) -> np.ndarray:
     """``np.unique(values, axis=axis)``, asked for the counts too: without any of its
     optional outputs, np.unique imports numpy.ma (~7 ms of the command's start-up)."""
     return np.unique(values, return_counts=True, axis=axis)[0]
+
+
+class BlockedInverse:
+    """A `RidgeOracle`'s use of `ArrowheadBlocks`: one joint model's inverse kept in
+    blocks while its rows have the structure (``_blocks``; ``_tried_blocks`` once the
+    first joint rows decided it)."""
+
+    def _block_arrays(self, index: np.ndarray, value: np.ndarray) -> None:
+        """Keep one model's inverse in blocks when its rows ``(n, K, L)`` have the
+        arrowhead structure (see ``_Blocks``): the first joint rows decide it. The kernels
+        say when a later row does not fit (``_fit_blocks``)."""
+        if (self._blocks is None and self.compiled and self.n_models == 1 and index.size
+                and not self.piecewise and not self._pending and self.dim > 16
+                and not self._tried_blocks):
+            self._tried_blocks = True
+            self._blocks = ArrowheadBlocks(self.dim)
+            self._fit_blocks(index, value)
+
+    def _fit_blocks(self, index: np.ndarray, value: np.ndarray) -> None:
+        """Take in the columns of joint rows; rebuild the blocks of the frozen fit, or fall
+        back to the dense inverse for good if they no longer pay."""
+        self._blocks.take(index, value)
+        a, b = self._a[0], self._b[0]
+        pending = self._pending.get(0) or []
+        if pending:  # the statistics of the frozen fit: without the labels of this epoch
+            a, b = a.copy(), b.copy()
+            for cols, vals, weight, residual in pending:
+                cols = cols if cols.size else np.arange(len(vals))
+                np.add.at(a, (cols[:, None], cols), -weight * np.outer(vals, vals))
+                np.add.at(b, cols, -weight * residual * vals)
+        if self._blocks.worth_it() and self._blocks.holds(a, b):
+            self._blocks.build(a, b)
+        else:
+            self._blocks = None
+            self._a_inv[0] = np.linalg.inv(a)
+            self._theta[0] = self._a_inv[0] @ b
+            if pending:
+                self._pending[0] = None
+        self._updates[0] = 0

@@ -5,21 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from regcb_stream.oracles.base import Capabilities
-from regcb_stream.oracles.blocks import ArrowheadBlocks
+from regcb_stream.oracles.blocks import ArrowheadBlocks, BlockedInverse
 from regcb_stream.oracles.dense_row import DenseRowCalls
 from regcb_stream.oracles.forgetting import top_up
 from regcb_stream.oracles.loop import kernel_row, kernel_rows
+from regcb_stream.oracles.penalty_choice import GCV_FIRST, PenaltyChoice
 from regcb_stream.oracles.pieces import Pieces
-from regcb_stream.oracles.ridge_base import (
-    GCV_FIRST,
-    GCV_GROWTH,
-    GCV_LEAST_DOF,
-    GCV_MODELS,
-    GCV_PENALTIES,
-    RidgeBase,
-    _ridge,
-    refresh_interval,
-)
+from regcb_stream.oracles.ridge_base import RidgeBase, _ridge, refresh_interval
 from regcb_stream.parameters import check_oracle_arguments
 from regcb_stream.state import Stateful
 
@@ -27,7 +19,8 @@ ONE_THREAD_FROM = 128  # dimension from which an inverse is limited to one BLAS 
 MAX_EXACT = 2**19  # models x D^2 kept exact by default (docs/results/oracle_threshold.md)
 
 
-class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
+class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBase,
+                  Stateful):
     """Ridge regression per model, with the version space as an ellipsoid.
 
     The regularized squared loss of ``theta`` exceeds its minimum by exactly
@@ -49,13 +42,9 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
     l2
         Ridge penalty (the paper uses scikit-learn's ``Ridge(alpha=1)``): with ``prior``,
         how many observations the prior is worth. None: the learner's default for its
-        model class (`regcb_stream.defaults`). ``"gcv"``: chosen from the labels among
-        `GCV_PENALTIES` by generalized cross-validation (Golub, Heath and Wahba, 1979),
-        summed over the `GCV_MODELS` models with the most labels, after `GCV_FIRST`
-        labels and each time their number grows `GCV_GROWTH`-fold: the score of each
-        penalty comes from the sufficient statistics (the eigenvalues of ``sum w x x^T``,
-        ``b`` and the labels' sum of squares), so noisier rewards get more shrinkage
-        without a second fit (the ``online`` schedule, no pieces).
+        model class (`regcb_stream.defaults`). ``"gcv"``: chosen from the labels by
+        generalized cross-validation (`regcb_stream.oracles.penalty_choice`: noisier
+        rewards get more shrinkage; the ``online`` schedule, no pieces).
     prior
         The prediction the penalty shrinks toward, which is also the prediction for an
         action never played: a number, ``"optimistic"`` for the top of the reward range
@@ -144,7 +133,6 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
         "tried_blocks": "_tried_blocks",
     }
     ADDED = {"labels": 0, "next_choice": GCV_FIRST, "squares": None, "weights": None}
-    chooses_penalty = True  # l2="gcv" (`RidgeBase.bind`)
 
     def __init__(self, l2: float | None = 1.0, prior: float | str = 0.0,
                  max_exact: int = MAX_EXACT, memory: int | None = None, forget: float = 1.0,
@@ -231,13 +219,7 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
 
     def restored(self) -> None:
         super().restored()
-        if self._squares is None:  # (a file from before l2="gcv")
-            self._squares, self._weights = np.zeros(self.n_models), np.zeros(self.n_models)
-        shape = (self.n_models,)
-        if not (getattr(self._squares, "shape", None) == getattr(self._weights, "shape", None)
-                == shape and type(self._labels) is int and type(self._next_choice) is int
-                and self._next_choice > 0 and (self.l2 != "gcv" or self._l2 in GCV_PENALTIES)):
-            raise ValueError("the ridge oracle's label statistics are damaged")
+        self._check_label_statistics()
 
     def describe(self) -> str:
         chosen = f", penalty {self._l2:g} chosen by GCV" if self.l2 == "gcv" else ""
@@ -283,13 +265,6 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
                 pending.append((index, value, weight, residual))
             else:  # the rebuild will invert afresh
                 self._pending[model] = None
-
-    def _observe(self, model: int, weight: float, residual: float, new: bool) -> None:
-        """Count a label learned (``new``: not one learned before) for ``l2="gcv"``."""
-        if self.l2 == "gcv":
-            self._squares[model] += weight * residual * residual
-            self._weights[model] += weight
-            self._labels += new and weight > 0
 
     def _learn_into(self, a, b, model: int, index, value, weight: float, residual: float
                     ) -> None:
@@ -342,43 +317,6 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
             self._updates[model] += len(pending)
         self._pending.clear()
         self._choose_when_due()
-
-    def _choose_when_due(self) -> None:
-        if self.l2 == "gcv" and self._labels >= self._next_choice:
-            self._choose_penalty()
-
-    def _choose_penalty(self) -> None:
-        """``l2="gcv"``: the penalty of `GCV_PENALTIES` whose generalized cross-validation
-        score, summed over the `GCV_MODELS` models with the most labels, is least; every
-        model solved afresh if it changes. A model's score for penalty ``l``: ``RSS(l) / (1
-        - dof(l) / n)^2``, with ``RSS`` and ``dof = sum e / (e + l)`` from the eigenvalues
-        ``e`` of its ``sum w x x^T``, its ``b`` and its sum of squares, ``n`` its labels'
-        weight."""
-        while self._next_choice <= self._labels:
-            self._next_choice *= GCV_GROWTH
-        models = np.argsort(-self._weights, kind="stable")[:GCV_MODELS]
-        models = models[self._weights[models] > 0]
-        diagonal = np.arange(self.dim)
-        gram = self._a[models]
-        gram[:, diagonal, diagonal] -= self._l2
-        from threadpoolctl import threadpool_limits  # (see `_invert`)
-
-        with threadpool_limits(1, "blas"):
-            eigenvalues, vectors = np.linalg.eigh(gram)
-        e = np.maximum(eigenvalues, 0.0)[:, None]  # (models, 1, D)
-        z2 = np.einsum("mdk,md->mk", vectors, self._b[models])[:, None] ** 2
-        penalties = np.array(GCV_PENALTIES)[:, None]  # (penalties, 1)
-        rss = (self._squares[models, None] - 2.0 * (z2 / (e + penalties)).sum(axis=2)
-               + (e * z2 / (e + penalties) ** 2).sum(axis=2))
-        dof = (e / (e + penalties)).sum(axis=2)
-        share = np.maximum(1.0 - dof / self._weights[models, None], GCV_LEAST_DOF)
-        scores = (rss / share**2).sum(axis=0)
-        penalty = GCV_PENALTIES[int(np.argmin(scores))]
-        if penalty != self._l2:
-            self._a[:, diagonal, diagonal] += penalty - self._l2
-            self._l2 = penalty
-            for model in range(self.n_models):
-                self._invert(model)
 
     def _invert(self, model: int) -> None:
         """A fresh inverse and solution of one model (on one thread: BLAS threads make a
@@ -434,39 +372,6 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
         var = np.einsum("nkd,kde,nke->nk", dense, self._a_inv[models], dense)
         return pred, np.maximum(var, 0.0)
 
-    def _block_arrays(self, index: np.ndarray, value: np.ndarray) -> None:
-        """Keep one model's inverse in blocks when its rows ``(n, K, L)`` have the
-        arrowhead structure (see ``_Blocks``): the first joint rows decide it. The kernels
-        say when a later row does not fit (``_fit_blocks``)."""
-        if (self._blocks is None and self.compiled and self.n_models == 1 and index.size
-                and not self.piecewise and not self._pending and self.dim > 16
-                and not self._tried_blocks):
-            self._tried_blocks = True
-            self._blocks = ArrowheadBlocks(self.dim)
-            self._fit_blocks(index, value)
-
-    def _fit_blocks(self, index: np.ndarray, value: np.ndarray) -> None:
-        """Take in the columns of joint rows; rebuild the blocks of the frozen fit, or fall
-        back to the dense inverse for good if they no longer pay."""
-        self._blocks.take(index, value)
-        a, b = self._a[0], self._b[0]
-        pending = self._pending.get(0) or []
-        if pending:  # the statistics of the frozen fit: without the labels of this epoch
-            a, b = a.copy(), b.copy()
-            for cols, vals, weight, residual in pending:
-                cols = cols if cols.size else np.arange(len(vals))
-                np.add.at(a, (cols[:, None], cols), -weight * np.outer(vals, vals))
-                np.add.at(b, cols, -weight * residual * vals)
-        if self._blocks.worth_it() and self._blocks.holds(a, b):
-            self._blocks.build(a, b)
-        else:
-            self._blocks = None
-            self._a_inv[0] = np.linalg.inv(a)
-            self._theta[0] = self._a_inv[0] @ b
-            if pending:
-                self._pending[0] = None
-        self._updates[0] = 0
-
     def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
               reward_range, tolerance, out, scoring=None):
         (n, r, width), k = value.shape, len(models)
@@ -504,21 +409,6 @@ class RidgeOracle(Pieces, DenseRowCalls, RidgeBase, Stateful):
                 self._choose_when_due()
         return tuple(out)
 
-    def _until_choice(self, played: np.ndarray, weights: np.ndarray, start: int) -> int:
-        """For a compiled loop: the end of the rows from ``start`` up to the label that
-        brings the labels to the next choice of the penalty (``l2="gcv"``)."""
-        labelled = start + np.flatnonzero((played[start:] >= 0) & (weights[start:] > 0))
-        due = self._next_choice - self._labels
-        return int(labelled[due - 1]) + 1 if len(labelled) >= due else len(played)
-
-    def _count_labels(self, models, played, rewards, weights, start: int, stop: int) -> None:
-        """What `learn` counts, for the labels of rows ``start..stop`` the loop learned."""
-        rows = start + np.flatnonzero(played[start:stop] >= 0)
-        model, weight = models[played[rows]], weights[rows]
-        residual = rewards[rows] - self.prior_mean
-        np.add.at(self._squares, model, weight * residual * residual)
-        np.add.at(self._weights, model, weight)
-        self._labels += int(np.count_nonzero(weight > 0))
 
 
 def _at(vector: np.ndarray, index: np.ndarray) -> np.ndarray:

@@ -6,18 +6,12 @@ from __future__ import annotations
 from regcb_stream.oracles.base import Binding, Ellipsoid
 from regcb_stream.oracles.forgetting import Forgetting
 from regcb_stream.oracles.loop import OnlineLoop
+from regcb_stream.oracles.penalty_choice import GCV_PENALTIES
 
 try:
     from regcb_stream.oracles import _ridge
 except ImportError:  # not built (a source tree without `pip install`): the numpy reference
     _ridge = None
-
-# l2="gcv" (`RidgeOracle`): the penalties it chooses among, from the first; the labels before
-# the first choice, the factor of the labels from one choice to the next, and how many models
-# (those with the most labels' weight) score: a choice costs an eigendecomposition per model
-GCV_PENALTIES = (1.0, 3.0, 10.0)
-GCV_FIRST, GCV_GROWTH, GCV_MODELS = 256, 4, 8
-GCV_LEAST_DOF = 1e-3  # the least 1 - dof/n of a model's score (fewer labels than dof)
 
 
 class RidgeBase(Forgetting, OnlineLoop, Ellipsoid):
