@@ -97,36 +97,50 @@ WIDE static void row_moments(const double *a_inv, const double *theta, Py_ssize_
 
 #if defined(__GNUC__)
 #define GROUP 4
+/* (s0 + s1) + (s2 + s3) of one model's lanes after the tail's products a[j] b[j] (j < n)
+ * went into s0, in order: dot's sum */
+static inline double lanes_sum(lanes s, const double *a, const double *b, Py_ssize_t n) {
+    double s0 = s[0];
+    for (Py_ssize_t j = 0; j < n; j++) s0 += a[j] * b[j];
+    return (s0 + s[1]) + (s[2] + s[3]);
+}
+
 /* row_moments of one dense row under GROUP models at once (a_inv[g], theta[g]): each
  * model's sums in row_moments' order exactly, the GROUP chains of additions in flight side
- * by side instead of one after the other */
+ * by side instead of one after the other, in registers */
 WIDE static void group_moments(const double *const *a_inv, const double *const *theta,
                                Py_ssize_t D, const double *value, Py_ssize_t L, double *pred,
                                double *var) {
-    double v[GROUP] = {0.0};
+    const double *m0 = a_inv[0], *m1 = a_inv[1], *m2 = a_inv[2], *m3 = a_inv[3];
+    double v0 = 0.0, v1 = 0.0, v2 = 0.0, v3 = 0.0;
     for (Py_ssize_t l = 0; l < L; l++) {
         double x = value[l];
         if (x == 0.0) continue;
         const double *b = value + l + 1;
-        Py_ssize_t n = L - l - 1, i = 0;
-        lanes s[GROUP];
-        for (int g = 0; g < GROUP; g++) s[g] = (lanes){0.0, 0.0, 0.0, 0.0};
+        Py_ssize_t n = L - l - 1, i = 0, at = l * D + l;
+        const double *r0 = m0 + at + 1, *r1 = m1 + at + 1, *r2 = m2 + at + 1,
+                     *r3 = m3 + at + 1;
+        lanes s0 = {0.0, 0.0, 0.0, 0.0}, s1 = s0, s2 = s0, s3 = s0;
         for (; i + 4 <= n; i += 4) {
-            lanes y;
+            lanes y, a0, a1, a2, a3;
             memcpy(&y, b + i, sizeof y);
-            for (int g = 0; g < GROUP; g++) {
-                lanes m;
-                memcpy(&m, a_inv[g] + l * D + l + 1 + i, sizeof m);
-                s[g] += m * y;
-            }
+            memcpy(&a0, r0 + i, sizeof y);
+            memcpy(&a1, r1 + i, sizeof y);
+            memcpy(&a2, r2 + i, sizeof y);
+            memcpy(&a3, r3 + i, sizeof y);
+            s0 += a0 * y;
+            s1 += a1 * y;
+            s2 += a2 * y;
+            s3 += a3 * y;
         }
-        for (int g = 0; g < GROUP; g++) {
-            const double *row = a_inv[g] + l * D, *a = row + l + 1;
-            double s0 = s[g][0], s1 = s[g][1], s2 = s[g][2], s3 = s[g][3];
-            for (Py_ssize_t j = i; j < n; j++) s0 += a[j] * b[j];
-            v[g] += x * (row[l] * x + 2.0 * ((s0 + s1) + (s2 + s3)));
-        }
+        Py_ssize_t tail = n - i;
+        b += i;
+        v0 += x * (m0[at] * x + 2.0 * lanes_sum(s0, r0 + i, b, tail));
+        v1 += x * (m1[at] * x + 2.0 * lanes_sum(s1, r1 + i, b, tail));
+        v2 += x * (m2[at] * x + 2.0 * lanes_sum(s2, r2 + i, b, tail));
+        v3 += x * (m3[at] * x + 2.0 * lanes_sum(s3, r3 + i, b, tail));
     }
+    double v[GROUP] = {v0, v1, v2, v3};
     for (int g = 0; g < GROUP; g++) {
         pred[g] = dot(theta[g], value, L);
         var[g] = v[g] > 0.0 ? v[g] : 0.0;
