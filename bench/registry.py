@@ -83,6 +83,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     _experiment("ridge_prior"),
     _experiment("throughput"),
     _experiment("command_speed"),
+    _experiment("speed_profile"),  # needs Linux perf
     _experiment("soak"),
     _experiment("oracle_trees"),
     # reads the harness's report (its per-family table)
