@@ -1,0 +1,253 @@
+"""VW's multi-slot text formats: conditional contextual bandits (``ccb``) and slates.
+
+An example is its lines up to an empty line. CCB (VW's ``--ccb_explore_adf``)::
+
+    ccb shared |User b
+    ccb action |Action d
+    ccb action |Action e
+    ccb slot 1:0.5:0.25 |Slot h          (logged action 1, cost 0.5, probability 0.25)
+    ccb slot 0:0:0.5,1:0.5 0,1 |Slot i   (with every probability, and the actions it may take)
+    ccb slot |Slot j                     (no outcome)
+
+Slates (VW's ``--slates``): each action belongs to one slot, the cost is the whole slate's::
+
+    slates shared 0.8 |User b
+    slates action 0 |Action d
+    slates action 1 |Action e
+    slates slot 0:0.8 |Slot h            (logged action 0 of the slot's own, probability 0.8)
+
+Actions of an outcome are 0-based: CCB's index the example's actions, slates' the slot's
+own. Every rule VW checks is checked, with the line and what is wrong; beyond VW's, a
+logged action must exist and its probability lie in (0, 1] (VW clamps it, then divides by
+it). Features are parsed as VW text's (`vw_features.parse_namespaces`).
+
+>>> lines = ["ccb shared |User b", "ccb action |Action d", "ccb action |Action e",
+...          "ccb slot 1:0.5:0.25 |Slot h", "ccb slot |Slot j", ""]
+>>> example, = iter_slots(lines)
+>>> example.kind, len(example.actions), example.slots[0].outcome
+('ccb', 2, Outcome(action=1, cost=0.5, prob=0.25, probs=((1, 0.25),)))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+from regcb_stream.io.vw_features import Features, FieldError, number, parse_namespaces
+from regcb_stream.io.vw_text import OnError, VWParseError, clean_line
+
+KINDS = ("ccb", "slates")
+SUM_TOLERANCE = 1e-4  # the largest |sum - 1| of a full distribution (VW: are_same, float)
+
+
+class Outcome(NamedTuple):
+    """A slot's logged outcome: its action, cost (a slate's: the shared line's) and
+    probability, and every ``(action, probability)`` the line gives, the logged first."""
+
+    action: int
+    cost: float
+    prob: float
+    probs: tuple[tuple[int, float], ...]
+
+
+class SlotLine(NamedTuple):
+    """A slot's line: its features, outcome (None: none logged), the pool's actions it may
+    take (CCB; None: any) and its tag."""
+
+    features: Features
+    outcome: Outcome | None
+    include: tuple[int, ...] | None
+    tag: str | None
+
+
+class SlotsExample(NamedTuple):
+    """One multi-slot example: ``kind`` ``"ccb"`` or ``"slates"``, the shared features,
+    the actions' features, each action's slot (slates; None for CCB), the slots, the
+    slate's cost (slates' shared line; None if not given), its first line's number."""
+
+    kind: str
+    shared: Features
+    actions: tuple[Features, ...]
+    action_slots: tuple[int, ...] | None
+    slots: tuple[SlotLine, ...]
+    cost: float | None
+    tag: str | None
+    line_no: int
+
+
+def iter_slots(lines: Iterable[str], on_error: OnError | None = None, first_line: int = 1
+               ) -> Iterator[SlotsExample]:
+    """Yield each multi-slot example as its terminating empty line (or the input's end)
+    is read. ``on_error`` is called with each `VWParseError`, and the example is skipped;
+    without it the error is raised."""
+    block: list[tuple[int, str]] = []
+    for no, raw in enumerate(lines, first_line):
+        text = clean_line(raw)
+        if text.strip():
+            block.append((no, text))
+            continue
+        if block:
+            yield from _example(block, on_error)
+            block = []
+    if block:
+        yield from _example(block, on_error)
+
+
+def _example(block: list[tuple[int, str]], on_error: OnError | None
+             ) -> Iterator[SlotsExample]:
+    try:
+        yield parse_example(block)
+    except VWParseError as error:
+        if on_error is None:
+            raise
+        on_error(error)
+
+
+def parse_example(block: list[tuple[int, str]]) -> SlotsExample:
+    """One example from its numbered lines; `VWParseError` naming the line at fault."""
+    kind, seen_shared = None, False
+    shared, cost, tag = (), None, None
+    actions, action_slots, slots = [], [], []
+    for no, text in block:
+        try:
+            words, tag_of_line, body = _head(text)
+            if kind is None:
+                kind = words[0] if words and words[0] in KINDS else None
+            if not words or words[0] != kind:
+                expected = kind or "'ccb' or 'slates'"
+                raise FieldError("kind", f"the line must start with {expected} (one kind "
+                                 "of line per example)")
+            if len(words) < 2 or words[1] not in ("shared", "action", "slot"):
+                raise FieldError("type", f"{kind} lines are '{kind} shared', '{kind} action' "
+                                 f"or '{kind} slot'")
+            features = parse_namespaces(body)
+            role, rest = words[1], words[2:]
+            if role == "shared":
+                if seen_shared:
+                    raise FieldError("shared", "a second shared line in one example")
+                seen_shared = True
+                if kind == "ccb" and rest:
+                    raise FieldError("label", "a ccb shared line cannot carry a label")
+                if kind == "slates" and len(rest) > 1:
+                    raise FieldError("label", "slates shared [cost]: one cost at most")
+                cost = number(rest[0], "cost", "cost") if rest else None
+                shared, tag = features, tag_of_line
+            elif role == "action":
+                actions.append(features)
+                if kind == "ccb" and rest:
+                    raise FieldError("label", "a ccb action line cannot carry a label")
+                if kind == "slates":
+                    action_slots.append(_slot_id(rest))
+            else:
+                slots.append(_slot(kind, rest, features, tag_of_line))
+        except FieldError as error:
+            raise VWParseError(no, text, error.rule, error.detail) from None
+    example = SlotsExample(kind, shared, tuple(actions),
+                           tuple(action_slots) if kind == "slates" else None, tuple(slots),
+                           cost, tag, block[0][0])
+    _check(example, block)
+    return example
+
+
+def _head(text: str) -> tuple[list[str], str | None, str]:
+    """The label's words, the tag and the feature text of one line."""
+    bar = text.find("|")
+    if bar < 0:
+        raise FieldError("no_bar", "line has no '|' before the features")
+    words = [w for w in text[:bar].replace("\t", " ").split(" ") if w]
+    tag = words.pop()[1:] or None if words and words[-1].startswith("'") else None
+    return words, tag, text[bar + 1:]
+
+
+def _slot_id(rest: list[str]) -> int:
+    if len(rest) != 1 or not (rest[0].isascii() and rest[0].isdigit()):
+        raise FieldError("slot_id", "slates action <slot>: the slot is a number from 0")
+    return int(rest[0])
+
+
+def _slot(kind: str, rest: list[str], features: Features, tag: str | None) -> SlotLine:
+    """A slot line's label: CCB ``[a:c:p[,a:p...]] [i,j...]``, slates ``[a:p[,a:p...]]``."""
+    if len(rest) > (2 if kind == "ccb" else 1):
+        raise FieldError("label", "ccb slot [action:cost:probability[,action:probability"
+                         "...]] [action,action...]" if kind == "ccb" else
+                         "slates slot [action:probability[,action:probability...]]")
+    outcome, include = None, None
+    for word in rest:
+        if ":" in word:
+            if outcome is not None:
+                raise FieldError("label", "a slot has one outcome at most")
+            outcome = _outcome(word, kind == "ccb")
+        elif kind == "ccb" and include is None:
+            include = tuple(_index(i, "included action") for i in word.split(",") if i)
+        else:
+            raise FieldError("label", f"{word!r} is neither an outcome nor a list of actions")
+    return SlotLine(features, outcome, include, tag)
+
+
+def _outcome(word: str, with_cost: bool) -> Outcome:
+    first, *others = word.split(",")
+    parts = first.split(":")
+    if len(parts) != (3 if with_cost else 2):
+        raise FieldError("label", f"{first!r} is not " + (
+            "action:cost:probability" if with_cost else "action:probability"))
+    cost = number(parts[1], "cost", "cost") if with_cost else 0.0
+    probs = [(_index(parts[0], "action"), _prob(parts[-1]))]
+    for pair in others:
+        fields = pair.split(":")
+        if len(fields) != 2:
+            raise FieldError("label", f"{pair!r} is not action:probability")
+        probs.append((_index(fields[0], "action"), _prob(fields[1])))
+    if not 0.0 < probs[0][1] <= 1.0:
+        raise FieldError("probability", f"the logged action's probability {probs[0][1]:g} "
+                         "is outside (0, 1]")
+    if len(probs) > 1 and abs(math.fsum(p for _, p in probs) - 1.0) > SUM_TOLERANCE:
+        raise FieldError("probability", "a slot's probabilities must add up to 1, not "
+                         f"{math.fsum(p for _, p in probs):g}")
+    return Outcome(probs[0][0], cost, probs[0][1], tuple(probs))
+
+
+def _index(text: str, what: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise FieldError("label", f"{what} {text!r} is not a number from 0")
+    return int(text)
+
+
+def _prob(text: str) -> float:
+    prob = number(text, "probability", "probability")
+    if not 0.0 <= prob <= 1.0:
+        raise FieldError("probability", f"probability {text} is outside [0, 1]")
+    return prob
+
+
+def _check(example: SlotsExample, block: list[tuple[int, str]]) -> None:
+    """The rules across lines: slots exist (CCB: no more than actions), logged actions
+    exist, slates' actions belong to slots that exist and every slot has actions."""
+    def fail(rule: str, detail: str, at: int = 0):
+        raise VWParseError(block[at][0], block[at][1], rule, detail)
+
+    slot_lines = [i for i, (_, text) in enumerate(block) if _is_slot(text)]
+    if not example.slots:
+        fail("slots", f"a {example.kind} example needs at least one slot line")
+    if example.kind == "ccb" and len(example.actions) < len(example.slots):
+        fail("slots", f"{len(example.slots)} slots and {len(example.actions)} actions: a ccb "
+             "example needs an action for each slot (VW refuses fewer)")
+    if example.kind == "slates":
+        counts = [example.action_slots.count(s) for s in range(len(example.slots))]
+        for at, slot in enumerate(example.action_slots):
+            if slot >= len(example.slots):
+                fail("slot_id", f"action {at} is in slot {slot}, but the example has "
+                     f"{len(example.slots)} slot lines")
+    for j, slot in enumerate(example.slots):
+        size = len(example.actions) if example.kind == "ccb" else counts[j]
+        if example.kind == "slates" and not size:
+            fail("slot_id", f"slot {j} has no action", slot_lines[j])
+        for action, _ in slot.outcome.probs if slot.outcome else ():
+            if action >= size:
+                fail("action_range", f"action {action} is outside the slot's {size} "
+                     "actions (0-based)", slot_lines[j])
+
+
+def _is_slot(text: str) -> bool:
+    words = text[:text.find("|")].split()
+    return len(words) > 1 and words[1] == "slot"

@@ -1,0 +1,202 @@
+"""Several slots at once: RegCB.predict_slots / learn_slots and VW's ccb and slates text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from regcb_stream import RegCB
+from regcb_stream.io.vw_slots import iter_slots
+from regcb_stream.io.vw_text import VWParseError
+from regcb_stream.persist import load_model, save_model
+from regcb_stream.slots import Slot, SlotDecision, learn_slots, offered, predict_slots
+
+ACTIONS = [{f"item={i}": 1.0, f"kind={i % 2}": 1.0} for i in range(5)]
+
+
+def ranking_round(rng: np.random.Generator) -> tuple[dict, list[float]]:
+    """A user of type 0 or 1; action 2 + type is the best first slot, rewards per slot."""
+    user = int(rng.integers(2))
+    return {f"user={user}": 1.0}, [float(a == 2 + user) for a in range(5)]
+
+
+def test_ccb_slots_choose_distinct_actions_with_valid_distributions():
+    learner = RegCB(seed=3)
+    decisions = predict_slots(learner, {"user=0": 1.0}, ACTIONS, [Slot(), Slot(), Slot()])
+    chosen = [d.index for d in decisions]
+    assert len(set(chosen)) == 3
+    for j, decision in enumerate(decisions):
+        assert isinstance(decision, SlotDecision)
+        assert len(decision.offered) == len(ACTIONS) - j
+        assert set(chosen[:j]).isdisjoint(decision.offered)
+        assert decision.pmf.min() >= 0 and decision.pmf.sum() == pytest.approx(1.0)
+        assert decision.prob == decision.pmf[decision.offered.index(decision.index)]
+
+
+def test_a_slot_takes_only_the_actions_it_includes_and_none_when_none_is_left():
+    learner = RegCB(seed=0)
+    first, second, third = predict_slots(learner, 
+        {"u": 1.0}, ACTIONS[:2], [Slot(include=[1, 4]), Slot(), Slot()])
+    assert first.index == 1 and first.prob == 1.0
+    assert second.index == 0 and second.offered == (0,)
+    assert third is None
+
+
+def test_slates_decide_each_slot_among_its_own_actions():
+    learner = RegCB(seed=1)
+    pools = [ACTIONS[:3], ACTIONS[3:]]
+    decisions = predict_slots(learner, {"u": 1.0}, [], [Slot(actions=p) for p in pools])
+    assert [len(d.offered) for d in decisions] == [3, 2]
+    assert decisions[0].index < 3 and decisions[1].index < 2
+
+
+def test_the_same_seed_gives_the_same_slots_and_a_model_file_resumes_them_exactly(tmp_path):
+    def run(learner, rounds, rng):
+        out = []
+        for _ in range(rounds):
+            context, rewards = ranking_round(rng)
+            slots = [Slot({"h": 1.0}), Slot({"i": 1.0})]
+            decisions = predict_slots(learner, context, ACTIONS, slots)
+            learn_slots(learner, context, ACTIONS, slots, decisions,
+                                [rewards[d.index] / (j + 1) for j, d in enumerate(decisions)])
+            out.append([(d.index, d.prob) for d in decisions])
+        return out
+
+    whole = run(RegCB(seed=5), 60, np.random.default_rng(0))
+    assert whole == run(RegCB(seed=5), 60, np.random.default_rng(0))
+    rng, first = np.random.default_rng(0), RegCB(seed=5)
+    head = run(first, 25, rng)
+    save_model(tmp_path / "m.regcb", first, {})
+    resumed, _ = load_model(tmp_path / "m.regcb")
+    assert head + run(resumed, 35, rng) == whole
+
+
+def test_learning_per_slot_finds_each_users_best_first_action():
+    learner, rng = RegCB(seed=0), np.random.default_rng(1)
+    for _ in range(400):
+        context, rewards = ranking_round(rng)
+        slots = [Slot(), Slot()]
+        decisions = predict_slots(learner, context, ACTIONS, slots)
+        learn_slots(learner, context, ACTIONS, slots, decisions,
+                            [rewards[d.index] / (j + 1) for j, d in enumerate(decisions)])
+    for user in (0, 1):
+        first = predict_slots(learner, {f"user={user}": 1.0}, ACTIONS, [Slot(), Slot()])[0]
+        assert first.pmf[first.offered.index(2 + user)] > 0.9
+
+
+def test_unobserved_slots_are_left_out_and_lengths_must_agree():
+    learner = RegCB(seed=0)
+    slots = [Slot(), Slot()]
+    decisions = predict_slots(learner, {"u": 1.0}, ACTIONS, slots)
+    learn_slots(learner, {"u": 1.0}, ACTIONS, slots, decisions, [1.0, None])
+    assert learner.n_labels == 1
+    with pytest.raises(ValueError, match="one of each per slot"):
+        learn_slots(learner, {"u": 1.0}, ACTIONS, slots, decisions, [1.0])
+
+
+# -- VW's text formats ---------------------------------------------------------------------
+
+CCB = """ccb shared 'ex1 |User b
+ccb action |Action d
+ccb action |Action e
+ccb action |Action f
+ccb slot 1:0.5:0.25 |Slot h
+ccb slot 0:0:0.5,2:0.5 0,2 |Slot i
+ccb slot |Slot j
+
+ccb shared |User c
+ccb action |Action d
+ccb slot |Slot h
+"""
+
+
+def test_ccb_text_is_read_with_outcomes_inclusions_and_tags():
+    first, second = iter_slots(CCB.splitlines())
+    assert (first.kind, first.tag, len(first.actions), len(first.slots)) == ("ccb", "ex1", 3, 3)
+    assert first.slots[0].outcome[:3] == (1, 0.5, 0.25)
+    assert first.slots[1].outcome.probs == ((0, 0.5), (2, 0.5))
+    assert first.slots[1].include == (0, 2) and first.slots[2].outcome is None
+    assert first.shared == (("User", (("b", 1.0),)),) and second.line_no == 9
+
+
+@pytest.mark.parametrize("text, detail", [
+    ("ccb shared 1 |u a\nccb slot |s", "cannot carry a label"),
+    ("ccb shared |u a\nccb action 0:1:1 |a", "cannot carry a label"),
+    ("ccb shared |u a\nccb action |a\nccb slot 3:0:0.5 |s", "outside the slot's 1 actions"),
+    ("ccb shared |u a\nccb action |a\nccb slot 0:0:0 |s", r"outside \(0, 1\]"),
+    ("ccb shared |u a\nccb action |a\nccb action |b\nccb slot 0:0:0.5,1:0.2 |s",
+     "add up to 1"),
+    ("ccb shared |u a\nccb action |a", "at least one slot"),
+    ("ccb shared |u a\nccb action |a\nccb slot |s\nccb slot |t", "an action for each slot"),
+    ("ccb shared |u a\nslates action 0 |a\nccb slot |s", "must start with ccb"),
+    ("ccb sharde |u a", "'ccb shared'"),
+    ("slates shared 1 2 |u", "one cost at most"),
+    ("slates shared |u\nslates action x |a\nslates slot |s", "slot is a number"),
+    ("slates shared |u\nslates action 1 |a\nslates slot |s", "slot lines"),
+    ("slates shared |u\nslates action 0 |a\nslates slot |s\nslates slot |t", "no action"),
+    ("ccb shared |u a\nccb shared |u b\nccb action |a\nccb slot |s", "second shared"),
+])
+def test_bad_examples_are_refused_naming_the_line(text, detail):
+    with pytest.raises(VWParseError, match=detail) as error:
+        list(iter_slots(text.splitlines()))
+    assert error.value.line_no >= 1
+    skipped = []
+    assert list(iter_slots([*text.splitlines(), "", *CCB.splitlines()],
+                           on_error=skipped.append))[0].tag == "ex1"
+    assert len(skipped) == 1
+
+
+@st.composite
+def slot_streams(draw):
+    """Random CCB or slates text: the examples, and the kind."""
+    kind = draw(st.sampled_from(["ccb", "slates"]))
+    examples = []
+    for _ in range(draw(st.integers(1, 6))):
+        n_slots = draw(st.integers(1, 4))
+        if kind == "ccb":
+            n_actions = draw(st.integers(n_slots, 5))
+            lines = ["ccb shared |User u%d" % draw(st.integers(0, 3))]
+            lines += [f"ccb action |Action a{i}" for i in range(n_actions)]
+            for j in range(n_slots):
+                label = (f"{draw(st.integers(0, n_actions - 1))}:0:0.5 "
+                         if draw(st.booleans()) else "")
+                lines.append(f"ccb slot {label}|Slot s{j}")
+        else:
+            sizes = [draw(st.integers(1, 3)) for _ in range(n_slots)]
+            lines = ["slates shared 0.5 |User u"]
+            lines += [f"slates action {j} |Action a{j}_{i}" for j, n in enumerate(sizes)
+                      for i in range(n)]
+            lines += [f"slates slot {draw(st.integers(0, n - 1))}:0.5 |Slot s{j}"
+                      for j, n in enumerate(sizes)]
+        examples.append("\n".join(lines))
+    return kind, "\n\n".join(examples) + "\n"
+
+
+@settings(max_examples=25, deadline=None)
+@given(slot_streams())
+def test_every_example_and_slot_vw_predicts_is_read_with_vws_widths(tmp_path_factory, stream):
+    """VW reads the same text: as many examples, slots and actions per slot as ours (VW's
+    slot j excludes the actions its earlier slots chose: its first of each line)."""
+    from vowpalwabbit import Workspace
+
+    kind, text = stream
+    folder = tmp_path_factory.mktemp("vw")
+    (folder / "in.txt").write_text(text)
+    flags = "--ccb_explore_adf" if kind == "ccb" else "--slates"
+    Workspace(f"{flags} -d {folder / 'in.txt'} -p {folder / 'p.txt'} --quiet").finish()
+    blocks = [b.split("\n") for b in (folder / "p.txt").read_text().strip("\n").split("\n\n")]
+    examples = list(iter_slots(text.splitlines()))
+    assert len(examples) == len(blocks)
+    for example, block in zip(examples, blocks):
+        assert len(example.slots) == len(block)
+        slots = [Slot(None, None if kind == "ccb" else [
+            a for a, s in zip(example.actions, example.action_slots) if s == j], line.include)
+            for j, line in enumerate(example.slots)]
+        taken: set[int] = set()
+        for j, line in enumerate(block):
+            _, indices = offered(example.actions, slots, j, taken)
+            assert (len(line.split(",")) if line else 0) == len(indices)
+            if line and kind == "ccb":
+                taken.add(int(line.split(":")[0]))
