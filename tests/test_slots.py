@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from vowpalwabbit import Workspace
 
 from regcb_stream import RegCB
 from regcb_stream.io.vw_slots import iter_slots
@@ -179,8 +183,6 @@ def slot_streams(draw):
 def test_every_example_and_slot_vw_predicts_is_read_with_vws_widths(tmp_path_factory, stream):
     """VW reads the same text: as many examples, slots and actions per slot as ours (VW's
     slot j excludes the actions its earlier slots chose: its first of each line)."""
-    from vowpalwabbit import Workspace
-
     kind, text = stream
     folder = tmp_path_factory.mktemp("vw")
     (folder / "in.txt").write_text(text)
@@ -200,3 +202,118 @@ def test_every_example_and_slot_vw_predicts_is_read_with_vws_widths(tmp_path_fac
             assert (len(line.split(",")) if line else 0) == len(indices)
             if line and kind == "ccb":
                 taken.add(int(line.split(":")[0]))
+
+
+# -- the command ---------------------------------------------------------------------------
+
+def command(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "regcb_stream", *args], input=stdin,
+                          capture_output=True, text=True, timeout=300)
+
+
+def ccb_stream(n: int, seed: int = 0, n_actions: int = 4, n_slots: int = 3) -> str:
+    """Logged CCB text: user u0/u1, action 1 + user the best in every slot (cost 0 in the
+    first, 1/2 in the second ...; 1 for the others)."""
+    rng, examples = np.random.default_rng(seed), []
+    for _ in range(n):
+        user = int(rng.integers(2))
+        lines = [f"ccb shared |User u{user}"]
+        lines += [f"ccb action |Action a{i}" for i in range(n_actions)]
+        for j, action in enumerate(rng.permutation(n_actions)[:n_slots]):
+            cost = 1.0 - 1.0 / (j + 1) if action == 1 + user else 1.0
+            lines.append(f"ccb slot {action}:{cost:g}:{1 / (n_actions - j):.6f} |Slot s{j}")
+        examples.append("\n".join(lines))
+    return "\n\n".join(examples) + "\n\n"
+
+
+SLATES = """slates shared 0.8 |User a
+slates action 0 |Action a0
+slates action 0 |Action a1
+slates action 0 |Action a2
+slates action 1 |Action b0
+slates action 1 |Action b1
+slates slot 1:0.8 |Slot s0
+slates slot 0:0.6 |Slot s1
+
+"""
+
+
+@pytest.mark.parametrize("flag, text", [("--ccb_explore_adf", ccb_stream(40)),
+                                        ("--slates", SLATES * 5)])
+def test_the_command_writes_vws_lines_per_slot(flag, text, tmp_path):
+    """As many examples and slot lines as VW's -p, each slot's actions VW's (the pool less
+    what the slot's earlier ones drew), every line a distribution; the same twice."""
+    data = tmp_path / "in.txt"
+    data.write_text(text)
+    Workspace(f"{flag} -d {data} -p {tmp_path / 'vw.p'} --quiet").finish()
+    ours = command(flag, "-d", str(data), "-p", "/dev/stdout", "--quiet")
+    assert ours.returncode == 0, ours.stderr
+    assert ours.stdout == command(flag, "-d", str(data), "-p", "-", "--quiet").stdout
+    theirs = (tmp_path / "vw.p").read_text().strip("\n").split("\n\n")
+    blocks = ours.stdout.strip("\n").split("\n\n")
+    assert len(blocks) == len(theirs) == text.count("\n\n")
+    for block, example in zip(blocks, theirs):
+        lines = block.split("\n")
+        assert len(lines) == len(example.split("\n"))
+        drawn = set()
+        for line, vw_line in zip(lines, example.split("\n")):
+            pmf = dict(map(float, pair.split(":")) for pair in line.split(","))
+            assert len(pmf) == len(vw_line.split(",")) and sum(pmf.values()) == pytest.approx(
+                1.0, abs=1e-5)
+            if flag == "--ccb_explore_adf":
+                assert drawn.isdisjoint(pmf)
+                drawn.add(int(line.split(":")[0]))
+
+
+def test_the_command_learns_each_users_best_first_slot(tmp_path):
+    data = tmp_path / "in.txt"
+    data.write_text(ccb_stream(600, seed=1))
+    out = command("--ccb_explore_adf", "-d", str(data), "-p", "-", "--quiet").stdout
+    last = [block.split("\n")[0] for block in out.strip("\n").split("\n\n")[-100:]]
+    users = [line.split("|User u")[1][0] for line in data.read_text().split("\n")
+             if line.startswith("ccb shared")][-100:]
+    best = sum(line.startswith(f"{1 + int(user)}:") for line, user in zip(last, users))
+    assert best >= 80
+
+
+def test_a_model_file_resumes_the_slots_exactly(tmp_path):
+    text = ccb_stream(60, seed=2)
+    cut = text.index("\n\n", len(text) // 2) + 2
+    whole = command("--ccb_explore_adf", "-p", "-", "--quiet", stdin=text).stdout
+    model = tmp_path / "m.regcb"
+    head = command("--ccb_explore_adf", "-p", "-", "--quiet", "-f", str(model),
+                   stdin=text[:cut]).stdout
+    tail = command("-i", str(model), "-p", "-", "--quiet", stdin=text[cut:])
+    assert tail.returncode == 0, tail.stderr
+    assert head + tail.stdout == whole
+    other = command("--slates", "-i", str(model), "--quiet", stdin=SLATES)
+    assert other.returncode == 2 and "--slates conflicts with --ccb_explore_adf" in other.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ccb_explore_adf", "--dsjson"], "--dsjson: not with --ccb_explore_adf"),
+    (["--slates", "-q", "UA"], "-q: not with --slates"),
+    (["--ccb_explore_adf", "--slates"], "not allowed with argument"),
+])
+def test_flags_the_slots_do_not_take_are_refused(args, message):
+    done = command(*args, stdin=SLATES)
+    assert done.returncode == 2 and message in done.stderr
+
+
+def test_a_bad_example_stops_naming_its_line_and_lenient_skips_it():
+    bad = "ccb shared |u\nccb action |a\nccb slot 5:0:0.5 |s\n\n"
+    text = ccb_stream(2) + bad + ccb_stream(1, seed=3)
+    done = command("--ccb_explore_adf", "-p", "-", "--quiet", stdin=text)
+    assert done.returncode == 1 and "line 21" in done.stderr and "outside" in done.stderr
+    assert done.stdout.count("\n\n") == 2  # the examples before it are written
+    lenient = command("--ccb_explore_adf", "--lenient", "-p", "-", stdin=text)
+    assert lenient.returncode == 0 and lenient.stdout.count("\n\n") == 3
+    slates = command("--ccb_explore_adf", "-p", "-", "--quiet", stdin=SLATES)
+    assert slates.returncode == 1 and "reads ccb examples" in slates.stderr
+
+
+def test_a_cost_outside_the_range_is_learned_with_one_warning():
+    text = SLATES.replace("slates shared 0.8", "slates shared -1") * 3
+    done = command("--slates", "-p", "-", "--quiet", stdin=text)
+    assert done.returncode == 0 and done.stderr.count("warning") == 1
+    assert "line 1: cost -1 is outside [cb_min_cost, cb_max_cost] = [0, 1]" in done.stderr

@@ -52,7 +52,7 @@ def make_learner(args) -> RegCB:
         reward_range=(-args.cb_max_cost, -args.cb_min_cost),
         seed=args.random_seed,
         allow_out_of_range=True,
-        cross=False,
+        cross=slot_kind(args) is not None,  # (the others cross by -q, in the encoder)
         intercept=not args.noconstant,
         hash_bits=args.bit_precision,
         random_features=0 if args.vw_compat else None,
@@ -75,6 +75,7 @@ def exploration(flags: dict) -> tuple[str, dict]:
 
 def stream_settings(args) -> StreamSettings:
     return StreamSettings(
+        slots=slot_kind(args),
         adf=args.cb_explore_adf or args.dsjson,
         dsjson=args.dsjson,
         n_actions=args.cb_explore,
@@ -104,8 +105,10 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
     if args.dsjson and args.cb_explore is not None:
         raise ValueError("--dsjson is ADF input: give it without --cb_explore K")
     if (args.cb_explore is None and not args.cb_explore_adf and not args.dsjson
-            and not args.initial_regressor):
+            and not slot_kind(args) and not args.initial_regressor):
         raise ValueError("give --cb_explore K or --cb_explore_adf")
+    if slot_kind(args):
+        _check_slot_flags(args)
     if args.cb_force_legacy and args.cb_explore_adf:
         raise ValueError("--cb_force_legacy applies to --cb_explore K only")
     if args.default_reward is not None and not args.reward_wait:
@@ -162,6 +165,33 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
     learner, settings = make_learner(args), stream_settings(args)
     _check_memory(args, settings)
     return learner, settings
+
+
+def slot_kind(args) -> str | None:
+    """``"ccb"`` for ``--ccb_explore_adf``, ``"slates"`` for ``--slates``, else None."""
+    return "ccb" if args.ccb_explore_adf else "slates" if args.slates else None
+
+
+#: flags that do not apply to multi-slot examples (`command.slots_driver`)
+NOT_WITH_SLOTS = {"dsjson": "--dsjson", "decision_log": "--decision_log",
+                  "reward_wait": "--reward_wait", "scheduler": "--scheduler",
+                  "cb_force_legacy": "--cb_force_legacy", "vw_compat": "--vw_compat",
+                  "readable_model": "--readable_model", "invert_hash": "--invert_hash",
+                  "ignore": "--ignore", "keep": "--keep", "ignore_linear": "--ignore_linear",
+                  "interactions": "-q"}
+
+
+def _check_slot_flags(args) -> None:
+    """The flags multi-slot examples take (their shared and slot features are crossed
+    with the actions' without -q)."""
+    given = [flag for name, flag in NOT_WITH_SLOTS.items() if getattr(args, name, None)]
+    if args.oracle == "vw":
+        given.append("--oracle vw")
+    if given:
+        flag = "--ccb_explore_adf" if args.ccb_explore_adf else "--slates"
+        raise ValueError(f"{' '.join(given)}: not with {flag} (its shared and slot features "
+                         "are crossed with every action's without -q, and each slot's "
+                         "decision is written with -p)")
 
 
 def _check_vw_flags(args) -> None:
@@ -222,7 +252,7 @@ def _check_memory(args, settings: StreamSettings) -> None:
         return
     if not args.oracle_memory > 0:
         raise ValueError(f"--oracle_memory must be > 0 MB, got {args.oracle_memory:g}")
-    models = 1 if settings.adf else settings.n_actions
+    models = 1 if settings.adf or settings.slots else settings.n_actions
     need = models * (24 * HEAD**2 + 8 * (2 + 2**settings.hash_bits)) / 2**20
     if need > args.oracle_memory:
         raise ValueError(
@@ -235,8 +265,9 @@ def _check_same(saved: StreamSettings, args) -> None:
     """Flags that describe the stream must agree with the model's when they are given."""
     given = stream_settings(args)
     checks = [(("filters",), _filter_flags)] if given.filters else []
-    if args.cb_explore is not None or args.cb_explore_adf:
-        checks += [(("adf", "n_actions"), _input_flags), (("interactions",), _crosses)]
+    if args.cb_explore is not None or args.cb_explore_adf or given.slots:
+        checks += [(("adf", "n_actions", "slots"), _input_flags),
+                   (("interactions",), _crosses)]
     for same, words in checks:
         if any(getattr(given, name) != getattr(saved, name) for name in same):
             raise ValueError(f"{words(given)} conflicts with {words(saved)} in the model file "
@@ -246,7 +277,8 @@ def _check_same(saved: StreamSettings, args) -> None:
 def _input_flags(settings: StreamSettings) -> str:
     """The input format in the command's flags."""
     return ("--dsjson" if settings.dsjson else "--cb_explore_adf" if settings.adf else
-            f"--cb_explore {settings.n_actions}")
+            "--ccb_explore_adf" if settings.slots == "ccb" else "--slates" if settings.slots
+            else f"--cb_explore {settings.n_actions}")
 
 
 def _filter_flags(settings: StreamSettings) -> str:

@@ -64,6 +64,7 @@ class StreamSettings:
     flags: dict | None = None  # the command's flags the learner was built with (`resume`)
     dsjson: bool = False  # --dsjson: VW's Decision Service JSON (ADF examples)
     filters: tuple | None = None  # --ignore, --keep, --ignore_linear (`vw_features.Namespaces`)
+    slots: str | None = None  # "ccb" (--ccb_explore_adf) or "slates" (--slates)
 
     @classmethod
     def of_model(cls, saved: dict) -> StreamSettings:
@@ -76,6 +77,7 @@ class StreamSettings:
                          ("dsjson", _is(bool)), ("flags", lambda v: v is None or (
                              _is(dict)(v) and all(map(_is_flag_value, v.values())))),
                          ("n_actions", lambda v: v is None or _is(int)(v) and v >= 1),
+                         ("slots", lambda v: v in (None, "ccb", "slates")),
                          ("hash_bits", lambda v: v is None or _is(int)(v) and 0 <= v <= 32),
                          ("interactions", lambda v: isinstance(v, (tuple, list)) and all(
                              isinstance(x, str) for x in v)),

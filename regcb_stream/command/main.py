@@ -149,6 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     mode = cb.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
     mode.add_argument("--cb_explore_adf", action="store_true", help="multi-line ADF examples")
+    mode.add_argument("--ccb_explore_adf", action="store_true",
+                      help="VW's conditional contextual bandit examples (ccb shared, action, "
+                           "slot lines): a decision per slot among the actions the earlier "
+                           "slots left")
+    mode.add_argument("--slates", action="store_true",
+                      help="VW's slates examples (slates shared, action, slot lines): a "
+                           "decision per slot among its own actions")
     cb.add_argument("--cb_min_cost", type=float,
                     help="the least cost (default 0; with --dsjson -1, as costs there are "
                          "negative rewards in [0, 1])")
@@ -290,10 +297,16 @@ def _command(argv: list[str] | None) -> int:
                                 dsjson=settings.dsjson)
         progress = ProgressTable(None if args.quiet else sys.stderr,
                                  _preamble(settings, learner))
-        driver = Driver(learner, settings, sink or None, progress, legacy=settings.legacy,
-                        first_only=settings.first_only and learner.variant == "optimistic",
-                        vw_compat=settings.vw_compat, learn=not args.testonly,
-                        guard=interrupts.block, outcomes=outcomes)
+        if settings.slots:
+            from regcb_stream.command.slots_driver import SlotsDriver
+
+            driver = SlotsDriver(learner, settings.slots, sink or None, progress,
+                                 learn=not args.testonly, guard=interrupts.block)
+        else:
+            driver = Driver(learner, settings, sink or None, progress, legacy=settings.legacy,
+                            first_only=settings.first_only and learner.variant == "optimistic",
+                            vw_compat=settings.vw_compat, learn=not args.testonly,
+                            guard=interrupts.block, outcomes=outcomes)
         try:
             interrupts.start()
             if args.scheduler:
@@ -389,7 +402,8 @@ def _budget(learner: RegCB, settings: StreamSettings) -> str:
     if learner.model_class is not None or flags.get("oracle") == "vw" or any(
             flags.get(name) for name in ("mellowness", "beta", "auto_budget")):
         return learner.budget_in_force
-    classes = (["own features", "shared features"] if settings.adf else ["linear"]
+    classes = (["own features", "shared features"] if settings.adf or settings.slots
+               else ["linear"]
                if learner.encoder.expand is None else ["random features", "linear"])
     values = " or ".join(f"{MODEL_CLASSES[name].mellowness:g}" for name in classes)
     return f"mellowness {values}" + ("" if len(classes) == 1 else

@@ -59,19 +59,28 @@ PROBED = 4096  # single-line actions `probe` tries at most
 def probe(learner, settings) -> None:
     """Raise what a model's learner raises if it is damaged (a state that loads but does not
     work): a copy of it decides and learns an example of the stream's format (single-line:
-    one for each action) through the command's `Driver`, and is saved (the learner itself
-    is left as it is)."""
+    one for each action) through the command's `Driver` (multi-slot: its `SlotsDriver`),
+    and is saved (the learner itself is left as it is)."""
     from regcb_stream.command.driver import Driver, ExampleError
     from regcb_stream.command.progress import ProgressTable
     from regcb_stream.persist import dumps
 
+    trial = copy.deepcopy(learner)
+    if settings.slots:  # (a ccb or slates example, its slot labelled)
+        from regcb_stream.command.slots_driver import SlotsDriver
+
+        kind, action = settings.slots, "action 0" if settings.slots == "slates" else "action"
+        label = "0:0:0.5" if kind == "slates" else f"0:{settings.cost_range[0]!r}:0.5"
+        text = [f"{kind} shared |s x", f"{kind} {action} |a y", f"{kind} slot {label} |z"]
+        SlotsDriver(trial, kind, None, ProgressTable(None)).run(text)
+        dumps(trial, dataclasses.asdict(settings))
+        return
     cost = settings.cost_range[0]  # (without new features, then with: the state as it is,
     text = []  # then grown; single-line: an example of each action, each model is tried)
     for x, y, z in (("", "", ""), ("s x", "a y", "a z")):
         text += [f"shared |{x}", f"0:{cost!r}:0.5 |{y}", f"|{z}", ""] if settings.adf else [
             f"{a}:{cost!r}:0.5 |{x}" for a in range(1, min(settings.n_actions, PROBED) + 1)]
     plain = dataclasses.replace(settings, dsjson=False)  # (text examples, as ADF)
-    trial = copy.deepcopy(learner)
     try:
         Driver(trial, plain, None, ProgressTable(None), legacy=settings.legacy,
                vw_compat=settings.vw_compat).run(text)

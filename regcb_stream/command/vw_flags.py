@@ -84,10 +84,6 @@ VW_FLAGS = (
            "explorers on a logged stream by explore-eval; regcb-ope estimates a policy"),
     VWFlag(("--cbify",), "refused", "regcb-stream reads contextual-bandit examples; "
            "benchmarks on classification data: python -m bench", "K"),
-    VWFlag(("--ccb_explore_adf",), "refused", "regcb-stream makes single decisions: give "
-           "each slot as an ADF example (--cb_explore_adf)"),
-    VWFlag(("--slates",), "refused", "regcb-stream makes single decisions: give each slot "
-           "as an ADF example (--cb_explore_adf)"),
     VWFlag(("--cubic",), "refused", "regcb-stream crosses two namespaces (-q AB)", "ABC"),
     VWFlag(("--audit",), "refused", "regcb-stream prints no audit; --invert_hash FILE "
            "writes each weight with its features' names, --decision_log FILE every decision "

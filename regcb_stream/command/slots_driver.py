@@ -1,0 +1,117 @@
+"""The command's loop over multi-slot examples (``--ccb_explore_adf``, ``--slates``).
+
+Each example (`regcb_stream.io.vw_slots`) is decided slot after slot by
+`regcb_stream.slots.predict_slots`, its ``-p`` lines written as VW writes them (a line per
+slot, ``action:probability,...`` with the drawn action first, then an empty line), then its
+logged outcomes learned. Features are keyed ``namespace^name`` (the learner hashes them
+into ``-b`` bits); the learner crosses every shared and slot feature with every action
+feature, and the slot's position is a feature of its own, so that what a slot and its
+position do to each action is learned (VW crosses them through ``-q`` and its slot
+index). Rewards are costs negated, as everywhere in the command; a slate's cost is its
+shared line's, learned for every slot with an outcome. A slot's label is learned whatever
+the earlier slots drew: the slot's features do not depend on them (VW drops the label of a
+slot whose logged action its own earlier draws took).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+
+from regcb_stream.io.vw_features import Features
+from regcb_stream.io.vw_predictions import format_prob
+from regcb_stream.io.vw_slots import SlotsExample, iter_slots
+from regcb_stream.io.vw_text import OnError, VWParseError
+from regcb_stream.slots import Slot, SlotDecision, learn_slots, predict_slots
+
+FLAGS = {"ccb": "--ccb_explore_adf", "slates": "--slates"}
+
+
+def feature_dict(features: Features) -> dict[str, float]:
+    """A line's features as the learner's dict: ``namespace^name`` -> value (a feature
+    named twice in a namespace: their sum, as VW's weight sees it).
+
+    >>> feature_dict((("User", (("a", 1.0), ("a", 0.5))), (" ", (("b", 2.0),))))
+    {'User^a': 1.5, ' ^b': 2.0}
+    """
+    out: dict[str, float] = {}
+    for namespace, pairs in features:
+        for name, value in pairs:
+            key = f"{namespace}^{name}"
+            out[key] = out.get(key, 0.0) + value
+    return out
+
+
+class SlotsDriver:
+    """Decide, write and learn multi-slot examples of one kind (``"ccb"`` or
+    ``"slates"``) with ``learner``; ``sink`` takes the ``-p`` text, ``progress`` the rows
+    of the progress table (the first slot's, as VW's)."""
+
+    def __init__(self, learner, kind: str, sink, progress, learn: bool = True,
+                 guard=contextlib.nullcontext):
+        self.learner, self.kind, self.sink, self.progress = learner, kind, sink, progress
+        self.learn, self.guard = learn, guard
+        self._warned_range = False
+
+    def run(self, lines, on_error: OnError | None = None, first_line: int = 1) -> None:
+        """Every example of the lines, in order (``on_error``: as the other drivers')."""
+        for example in iter_slots(lines, on_error, first_line):
+            if example.kind != self.kind:
+                error = VWParseError(example.line_no, example.kind, "kind",
+                                     f"a {example.kind} example, but the command reads "
+                                     f"{self.kind} examples ({FLAGS[self.kind]})")
+                if on_error is None:
+                    raise error
+                on_error(error)
+                continue
+            with self.guard():
+                self._example(example)
+
+    def _example(self, example: SlotsExample) -> None:
+        context = feature_dict(example.shared)
+        actions = [feature_dict(action) for action in example.actions]
+        slots = [Slot(feature_dict(line.features), None if example.kind == "ccb" else [
+            action for action, slot in zip(actions, example.action_slots) if slot == j],
+            line.include) for j, line in enumerate(example.slots)]
+        decisions = predict_slots(self.learner, context, actions, slots)
+        if self.sink is not None:
+            self.sink.write("".join(_line(d) for d in decisions) + "\n")
+            self.sink.flush()  # a process may be waiting for these lines
+        outcomes = [line.outcome for line in example.slots]
+        costs = [None if o is None else example.cost if example.kind == "slates" else o.cost
+                 for o in outcomes]
+        if self.learn:
+            self._check_costs(costs, example.line_no)
+            learn_slots(self.learner, context, actions, slots,
+                        [None if o is None else (o.action, o.prob) for o in outcomes],
+                        [None if c is None else -c for c in costs])
+        first, outcome = decisions[0], outcomes[0]
+        label = None if outcome is None or costs[0] is None else (
+            outcome.action, costs[0], outcome.prob)
+        loss = None if label is None else (
+            costs[0] / outcome.prob * first.prob if first and first.index == outcome.action
+            else 0.0)
+        shown = (first.index, first.prob) if first else (0, 0.0)  # (no action: none drawn)
+        self.progress.update(loss, label, shown, sum(map(len, (context, *actions))))
+
+
+    def _check_costs(self, costs: list, line_no: int) -> None:
+        """Warn, once per run, about a learned cost outside the cost range (as the
+        other driver: learned as it is, the bounds clipped)."""
+        low, high = -self.learner.reward_range[1], -self.learner.reward_range[0]
+        outside = [c for c in costs if c is not None and not low <= c <= high]
+        if outside and not self._warned_range:
+            self._warned_range = True
+            print(f"warning: the example of line {line_no}: cost {outside[0]:g} is outside "
+                  f"[cb_min_cost, cb_max_cost] = [{low:g}, {high:g}]; learning it as it is "
+                  "(as VW does), bounds stay clipped to the range", file=sys.stderr)
+
+
+def _line(decision: SlotDecision | None) -> str:
+    """A slot's ``-p`` line: its drawn action first, then the others in order."""
+    if decision is None:
+        return "\n"
+    pairs = list(zip(decision.offered, decision.pmf.tolist()))
+    drawn = decision.offered.index(decision.index)
+    ordered = [pairs[drawn], *pairs[:drawn], *pairs[drawn + 1:]]
+    return ",".join([f"{a}:{format_prob(p)}" for a, p in ordered]) + "\n"
