@@ -26,6 +26,7 @@ ValueError: context feature 1 is nan: features must be finite numbers
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -401,6 +402,7 @@ def named_dense(values: np.ndarray) -> bool:
     return 0 < len(values) <= MAX_DENSE_NAMES and bool((values != 1).any())
 
 
+@functools.lru_cache(maxsize=1 << 16)  # (names repeat: murmur in Python costs ~10 us)
 def _name_hash(key) -> int:
     """VW's hash of a feature named ``key`` in the default namespace: a name of digits
     hashes to its number, so an int key (a slot, from ``iter_vw(hash_bits=...)``) stays
