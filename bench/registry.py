@@ -102,6 +102,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     _experiment("unseen_streams", inputs=("random_features",),
                 data=("results/unseen_streams.jsonl",)),
     _experiment("input_forms", data=("results/input_forms.jsonl",)),
+    _experiment("slots_quality", data=("results/slots_quality.jsonl",)),  # issue 47
+    _experiment("vw_slot_files"),  # clones VW's repository
     # reads defaults' report (VW's tuned envelope of the UCI streams)
     _experiment("noisy_rewards", inputs=("defaults",), data=("results/noisy_rewards.jsonl",)),
     _experiment("forgetting", data=("results/forgetting.jsonl",)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from vowpalwabbit import Workspace
 
 from regcb_stream import RegCB
+from regcb_stream.io.dsjson import iter_ccb_dsjson
 from regcb_stream.io.vw_slots import iter_slots
 from regcb_stream.io.vw_text import VWParseError
 from regcb_stream.persist import load_model, save_model
@@ -291,7 +293,8 @@ def test_a_model_file_resumes_the_slots_exactly(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--ccb_explore_adf", "--dsjson"], "--dsjson: not with --ccb_explore_adf"),
+    (["--ccb_explore_adf", "--decision_log", "log.json"],
+     "--decision_log: not with --ccb_explore_adf"),
     (["--slates", "-q", "UA"], "-q: not with --slates"),
     (["--ccb_explore_adf", "--slates"], "not allowed with argument"),
 ])
@@ -317,3 +320,59 @@ def test_a_cost_outside_the_range_is_learned_with_one_warning():
     done = command("--slates", "-p", "-", "--quiet", stdin=text)
     assert done.returncode == 0 and done.stderr.count("warning") == 1
     assert "line 1: cost -1 is outside [cb_min_cost, cb_max_cost] = [0, 1]" in done.stderr
+
+
+def ccb_json(n: int, seed: int = 0) -> str:
+    """CCB DSJSON events: 3 actions, 2 slots (the second may take actions 0 and 2 only)."""
+    rng, lines = np.random.default_rng(seed), []
+    for t in range(n):
+        first, second = int(rng.integers(3)), int(rng.choice([0, 2]))
+        event = {"EventId": f"e{t}", "c": {
+            "User": {"id": f"u{t % 2}"},
+            "_multi": [{"Action": {"id": f"a{i}"}} for i in range(3)],
+            "_slots": [{"_id": "top", "Slot": {"place": "top"}},
+                       {"_id": "side", "Slot": {"place": "side"}, "_inc": [0, 2]}]},
+            "_outcomes": [{"_label_cost": -float(first == t % 2), "_a": [first],
+                           "_p": [1 / 3]},
+                          {"_label_cost": 0.0, "_a": [second], "_p": [0.5]}]}
+        lines.append(json.dumps(event))
+    return "\n".join(lines) + "\n"
+
+
+def test_ccb_dsjson_is_read_as_vw_reads_it():
+    example, = iter_ccb_dsjson(ccb_json(1).splitlines())
+    assert example.kind == "ccb" and example.tag == "e0" and len(example.actions) == 3
+    assert example.slots[1].include == (0, 2) and example.slots[1].outcome.prob == 0.5
+    cb_event = ('{"_label_cost":-1,"_label_probability":0.2,"_labelIndex":1,"a":[2,1],'
+                '"c":{"F":"1","_multi":[{"F":"2"},{"F":"3"}]},"p":[0.2,0.8],"pdrop":0.5}')
+    one, = iter_ccb_dsjson([cb_event])
+    assert len(one.slots) == 1 and one.slots[0].outcome[:3] == (1, -1.0, 0.2)
+    assert one.weight == 2.0
+    for bad, detail in (('"_outcomes":[{"_label_cost":0,"_a":[0,1],"_p":[1]}]', "as many"),
+                        ('"_outcomes":[{"_label_cost":0,"_a":[0],"_p":[0]}]', r"\(0, 1\]"),
+                        ('"_outcomes":[{},{}]', "2 outcomes for 1 slots")):
+        line = '{"c":{"_multi":[{"a":1},{"b":1}],"_slots":[{"s":1}]},' + bad + "}"
+        with pytest.raises(VWParseError, match=detail):
+            list(iter_ccb_dsjson([line]))
+
+
+def test_the_command_reads_ccb_dsjson_with_vws_widths(tmp_path):
+    data = tmp_path / "events.json"
+    data.write_text(ccb_json(30))
+    Workspace(f"--ccb_explore_adf --dsjson -d {data} -p {tmp_path / 'vw.p'} --quiet").finish()
+    ours = command("--ccb_explore_adf", "--dsjson", "-d", str(data), "-p", "-", "--quiet")
+    assert ours.returncode == 0, ours.stderr
+
+    def slots(text):  # each example's (top's width, side's width, what side could take)
+        out = []
+        for block in text.strip("\n").split("\n\n"):
+            top, side = block.split("\n")
+            drawn = int(top.split(":")[0])
+            out.append((len(top.split(",")), len(side.split(",")), len({0, 2} - {drawn})))
+        return out
+
+    ours_slots, vw_slots = slots(ours.stdout), slots((tmp_path / "vw.p").read_text())
+    assert len(ours_slots) == len(vw_slots) == 30
+    assert all(top == 3 and side == left for top, side, left in ours_slots + vw_slots)
+    refused = command("--slates", "--dsjson", stdin="")
+    assert refused.returncode == 2 and "--dsjson: not with --slates" in refused.stderr

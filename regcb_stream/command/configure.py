@@ -76,7 +76,7 @@ def exploration(flags: dict) -> tuple[str, dict]:
 def stream_settings(args) -> StreamSettings:
     return StreamSettings(
         slots=slot_kind(args),
-        adf=args.cb_explore_adf or args.dsjson,
+        adf=(args.cb_explore_adf or args.dsjson) and not slot_kind(args),
         dsjson=args.dsjson,
         n_actions=args.cb_explore,
         interactions=tuple(args.interactions),
@@ -184,7 +184,8 @@ NOT_WITH_SLOTS = {"dsjson": "--dsjson", "decision_log": "--decision_log",
 def _check_slot_flags(args) -> None:
     """The flags multi-slot examples take (their shared and slot features are crossed
     with the actions' without -q)."""
-    given = [flag for name, flag in NOT_WITH_SLOTS.items() if getattr(args, name, None)]
+    given = [flag for name, flag in NOT_WITH_SLOTS.items() if getattr(args, name, None)
+             and not (name == "dsjson" and args.ccb_explore_adf)]  # (VW's CCB DSJSON)
     if args.oracle == "vw":
         given.append("--oracle vw")
     if given:
@@ -276,9 +277,10 @@ def _check_same(saved: StreamSettings, args) -> None:
 
 def _input_flags(settings: StreamSettings) -> str:
     """The input format in the command's flags."""
-    return ("--dsjson" if settings.dsjson else "--cb_explore_adf" if settings.adf else
-            "--ccb_explore_adf" if settings.slots == "ccb" else "--slates" if settings.slots
-            else f"--cb_explore {settings.n_actions}")
+    slots = {"ccb": "--ccb_explore_adf", "slates": "--slates", None: ""}[settings.slots]
+    return (" ".join(filter(None, (slots, "--dsjson"))) if settings.dsjson else
+            "--cb_explore_adf" if settings.adf else slots or
+            f"--cb_explore {settings.n_actions}")
 
 
 def _filter_flags(settings: StreamSettings) -> str:

@@ -301,7 +301,8 @@ def _command(argv: list[str] | None) -> int:
             from regcb_stream.command.slots_driver import SlotsDriver
 
             driver = SlotsDriver(learner, settings.slots, sink or None, progress,
-                                 learn=not args.testonly, guard=interrupts.block)
+                                 learn=not args.testonly, guard=interrupts.block,
+                                 dsjson=settings.dsjson)
         else:
             driver = Driver(learner, settings, sink or None, progress, legacy=settings.legacy,
                             first_only=settings.first_only and learner.variant == "optimistic",

@@ -72,7 +72,11 @@ def probe(learner, settings) -> None:
         kind, action = settings.slots, "action 0" if settings.slots == "slates" else "action"
         label = "0:0:0.5" if kind == "slates" else f"0:{settings.cost_range[0]!r}:0.5"
         text = [f"{kind} shared |s x", f"{kind} {action} |a y", f"{kind} slot {label} |z"]
-        SlotsDriver(trial, kind, None, ProgressTable(None)).run(text)
+        if settings.dsjson:
+            text = ['{"c":{"s":{"x":1},"_multi":[{"a":{"y":1}}],"_slots":[{"z":1}]},'
+                    f'"_outcomes":[{{"_label_cost":{settings.cost_range[0]!r},"_a":[0],'
+                    '"_p":[0.5]}]}']
+        SlotsDriver(trial, kind, None, ProgressTable(None), dsjson=settings.dsjson).run(text)
         dumps(trial, dataclasses.asdict(settings))
         return
     cost = settings.cost_range[0]  # (without new features, then with: the state as it is,

@@ -1,6 +1,7 @@
 """The command's loop over multi-slot examples (``--ccb_explore_adf``, ``--slates``).
 
-Each example (`regcb_stream.io.vw_slots`) is decided slot after slot by
+Each example (VW text: `regcb_stream.io.vw_slots`; CCB DSJSON with ``--dsjson``:
+`regcb_stream.io.dsjson.iter_ccb_dsjson`) is decided slot after slot by
 `regcb_stream.slots.predict_slots`, its ``-p`` lines written as VW writes them (a line per
 slot, ``action:probability,...`` with the drawn action first, then an empty line), then its
 logged outcomes learned. Features are keyed ``namespace^name`` (the learner hashes them
@@ -18,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
+from regcb_stream.io.dsjson import iter_ccb_dsjson
 from regcb_stream.io.vw_features import Features
 from regcb_stream.io.vw_predictions import format_prob
 from regcb_stream.io.vw_slots import SlotsExample, iter_slots
@@ -48,14 +50,15 @@ class SlotsDriver:
     of the progress table (the first slot's, as VW's)."""
 
     def __init__(self, learner, kind: str, sink, progress, learn: bool = True,
-                 guard=contextlib.nullcontext):
+                 guard=contextlib.nullcontext, dsjson: bool = False):
         self.learner, self.kind, self.sink, self.progress = learner, kind, sink, progress
-        self.learn, self.guard = learn, guard
+        self.learn, self.guard, self.dsjson = learn, guard, dsjson
         self._warned_range = False
 
     def run(self, lines, on_error: OnError | None = None, first_line: int = 1) -> None:
         """Every example of the lines, in order (``on_error``: as the other drivers')."""
-        for example in iter_slots(lines, on_error, first_line):
+        read = iter_ccb_dsjson if self.dsjson else iter_slots
+        for example in read(lines, on_error, first_line):
             if example.kind != self.kind:
                 error = VWParseError(example.line_no, example.kind, "kind",
                                      f"a {example.kind} example, but the command reads "
@@ -84,7 +87,7 @@ class SlotsDriver:
             self._check_costs(costs, example.line_no)
             learn_slots(self.learner, context, actions, slots,
                         [None if o is None else (o.action, o.prob) for o in outcomes],
-                        [None if c is None else -c for c in costs])
+                        [None if c is None else -c for c in costs], example.weight)
         first, outcome = decisions[0], outcomes[0]
         label = None if outcome is None or costs[0] is None else (
             outcome.action, costs[0], outcome.prob)

@@ -49,6 +49,7 @@ from regcb_stream.io.vw_features import (
     FieldError,
     parse_namespaces,
 )
+from regcb_stream.io.vw_slots import Outcome, SlotLine, SlotsExample, check
 from regcb_stream.io.vw_text import ADFExample, Label, OnError, VWParseError
 
 try:
@@ -104,8 +105,8 @@ def parse_event(text: str, rewards: bool = True) -> DSJSONEvent | Reward | None:
         if obj.get(key) is not None and not isinstance(obj[key], str):
             raise FieldError(key, f"'{key}' is {_kind(obj[key])}, not a string")
     if "_outcomes" in obj:
-        raise FieldError("context", "'_outcomes' (a CCB event) is not read by --dsjson, "
-                         "which reads CB events")
+        raise FieldError("context", "'_outcomes' (a CCB event) is read by --ccb_explore_adf "
+                         "--dsjson; --dsjson alone reads CB events")
     context = obj.get("c")
     if context is not None and not isinstance(context, dict):
         raise FieldError("context", f"the context 'c' is {_kind(context)}, not an object")
@@ -150,6 +151,106 @@ def iter_dsjson(lines: Iterable[str], on_error: OnError | None = None
             if on_error is None:
                 raise failure from None
             on_error(failure)
+
+
+def iter_ccb_dsjson(lines: Iterable[str], on_error: OnError | None = None,
+                    first_line: int = 1) -> Iterator[SlotsExample]:
+    """VW's CCB DSJSON (``--ccb_explore_adf --dsjson``), a `SlotsExample` per event:
+    ``c``'s fields the shared features, ``c._multi`` the actions, ``c._slots`` the slots
+    (their fields the slot's features, ``_inc`` the actions a slot may take), and
+    ``_outcomes`` each slot's outcome in order (``_label_cost``, the actions ``_a`` with
+    the logged one first and their probabilities ``_p``); ``pdrop`` weighs the event; a CB
+    event (no ``_slots``) is one slot with its label, as VW reads it. A
+    line VW skips (not starting with ``{``) is skipped; a bad one raises its
+    `VWParseError` (with ``on_error``: reported and skipped).
+
+    >>> line = ('{"c":{"u":{"f":1},"_multi":[{"a":{"x":1}},{"a":{"y":1}}],"_slots":[{"s":1}]},'
+    ...         '"_outcomes":[{"_label_cost":-1,"_a":[1,0],"_p":[0.75,0.25]}]}')
+    >>> example, = iter_ccb_dsjson([line])
+    >>> len(example.actions), example.slots[0].outcome
+    (2, Outcome(action=1, cost=-1.0, prob=0.75, probs=((1, 0.75), (0, 0.25))))
+    """
+    for no, raw in enumerate(lines, first_line):
+        text = raw.rstrip("\r\n").removeprefix("\ufeff")
+        if not text.startswith("{"):
+            continue
+        try:
+            example = parse_ccb_event(text, no)
+        except FieldError as error:
+            failure = VWParseError(no, text[:200], error.rule, error.detail)
+            if on_error is None:
+                raise failure from None
+            on_error(failure)
+            continue
+        except VWParseError as failure:
+            if on_error is None:
+                raise
+            on_error(failure)
+            continue
+        yield example
+
+
+def parse_ccb_event(text: str, line_no: int = 1) -> SlotsExample:
+    """One CCB DSJSON line (`iter_ccb_dsjson`); ``FieldError`` saying what is wrong."""
+    obj = _load(text)
+    context = obj.get("c")
+    if not isinstance(context, dict):
+        raise FieldError("context", f"the context 'c' is {_kind(context)}, not an object")
+    parts = {}
+    for key in ("_multi", "_slots"):
+        parts[key] = context.get(key) or []
+        if not isinstance(parts[key], list) or not all(isinstance(v, dict)
+                                                       for v in parts[key]):
+            raise FieldError("context", f"'c.{key}' is not an array of objects")
+    outcomes = obj.get("_outcomes") or []
+    if not isinstance(outcomes, list) or not all(isinstance(o, dict) for o in outcomes):
+        raise FieldError("_outcomes", "'_outcomes' is not an array of objects")
+    if len(outcomes) > len(parts["_slots"]):
+        raise FieldError("_outcomes", f"{len(outcomes)} outcomes for "
+                         f"{len(parts['_slots'])} slots")
+    shared = _namespaces({k: v for k, v in context.items() if k != "_slots"}, top=True)
+    if not parts["_slots"] and not outcomes:  # a CB event: one slot, its label (as VW)
+        label = _label(obj, len(parts["_multi"]))
+        parts["_slots"], slot_outcomes = [{}], [None if label is None or label.prob is None
+                                                else Outcome(label.action, label.cost,
+                                                             label.prob,
+                                                             ((label.action, label.prob),))]
+    else:
+        slot_outcomes = [_outcome(o) for o in outcomes]
+        slot_outcomes += [None] * (len(parts["_slots"]) - len(outcomes))
+    slots = []
+    for j, slot in enumerate(parts["_slots"]):
+        include = slot.get("_inc")
+        if include is not None and not (isinstance(include, list) and all(
+                _is_number(i) and i == int(i) >= 0 for i in include)):
+            raise FieldError("_inc", f"slot {j}'s '_inc' is not an array of actions (0-based)")
+        slots.append(SlotLine(_namespaces({k: v for k, v in slot.items()
+                                            if k not in ("_id", "_inc")}), slot_outcomes[j],
+                              None if include is None else tuple(map(int, include)), None))
+    example = SlotsExample("ccb", shared, tuple(map(_namespaces, parts["_multi"])), None,
+                           tuple(slots), None, obj.get("EventId"), line_no, _weight(obj))
+    check(example, lambda j: (line_no, text[:200]))
+    return example
+
+
+def _outcome(obj: dict) -> Outcome | None:
+    """A slot's ``_outcomes`` entry as an `Outcome` (None: no cost, not labelled)."""
+    cost = _number(obj, "_label_cost")
+    actions, probs = obj.get("_a"), obj.get("_p")
+    actions = [actions] if _is_number(actions) else actions
+    probs = [probs] if _is_number(probs) else probs
+    if cost is None:
+        return None
+    if not (isinstance(actions, list) and isinstance(probs, list) and actions
+            and len(actions) == len(probs) and all(map(_is_number, actions + probs))
+            and all(a == int(a) >= 0 for a in actions)):
+        raise FieldError("_outcomes", "an outcome's '_a' and '_p' are arrays of as many "
+                         "actions (0-based) and probabilities")
+    if not 0 < probs[0] <= 1 or not all(0 <= p <= 1 for p in probs):
+        raise FieldError("probability", f"an outcome's probabilities {probs} are not in "
+                         "(0, 1] (the logged action's) and [0, 1]")
+    pairs = tuple((int(a), float(p)) for a, p in zip(actions, probs))
+    return Outcome(pairs[0][0], float(cost), pairs[0][1], pairs)
 
 
 def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,

@@ -64,7 +64,8 @@ class SlotLine(NamedTuple):
 class SlotsExample(NamedTuple):
     """One multi-slot example: ``kind`` ``"ccb"`` or ``"slates"``, the shared features,
     the actions' features, each action's slot (slates; None for CCB), the slots, the
-    slate's cost (slates' shared line; None if not given), its first line's number."""
+    slate's cost (slates' shared line; None if not given), its first line's number and
+    its weight."""
 
     kind: str
     shared: Features
@@ -74,6 +75,7 @@ class SlotsExample(NamedTuple):
     cost: float | None
     tag: str | None
     line_no: int
+    weight: float = 1.0  # the example's importance weight (DSJSON's pdrop)
 
 
 def iter_slots(lines: Iterable[str], on_error: OnError | None = None, first_line: int = 1
@@ -146,7 +148,8 @@ def parse_example(block: list[tuple[int, str]]) -> SlotsExample:
     example = SlotsExample(kind, shared, tuple(actions),
                            tuple(action_slots) if kind == "slates" else None, tuple(slots),
                            cost, tag, block[0][0])
-    _check(example, block)
+    slot_lines = [(no, text) for no, text in block if _is_slot(text)]
+    check(example, lambda j: block[0] if j is None else slot_lines[j])
     return example
 
 
@@ -220,13 +223,14 @@ def _prob(text: str) -> float:
     return prob
 
 
-def _check(example: SlotsExample, block: list[tuple[int, str]]) -> None:
-    """The rules across lines: slots exist (CCB: no more than actions), logged actions
-    exist, slates' actions belong to slots that exist and every slot has actions."""
-    def fail(rule: str, detail: str, at: int = 0):
-        raise VWParseError(block[at][0], block[at][1], rule, detail)
+def check(example: SlotsExample, where) -> None:
+    """The rules across an example's lines: slots exist (CCB: no more than actions),
+    logged actions exist, slates' actions belong to slots that exist and every slot has
+    actions; `VWParseError` at ``where(j)``, the ``(line number, text)`` of slot ``j`` (of
+    the example for None)."""
+    def fail(rule: str, detail: str, slot: int | None = None):
+        raise VWParseError(*where(slot), rule, detail)
 
-    slot_lines = [i for i, (_, text) in enumerate(block) if _is_slot(text)]
     if not example.slots:
         fail("slots", f"a {example.kind} example needs at least one slot line")
     if example.kind == "ccb" and len(example.actions) < len(example.slots):
@@ -241,11 +245,11 @@ def _check(example: SlotsExample, block: list[tuple[int, str]]) -> None:
     for j, slot in enumerate(example.slots):
         size = len(example.actions) if example.kind == "ccb" else counts[j]
         if example.kind == "slates" and not size:
-            fail("slot_id", f"slot {j} has no action", slot_lines[j])
+            fail("slot_id", f"slot {j} has no action", j)
         for action, _ in slot.outcome.probs if slot.outcome else ():
             if action >= size:
                 fail("action_range", f"action {action} is outside the slot's {size} "
-                     "actions (0-based)", slot_lines[j])
+                     "actions (0-based)", j)
 
 
 def _is_slot(text: str) -> bool:
