@@ -358,9 +358,59 @@ def report(results: list[dict], reps: int) -> str:
         lines.append(line)
     if not below:
         lines.append("- nowhere")
+    lines += bakeoff_section(results)
     if any(r["name"].startswith(SETTING) for r in results):
         lines += settings_section(results)
     return "\n".join(lines) + "\n"
+
+
+Z_CRITICAL = 1.96  # a two-sided z-test at 0.05
+
+
+def bakeoff(results: list[dict], names) -> tuple[dict, dict]:
+    """The contextual-bandit bake-off's scoring (Bietti, Agarwal and Langford): on each
+    stream, learner ``a`` significantly beats ``b`` when ``z = (r_a - r_b) / sqrt(r_a (1 -
+    r_a) / N_a + r_b (1 - r_b) / N_b) > 1.96``, with ``r`` the progressive reward pooled
+    over the repetitions' ``N`` rounds. Returns each learner's total (significant wins minus
+    losses over every stream and opponent) and each stream's significant losses of
+    ``RegCB()``: ``{stream: [(opponent, z), ...]}``."""
+    pooled = defaultdict(lambda: [0.0, 0])
+    for r in results:
+        if r["name"] in names:
+            cell = pooled[(r["name"], r["stream"])]
+            cell[0] += r["progressive"] * r["n"]
+            cell[1] += r["n"]
+    totals, losses = dict.fromkeys(names, 0), defaultdict(list)
+    for stream in EVERY:
+        rates = {n: (pooled[(n, stream)][0] / pooled[(n, stream)][1], pooled[(n, stream)][1])
+                 for n in names if pooled[(n, stream)][1]}
+        for a, (ra, na) in rates.items():
+            for b, (rb, nb) in rates.items():
+                spread = np.sqrt(ra * (1 - ra) / na + rb * (1 - rb) / nb)
+                z = (ra - rb) / spread if spread > 0 else 0.0
+                if z > Z_CRITICAL:
+                    totals[a] += 1
+                    totals[b] -= 1
+                    if b == DEFAULT:
+                        losses[stream].append((a, z))
+    return totals, losses
+
+
+def bakeoff_section(results: list[dict]) -> list[str]:
+    """The bake-off's total of every learner at its default, and where ``RegCB()`` is
+    significantly below one (issue 45's bar: nowhere below its linear model or a VW
+    explorer at its default, and the highest total)."""
+    totals, losses = bakeoff(results, NAMES)
+    lines = ["", "## The bake-off's scoring", "",
+             f"Significant wins minus losses (z-test at 0.05 on progressive reward pooled over "
+             f"the repetitions, every pair of learners at their defaults, {len(EVERY)} "
+             "streams):", "", "| learner | total |", "|---|---:|"]
+    lines += [f"| {name} | {total:+d} |" for name, total in
+              sorted(totals.items(), key=lambda item: -item[1])]
+    lines += ["", "`RegCB()` significantly below a learner:", ""]
+    lines += [f"- {stream}: " + ", ".join(f"{name} (z = {z:.2f})" for name, z in found)
+              for stream, found in losses.items()] or ["- nowhere"]
+    return lines
 
 
 def _bars(means: dict[tuple[str, str], float]) -> list[str]:
