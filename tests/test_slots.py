@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -376,3 +377,33 @@ def test_the_command_reads_ccb_dsjson_with_vws_widths(tmp_path):
     assert all(top == 3 and side == left for top, side, left in ours_slots + vw_slots)
     refused = command("--slates", "--dsjson", stdin="")
     assert refused.returncode == 2 and "--dsjson: not with --slates" in refused.stderr
+
+
+def test_the_command_answers_each_example_as_it_arrives():
+    """VW's interactive protocol: write an unlabelled example, read its slots' lines, then
+    write it again with each slot's outcome (the reward of the drawn action)."""
+    process = subprocess.Popen([sys.executable, "-m", "regcb_stream", "--ccb_explore_adf",
+                                "-p", "-", "--quiet"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True, bufsize=1)
+    watchdog = threading.Timer(120, process.kill)
+    watchdog.start()
+    try:
+        for t in range(15):
+            lines = [f"ccb shared |User u{t % 2}", *(f"ccb action |Action a{i}" for i in range(3))]
+            process.stdin.write("\n".join([*lines, "ccb slot |Slot s0", "ccb slot |Slot s1"])
+                                + "\n\n")
+            process.stdin.flush()
+            slots = [process.stdout.readline(), process.stdout.readline()]
+            assert process.stdout.readline() == "\n"
+            drawn = [tuple(line.split(",")[0].split(":")) for line in slots]
+            assert drawn[0][0] != drawn[1][0]
+            labels = [f"ccb slot {a}:{float(int(a) != t % 2)}:{p} |Slot s{j}"
+                      for j, (a, p) in enumerate(drawn)]
+            process.stdin.write("\n".join([*lines, *labels]) + "\n\n")
+            process.stdin.flush()
+            assert len([process.stdout.readline() for _ in range(3)]) == 3
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+    finally:
+        watchdog.cancel()
+        process.kill()
