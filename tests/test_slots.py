@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from vowpalwabbit import Workspace
 
 from regcb_stream import RegCB
+from regcb_stream.evaluation.slots_ope import UniformPolicy, evaluate_slots
 from regcb_stream.io.dsjson import iter_ccb_dsjson
 from regcb_stream.io.vw_slots import iter_slots
 from regcb_stream.io.vw_text import VWParseError
@@ -407,3 +408,42 @@ def test_the_command_answers_each_example_as_it_arrives():
     finally:
         watchdog.cancel()
         process.kill()
+
+
+# -- off-policy evaluation of slot logs ----------------------------------------------------
+
+def test_slot_estimates_of_the_logging_policy_are_the_logged_means():
+    """With the logging policy as the target (uniform over what each slot was offered),
+    every weight is 1: each slot's IPS is its mean logged reward, the ranking's their sum,
+    the slate's pseudo-inverse the mean slate reward."""
+    examples = list(iter_slots(ccb_stream(300, seed=5).splitlines()))
+    estimates = evaluate_slots(UniformPolicy(), examples)
+    rewards = np.array([[-line.outcome.cost for line in e.slots] for e in examples])
+    for j in range(3):
+        assert estimates[f"slot {j}"]["ips"].value == pytest.approx(rewards[:, j].mean(), rel=1e-5)
+    assert estimates["ranking"].value == pytest.approx(rewards.sum(axis=1).mean(), rel=1e-5)
+    slates = list(iter_slots((SLATES.replace("1:0.8", "1:0.333333").replace(
+        "0:0.6", "0:0.5") * 4).splitlines()))
+    assert evaluate_slots(UniformPolicy(), slates)["slate"].value == pytest.approx(-0.8,
+                                                                                   abs=1e-5)
+
+
+def test_regcb_ope_scores_a_slot_model_per_slot(tmp_path):
+    log, model = tmp_path / "log.txt", tmp_path / "m.regcb"
+    log.write_text(ccb_stream(400, seed=6))
+    assert command("--ccb_explore_adf", "-d", str(log), "-f", str(model),
+                   "--quiet").returncode == 0
+    ope = [sys.executable, "-m", "regcb_stream.evaluation.ope", "-d", str(log)]
+    learned = subprocess.run([*ope, "--policy-model", str(model)], capture_output=True,
+                             text=True)
+    uniform = subprocess.run([*ope, "--ccb_explore_adf"], capture_output=True, text=True)
+    assert learned.returncode == uniform.returncode == 0, learned.stderr + uniform.stderr
+
+    def value(out, row):
+        return float(next(line for line in out.splitlines() if line.startswith(row)).split()[
+            len(row.split())])
+
+    assert value(learned.stdout, "slot 0 ips") > value(uniform.stdout, "slot 0 ips") + 0.3
+    empty = subprocess.run([*ope[:-1], "-", "--ccb_explore_adf"], input="ccb shared |u\nccb "
+                           "action |a\nccb slot |s\n", capture_output=True, text=True)
+    assert empty.returncode == 1 and "no slot with an outcome" in empty.stderr

@@ -20,28 +20,12 @@ import contextlib
 import sys
 
 from regcb_stream.io.dsjson import iter_ccb_dsjson
-from regcb_stream.io.vw_features import Features
 from regcb_stream.io.vw_predictions import format_prob
-from regcb_stream.io.vw_slots import SlotsExample, iter_slots
+from regcb_stream.io.vw_slots import SlotsExample, feature_dict, iter_slots
 from regcb_stream.io.vw_text import OnError, VWParseError
 from regcb_stream.slots import Slot, SlotDecision, learn_slots, predict_slots
 
 FLAGS = {"ccb": "--ccb_explore_adf", "slates": "--slates"}
-
-
-def feature_dict(features: Features) -> dict[str, float]:
-    """A line's features as the learner's dict: ``namespace^name`` -> value (a feature
-    named twice in a namespace: their sum, as VW's weight sees it).
-
-    >>> feature_dict((("User", (("a", 1.0), ("a", 0.5))), (" ", (("b", 2.0),))))
-    {'User^a': 1.5, ' ^b': 2.0}
-    """
-    out: dict[str, float] = {}
-    for namespace, pairs in features:
-        for name, value in pairs:
-            key = f"{namespace}^{name}"
-            out[key] = out.get(key, 0.0) + value
-    return out
 
 
 class SlotsDriver:

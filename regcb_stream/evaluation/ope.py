@@ -118,7 +118,8 @@ def evaluate(policy, logged_examples, *, reward_model=None, alpha: float = 0.05)
         raise ValueError("the log has no labelled example with a probability")
     w, r, direct, residual = np.array(rows).T
     z = NormalDist().inv_cdf(1.0 - alpha / 2)
-    return {"ips": _mean(w * r, z), "snips": _snips(w, r, z), "dr": _mean(direct + w * residual, z)}
+    return {"ips": mean_estimate(w * r, z), "snips": _snips(w, r, z),
+            "dr": mean_estimate(direct + w * residual, z)}
 
 
 def _checked_pmf(pmf, n_actions: int, i: int) -> np.ndarray:
@@ -129,7 +130,8 @@ def _checked_pmf(pmf, n_actions: int, i: int) -> np.ndarray:
     return pmf
 
 
-def _mean(terms: np.ndarray, z: float) -> Estimate:
+def mean_estimate(terms: np.ndarray, z: float) -> Estimate:
+    """The mean of per-example terms, its standard error and ``z``'s normal interval."""
     n = len(terms)
     se = float(terms.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
     value = float(terms.mean())
@@ -208,12 +210,12 @@ class ModelPolicy:
         return cls(learner, settings)
 
     def pmf(self, context, actions) -> list[float]:
-        bits = self.settings.get("hash_bits")
+        bits = self.settings.get("hash_bits") if not self.settings.get("slots") else None
         if bits and any(isinstance(key, str) for row in [context, *actions[:1]]
                         if isinstance(row, dict) for key in itertools.islice(row, 1)):
             raise ValueError(f"the model hashes its features: read the examples with "
                              f"iter_vw(..., hash_bits={bits})")
-        if self.settings["adf"]:
+        if self.settings["adf"] or self.settings.get("slots"):
             return self.learner.pmf(context, actions)
         return self.learner.pmf(context, list(range(len(actions))))  # the CLI's labels 0..K-1
 
@@ -227,6 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--cb_explore_adf", action="store_true", help="multi-line ADF examples")
     mode.add_argument("--dsjson", action="store_true",
                       help="VW's Decision Service JSON, one decision per line")
+    mode.add_argument("--ccb_explore_adf", action="store_true",
+                      help="VW's ccb examples (with --policy-model of regcb-stream "
+                           "--ccb_explore_adf --dsjson: CCB DSJSON): each slot's estimates")
+    mode.add_argument("--slates", action="store_true",
+                      help="VW's slates examples: each slot's estimates and the slate's")
     policy = parser.add_mutually_exclusive_group()
     policy.add_argument("--policy-model", metavar="MODEL", help="model of regcb-stream -f")
     policy.add_argument("--policy", default="uniform",
@@ -248,6 +255,14 @@ def main(argv: list[str] | None = None) -> int:
                                  f"({error.strerror})")
         except ValueError as error:
             return _fail(parser, f"--policy-model: {error}")
+    slots = model.settings.get("slots") if model else (
+        "ccb" if args.ccb_explore_adf else "slates" if args.slates else None)
+    if slots:
+        try:
+            policy = model or _named_policy(args)
+        except ValueError as error:  # bad flags
+            parser.error(str(error))
+        return _slots(parser, args, policy, slots)
     try:
         policy, adf, n_actions, interactions = _policy_and_format(args, model)
     except ValueError as error:  # bad flags
@@ -275,12 +290,58 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{parser.prog}: error: --policy-model {args.policy_model} is a damaged model "
               f"file: its learner fails ({type(error).__name__}: {error})", file=sys.stderr)
         return 2
-    level = f"{1 - args.alpha:.0%} CI"
-    print(f"{'':6s} {'value':>9s}  {level:>20s}  {'VW loss':>9s}  (value: reward = -cost; "
-          f"n = {estimates['ips'].n})")
-    for name, est in estimates.items():
-        print(f"{name:6s} {est.value:9.5f}  [{est.low:8.5f}, {est.high:8.5f}]  {est.loss:9.5f}")
+    _print(estimates, args.alpha, f"n = {estimates['ips'].n}")
     return 0
+
+
+def _print(estimates: dict, alpha: float, note: str, width: int = 6) -> None:
+    level = f"{1 - alpha:.0%} CI"
+    print(f"{'':{width}s} {'value':>9s}  {level:>20s}  {'VW loss':>9s}  (value: reward = "
+          f"-cost; {note})")
+    for name, est in estimates.items():
+        print(f"{name:{width}s} {est.value:9.5f}  [{est.low:8.5f}, {est.high:8.5f}]  "
+              f"{est.loss:9.5f}")
+
+
+def _slots(parser, args, policy, kind: str) -> int:
+    """``--ccb_explore_adf`` / ``--slates`` (`slots_ope`): each slot's estimates, the
+    ranking's and (slates) the slate's."""
+    from regcb_stream.command import shell
+    from regcb_stream.evaluation.slots_ope import evaluate_slots
+    from regcb_stream.io.dsjson import iter_ccb_dsjson
+    from regcb_stream.io.vw_slots import iter_slots
+
+    if isinstance(policy, ModelPolicy) and (args.cb_explore or args.cb_explore_adf
+                                            or args.slates or args.dsjson) and (
+            args.ccb_explore_adf, args.slates) != (kind == "ccb", kind == "slates"):
+        parser.error(f"the format flags conflict with the model's settings {policy.settings}")
+    dsjson = args.dsjson or isinstance(policy, ModelPolicy) and policy.settings["dsjson"]
+    try:
+        with contextlib.ExitStack() as stack:
+            lines = shell.open_input(stack, args.data)
+            examples = iter_ccb_dsjson(lines) if dsjson else iter_slots(lines)
+            estimates = evaluate_slots(policy, examples, alpha=args.alpha)
+    except (OSError, ValueError, shell.PathError) as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 1
+    for name, found in estimates.items():
+        if isinstance(found, dict):
+            _print({f"{name} {estimator}": est for estimator, est in found.items()}, args.alpha,
+                   f"n = {found['ips'].n}", 12)
+    _print({name: est for name, est in estimates.items() if not isinstance(est, dict)},
+           args.alpha, "ranking: the slots' IPS summed per example; slate: pseudo-inverse",
+           12)
+    return 0
+
+
+def _named_policy(args):
+    """``--policy``'s policy: uniform or constant:J."""
+    kind, _, index = args.policy.partition(":")
+    if kind == "uniform" and not index:
+        return UniformPolicy()
+    if kind == "constant" and index.isdigit():
+        return ConstantPolicy(int(index))
+    raise ValueError(f"unknown --policy {args.policy!r}: uniform or constant:J")
 
 
 def _prog() -> str:
@@ -312,13 +373,7 @@ def _policy_and_format(args, model: ModelPolicy | None):
     if not args.cb_explore and not args.cb_explore_adf and not args.dsjson:
         raise ValueError("give --cb_explore K, --cb_explore_adf or --dsjson (or "
                          "--policy-model)")
-    kind, _, index = args.policy.partition(":")
-    if kind == "uniform" and not index:
-        policy = UniformPolicy()
-    elif kind == "constant" and index.isdigit():
-        policy = ConstantPolicy(int(index))
-    else:
-        raise ValueError(f"unknown --policy {args.policy!r}: uniform or constant:J")
+    policy = _named_policy(args)
     return (policy, args.cb_explore_adf or args.dsjson, args.cb_explore,
             tuple(args.interactions))
 

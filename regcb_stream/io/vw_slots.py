@@ -255,3 +255,18 @@ def check(example: SlotsExample, where) -> None:
 def _is_slot(text: str) -> bool:
     words = text[:text.find("|")].split()
     return len(words) > 1 and words[1] == "slot"
+
+
+def feature_dict(features: Features) -> dict[str, float]:
+    """A line's features as the learner's dict: ``namespace^name`` -> value (a feature
+    named twice in a namespace: their sum, as VW's weight sees it).
+
+    >>> feature_dict((("User", (("a", 1.0), ("a", 0.5))), (" ", (("b", 2.0),))))
+    {'User^a': 1.5, ' ^b': 2.0}
+    """
+    out: dict[str, float] = {}
+    for namespace, pairs in features:
+        for name, value in pairs:
+            key = f"{namespace}^{name}"
+            out[key] = out.get(key, 0.0) + value
+    return out
