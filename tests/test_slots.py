@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from vowpalwabbit import Workspace
 
 from regcb_stream import RegCB
-from regcb_stream.evaluation.slots_ope import UniformPolicy, evaluate_slots
+from regcb_stream.evaluation.ope import UniformPolicy, evaluate_slots
 from regcb_stream.io.dsjson import iter_ccb_dsjson
 from regcb_stream.io.vw_slots import iter_slots
 from regcb_stream.io.vw_text import VWParseError
