@@ -20,7 +20,8 @@ slots' rewards, learn):
 - VW's ``--ccb_explore_adf -q UA`` (shared namespace ``U`` crossed with the actions' ``A``;
   VW adds the slot's crosses) through ``vowpalwabbit.Workspace``: ``predict`` on the
   unlabelled example (each slot's drawn action first), then ``learn`` with each slot's
-  ``action:cost:probability``, cost the negated reward. Its default (``--epsilon 0.05``)
+  ``action:cost:probability``, cost ``1 - reward`` (in VW's default cost range [0, 1],
+  which its ``--regcbopt`` bounds use). Its default (``--epsilon 0.05``)
   and `VW_GRID` (``--epsilon``, ``--squarecb``, ``--regcbopt``, ``--cover``), whose best per
   stream is VW's tuned envelope.
 
@@ -136,7 +137,7 @@ def play_vw(stream: str, rep: int, flags: str) -> np.ndarray:
         for j, scores in enumerate(decisions):
             action, prob = scores[0]
             rewards.append(play.reward(action, j))
-            labels.append(f"{action}:{-rewards[-1]:.6g}:{prob:.6g}")
+            labels.append(f"{action}:{1 - rewards[-1]:.6g}:{prob:.6g}")
         workspace.learn(_text(play, labels))
         out[t, :len(rewards)] = rewards
     workspace.finish()
