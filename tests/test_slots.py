@@ -15,7 +15,7 @@ from vowpalwabbit import Workspace
 
 from regcb_stream import RegCB
 from regcb_stream.evaluation.ope import UniformPolicy, evaluate_slots
-from regcb_stream.io.dsjson import iter_ccb_dsjson
+from regcb_stream.io.dsjson import iter_slots_dsjson
 from regcb_stream.io.vw_slots import iter_slots
 from regcb_stream.io.vw_text import VWParseError
 from regcb_stream.persist import load_model, save_model
@@ -342,12 +342,12 @@ def ccb_json(n: int, seed: int = 0) -> str:
 
 
 def test_ccb_dsjson_is_read_as_vw_reads_it():
-    example, = iter_ccb_dsjson(ccb_json(1).splitlines())
+    example, = iter_slots_dsjson(ccb_json(1).splitlines())
     assert example.kind == "ccb" and example.tag == "e0" and len(example.actions) == 3
     assert example.slots[1].include == (0, 2) and example.slots[1].outcome.prob == 0.5
     cb_event = ('{"_label_cost":-1,"_label_probability":0.2,"_labelIndex":1,"a":[2,1],'
                 '"c":{"F":"1","_multi":[{"F":"2"},{"F":"3"}]},"p":[0.2,0.8],"pdrop":0.5}')
-    one, = iter_ccb_dsjson([cb_event])
+    one, = iter_slots_dsjson([cb_event])
     assert len(one.slots) == 1 and one.slots[0].outcome[:3] == (1, -1.0, 0.2)
     assert one.weight == 2.0
     for bad, detail in (('"_outcomes":[{"_label_cost":0,"_a":[0,1],"_p":[1]}]', "as many"),
@@ -355,7 +355,7 @@ def test_ccb_dsjson_is_read_as_vw_reads_it():
                         ('"_outcomes":[{},{}]', "2 outcomes for 1 slots")):
         line = '{"c":{"_multi":[{"a":1},{"b":1}],"_slots":[{"s":1}]},' + bad + "}"
         with pytest.raises(VWParseError, match=detail):
-            list(iter_ccb_dsjson([line]))
+            list(iter_slots_dsjson([line]))
 
 
 def test_the_command_reads_ccb_dsjson_with_vws_widths(tmp_path):
@@ -376,8 +376,16 @@ def test_the_command_reads_ccb_dsjson_with_vws_widths(tmp_path):
     ours_slots, vw_slots = slots(ours.stdout), slots((tmp_path / "vw.p").read_text())
     assert len(ours_slots) == len(vw_slots) == 30
     assert all(top == 3 and side == left for top, side, left in ours_slots + vw_slots)
-    refused = command("--slates", "--dsjson", stdin="")
-    assert refused.returncode == 2 and "--dsjson: not with --slates" in refused.stderr
+    event = ('{"_label_cost":0.5,"c":{"u":1,"_multi":[{"_slot_id":0,"f":1},{"_slot_id":0,'
+             '"f":2},{"_slot_id":0,"f":3},{"_slot_id":1,"f":4},{"_slot_id":1,"f":5}],'
+             '"_slots":[{"s":1},{"s":2}]},"_outcomes":[{"_a":[2,0,1],"_p":[0.5,0.25,0.25]},'
+             '{"_a":[1],"_p":[1]}]}\n')
+    slate, = iter_slots_dsjson([event])
+    assert (slate.kind, slate.action_slots, slate.cost) == ("slates", (0, 0, 0, 1, 1), 0.5)
+    assert slate.slots[0].outcome[:3] == (2, 0.0, 0.5)
+    slates = command("--slates", "--dsjson", "-p", "-", "--quiet", stdin=event * 3)
+    assert slates.returncode == 0, slates.stderr
+    assert [len(line.split(",")) for line in slates.stdout.split("\n") if line] == [3, 2] * 3
 
 
 def test_the_command_answers_each_example_as_it_arrives():

@@ -2,9 +2,10 @@
 
 Every input of VW's ``test/train-sets`` named ``ccb_*`` (text ``.dat``, ``.data``, ``.txt``,
 not the reference outputs ``*_invert_hash.txt``; DSJSON ``.json``, ``.dsjson``, with
-``cb_as_ccb.json``) and ``slates_*.txt``, from a clone of VW's repository, is run by
-``regcb-stream --ccb_explore_adf`` (with ``--dsjson``; ``--slates``) and by VW with the
-same flags, both writing ``-p``. For each file: whether ours reads it without an
+``cb_as_ccb.json``) and ``slates_*`` (``.txt``, ``.dsjson``), from a clone of VW's
+repository, is run by ``regcb-stream --ccb_explore_adf`` (``--slates``; ``--dsjson`` for
+DSJSON) and by VW with the same flags (and ``--chain_hash`` for slates DSJSON, which VW
+reads only so), both writing ``-p``. For each file: whether ours reads it without an
 error, and whether both write as many examples, as many slot lines per example, and as
 many actions on each slot line.
 
@@ -39,7 +40,8 @@ def test_files(repo: pathlib.Path) -> list[pathlib.Path]:
     ccb = [p for p in folder.glob("ccb_*") if p.suffix in (".dat", ".data", ".txt", ".json",
                                                             ".dsjson")
            and not p.name.endswith("invert_hash.txt")]
-    return sorted(ccb + [folder / "cb_as_ccb.json"]) + sorted(folder.glob("slates_*.txt"))
+    return sorted(ccb + [folder / "cb_as_ccb.json"]) + sorted(
+        [*folder.glob("slates_*.txt"), *folder.glob("slates_*.dsjson")])
 
 
 def shape(text: str) -> list[list[int]]:
@@ -49,12 +51,14 @@ def shape(text: str) -> list[list[int]]:
 
 
 def check(path: pathlib.Path, folder: pathlib.Path) -> dict:
-    flag = "--slates" if path.name.startswith("slates") else "--ccb_explore_adf" + (
-        " --dsjson" if path.suffix in (".json", ".dsjson") else "")
+    json = path.suffix in (".json", ".dsjson")
+    flag = ("--slates" if path.name.startswith("slates") else "--ccb_explore_adf") + (
+        " --dsjson" if json else "")
     vw_out, ours_out = folder / "vw.p", folder / "ours.p"
     vw_out.write_text("")
-    try:
-        Workspace(f"{flag} -d {path} -p {vw_out} --quiet").finish()
+    try:  # (VW reads slates DSJSON with --chain_hash only)
+        chain = " --chain_hash" if json and flag.startswith("--slates") else ""
+        Workspace(f"{flag}{chain} -d {path} -p {vw_out} --quiet").finish()
         vw_error = ""
     except RuntimeError as error:  # (VW refuses the file: what it wrote before stays)
         vw_error = str(error).splitlines()[0][:200]
@@ -83,13 +87,19 @@ def report(rows: list[dict]) -> str:
         lines.append(f"| `{r['file']}` | `{r['flag']}` | {r['read']} | "
                      f"{r['examples'][0]}, {r['examples'][1]} | {yes[r['slots']]} | "
                      f"{yes[r['widths']]} |")
-    ok = sum(r["read"] != "no" and r["slots"] and r["widths"] for r in rows)
-    lines += ["", f"{ok} of {len(rows)} files read, with VW's examples, slot lines and "
-              "actions per slot (VW's draws and ours differ, so a CCB slot's actions are "
-              "the same number, not the same actions). A bad line stops ours with its "
-              "number and what is wrong; `--lenient` skips it, as VW does:", ""]
+    read = sum(r["read"] != "no" for r in rows)
+    same = sum(r["read"] != "no" and r["slots"] and r["widths"] for r in rows)
+    predicted = sum(bool(r["examples"][1]) for r in rows)
+    lines += ["", f"{read} of {len(rows)} files read; on {same} of the {predicted} VW writes "
+              "predictions for, VW's examples, slot lines and actions per slot (VW's draws "
+              "and ours differ, so a CCB slot's actions are the same number, not the same "
+              "actions). A bad line stops ours with its number and what is wrong; "
+              "`--lenient` skips it, as VW does:", ""]
     lines += [f"- `{r['file']}`: ours: {r['error']}; VW: {r['vw_error'] or 'read on'}"
               for r in rows if r["read"] != "yes" or r["vw_error"]]
+    lines += [f"- `{r['file']}`: VW reads no example of it and writes no prediction "
+              f"(ours: {r['examples'][0]})" for r in rows
+              if r["examples"][0] and not r["examples"][1]]
     return "\n".join(lines) + "\n"
 
 

@@ -173,7 +173,7 @@ def slot_kind(args) -> str | None:
 
 
 #: flags that do not apply to multi-slot examples (`command.slots_driver`)
-NOT_WITH_SLOTS = {"dsjson": "--dsjson", "decision_log": "--decision_log",
+NOT_WITH_SLOTS = {"decision_log": "--decision_log",
                   "reward_wait": "--reward_wait", "scheduler": "--scheduler",
                   "cb_force_legacy": "--cb_force_legacy", "vw_compat": "--vw_compat",
                   "readable_model": "--readable_model", "invert_hash": "--invert_hash",
@@ -184,8 +184,7 @@ NOT_WITH_SLOTS = {"dsjson": "--dsjson", "decision_log": "--decision_log",
 def _check_slot_flags(args) -> None:
     """The flags multi-slot examples take (their shared and slot features are crossed
     with the actions' without -q)."""
-    given = [flag for name, flag in NOT_WITH_SLOTS.items() if getattr(args, name, None)
-             and not (name == "dsjson" and args.ccb_explore_adf)]  # (VW's CCB DSJSON)
+    given = [flag for name, flag in NOT_WITH_SLOTS.items() if getattr(args, name, None)]
     if args.oracle == "vw":
         given.append("--oracle vw")
     if given:

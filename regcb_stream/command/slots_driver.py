@@ -1,7 +1,7 @@
 """The command's loop over multi-slot examples (``--ccb_explore_adf``, ``--slates``).
 
 Each example (VW text: `regcb_stream.io.vw_slots`; CCB DSJSON with ``--dsjson``:
-`regcb_stream.io.dsjson.iter_ccb_dsjson`) is decided slot after slot by
+`regcb_stream.io.dsjson.iter_slots_dsjson`) is decided slot after slot by
 `regcb_stream.slots.predict_slots`, its ``-p`` lines written as VW writes them (a line per
 slot, ``action:probability,...`` with the drawn action first, then an empty line), then its
 logged outcomes learned. Features are keyed ``namespace^name`` (the learner hashes them
@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
-from regcb_stream.io.dsjson import iter_ccb_dsjson
+from regcb_stream.io.dsjson import iter_slots_dsjson
 from regcb_stream.io.vw_predictions import format_prob
 from regcb_stream.io.vw_slots import SlotsExample, feature_dict, iter_slots
 from regcb_stream.io.vw_text import OnError, VWParseError
@@ -41,7 +41,7 @@ class SlotsDriver:
 
     def run(self, lines, on_error: OnError | None = None, first_line: int = 1) -> None:
         """Every example of the lines, in order (``on_error``: as the other drivers')."""
-        read = iter_ccb_dsjson if self.dsjson else iter_slots
+        read = iter_slots_dsjson if self.dsjson else iter_slots
         for example in read(lines, on_error, first_line):
             if example.kind != self.kind:
                 error = VWParseError(example.line_no, example.kind, "kind",

@@ -398,7 +398,7 @@ def _slots(parser, args, policy, kind: str) -> int:
     """``--ccb_explore_adf`` / ``--slates`` (`evaluate_slots`): each slot's estimates, the
     ranking's and (slates) the slate's."""
     from regcb_stream.command import shell
-    from regcb_stream.io.dsjson import iter_ccb_dsjson
+    from regcb_stream.io.dsjson import iter_slots_dsjson
     from regcb_stream.io.vw_slots import iter_slots
 
     if isinstance(policy, ModelPolicy) and (args.cb_explore or args.cb_explore_adf
@@ -409,7 +409,7 @@ def _slots(parser, args, policy, kind: str) -> int:
     try:
         with contextlib.ExitStack() as stack:
             lines = shell.open_input(stack, args.data)
-            examples = iter_ccb_dsjson(lines) if dsjson else iter_slots(lines)
+            examples = iter_slots_dsjson(lines) if dsjson else iter_slots(lines)
             estimates = evaluate_slots(policy, examples, alpha=args.alpha)
     except (OSError, ValueError, shell.PathError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)

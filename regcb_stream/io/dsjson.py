@@ -153,9 +153,10 @@ def iter_dsjson(lines: Iterable[str], on_error: OnError | None = None
             on_error(failure)
 
 
-def iter_ccb_dsjson(lines: Iterable[str], on_error: OnError | None = None,
+def iter_slots_dsjson(lines: Iterable[str], on_error: OnError | None = None,
                     first_line: int = 1) -> Iterator[SlotsExample]:
-    """VW's CCB DSJSON (``--ccb_explore_adf --dsjson``), a `SlotsExample` per event:
+    """VW's CCB DSJSON (``--ccb_explore_adf --dsjson``; slates: `parse_slots_event`), a
+    `SlotsExample` per event:
     ``c``'s fields the shared features, ``c._multi`` the actions, ``c._slots`` the slots
     (their fields the slot's features, ``_inc`` the actions a slot may take), and
     ``_outcomes`` each slot's outcome in order (``_label_cost``, the actions ``_a`` with
@@ -166,7 +167,7 @@ def iter_ccb_dsjson(lines: Iterable[str], on_error: OnError | None = None,
 
     >>> line = ('{"c":{"u":{"f":1},"_multi":[{"a":{"x":1}},{"a":{"y":1}}],"_slots":[{"s":1}]},'
     ...         '"_outcomes":[{"_label_cost":-1,"_a":[1,0],"_p":[0.75,0.25]}]}')
-    >>> example, = iter_ccb_dsjson([line])
+    >>> example, = iter_slots_dsjson([line])
     >>> len(example.actions), example.slots[0].outcome
     (2, Outcome(action=1, cost=-1.0, prob=0.75, probs=((1, 0.75), (0, 0.25))))
     """
@@ -175,7 +176,7 @@ def iter_ccb_dsjson(lines: Iterable[str], on_error: OnError | None = None,
         if not text.startswith("{"):
             continue
         try:
-            example = parse_ccb_event(text, no)
+            example = parse_slots_event(text, no)
         except FieldError as error:
             failure = VWParseError(no, text[:200], error.rule, error.detail)
             if on_error is None:
@@ -190,8 +191,10 @@ def iter_ccb_dsjson(lines: Iterable[str], on_error: OnError | None = None,
         yield example
 
 
-def parse_ccb_event(text: str, line_no: int = 1) -> SlotsExample:
-    """One CCB DSJSON line (`iter_ccb_dsjson`); ``FieldError`` saying what is wrong."""
+def parse_slots_event(text: str, line_no: int = 1) -> SlotsExample:
+    """One CCB DSJSON line (`iter_slots_dsjson`), or a slates one (its actions in slots by
+    ``_slot_id``, the slate's ``_label_cost`` at the top, each slot's ``_a`` and ``_p`` in
+    ``_outcomes``); ``FieldError`` saying what is wrong."""
     obj = _load(text)
     context = obj.get("c")
     if not isinstance(context, dict):
@@ -209,7 +212,17 @@ def parse_ccb_event(text: str, line_no: int = 1) -> SlotsExample:
         raise FieldError("_outcomes", f"{len(outcomes)} outcomes for "
                          f"{len(parts['_slots'])} slots")
     shared = _namespaces({k: v for k, v in context.items() if k != "_slots"}, top=True)
-    if not parts["_slots"] and not outcomes:  # a CB event: one slot, its label (as VW)
+    slates = any("_slot_id" in action for action in parts["_multi"])
+    if slates:  # each action's slot; the slate's cost at the top, each slot's _a and _p
+        action_slots = tuple(action.get("_slot_id") for action in parts["_multi"])
+        if not all(_is_number(s) and s == int(s) >= 0 for s in action_slots):
+            raise FieldError("_slot_id", "a slates event gives every action a '_slot_id' "
+                             "(a slot, from 0)")
+        action_slots = tuple(map(int, action_slots))
+        cost = _number(obj, "_label_cost")
+        slot_outcomes = [_outcome({**o, "_label_cost": 0.0}) for o in outcomes]
+        slot_outcomes += [None] * (len(parts["_slots"]) - len(outcomes))
+    elif not parts["_slots"] and not outcomes:  # a CB event: one slot, its label (as VW)
         label = _label(obj, len(parts["_multi"]))
         parts["_slots"], slot_outcomes = [{}], [None if label is None or label.prob is None
                                                 else Outcome(label.action, label.cost,
@@ -227,8 +240,11 @@ def parse_ccb_event(text: str, line_no: int = 1) -> SlotsExample:
         slots.append(SlotLine(_namespaces({k: v for k, v in slot.items()
                                             if k not in ("_id", "_inc")}), slot_outcomes[j],
                               None if include is None else tuple(map(int, include)), None))
-    example = SlotsExample("ccb", shared, tuple(map(_namespaces, parts["_multi"])), None,
-                           tuple(slots), None, obj.get("EventId"), line_no, _weight(obj))
+    example = SlotsExample("slates" if slates else "ccb", shared,
+                           tuple(map(_namespaces, parts["_multi"])),
+                           action_slots if slates else None, tuple(slots),
+                           cost if slates else None, obj.get("EventId"), line_no,
+                           _weight(obj))
     check(example, lambda j: (line_no, text[:200]))
     return example
 
