@@ -179,3 +179,22 @@ def lines(draw) -> str:
 @given(st.lists(lines(), max_size=8))
 def test_compiled_hashes_equal_the_reference_on_random_lines(bodies):
     check_compiled(bodies)
+
+
+@pytest.mark.parametrize("bits", [18, 24])  # (a table of slots; a dict beyond 22 bits)
+def test_hashed_joint_rows_take_the_columns_of_their_features_one_kind_at_a_time(bits):
+    """The hashed crosses of context and action features, found in one pass, get the
+    columns the features and crosses got one kind after another (the context's, then each
+    action's own and its crosses)."""
+    from regcb_stream.features.encoder import FeatureEncoder
+
+    context, actions = {"u": 1.0, "v": 2.0}, [{"a": 1.0}, {"b": 0.5, "u": 1.0}, {}]
+    fast, slow = FeatureEncoder(hash_bits=bits), FeatureEncoder(hash_bits=bits)
+    rows = fast.joint_items(context, actions)
+    shared = slow._columns("x", list(context))
+    for (columns, values), action in zip(rows, actions):
+        keys = list(action)
+        assert columns == shared + slow._columns("a", keys) + slow._columns(
+            "xa", [(s, a) for s in context for a in keys])
+        assert values == [*context.values(), *action.values(), *(
+            sv * av for sv in context.values() for av in action.values())]

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from regcb_stream.io.hashing import cross_hash, feature_hash, mask
+from regcb_stream.io.hashing import FNV_PRIME, cross_hash, feature_hash, mask
 from regcb_stream.state import Stateful
 
 try:
@@ -310,6 +310,8 @@ class FeatureEncoder(Stateful):
         else:
             shared_values = _dense_values(context).tolist()
             shared_keys = list(range(len(shared_values)))
+        if self._slots is not None and self.cross:
+            return self._hashed_items(shared_keys, shared_values, actions)
         shared_columns = self._columns("x", shared_keys)
         rows = []
         for action in actions:
@@ -320,6 +322,30 @@ class FeatureEncoder(Stateful):
                 columns += self._columns("xa", [(s, a) for s in shared_keys for a in keys])
                 values += [sv * av for sv in shared_values for av in own]
             rows.append((columns, values))
+        return rows
+
+    def _hashed_items(self, shared_keys: list, shared_values: list,
+                      actions: Sequence[Mapping]) -> list[tuple[list, list]]:
+        """`joint_items` with VW's hashes and crosses: the hashes of every row in one
+        array (the context's, then each action's own and crosses, in `joint_items`' order)
+        and their columns in one pass, so new slots are numbered as one row at a time
+        would number them."""
+        shared = np.array([_name_hash(k) for k in shared_keys], np.uint64)
+        parts, values = [shared], []
+        for action in actions:
+            keys, own = _checked_items(action)
+            hashes = np.array([_name_hash(k) for k in keys], np.uint64)
+            parts += [hashes, (shared[:, None] * np.uint64(FNV_PRIME) ^ hashes).ravel()]
+            values.append(shared_values + own + [sv * av for sv in shared_values for av in own])
+        columns, fresh = self._slots(np.concatenate(parts),
+                                     1 + (self._dense_dim or 0) + self._n_named)
+        self._n_named += fresh
+        columns = columns.tolist()
+        head, at, rows = columns[:len(shared)], len(shared), []
+        for part, value in zip(range(1, len(parts), 2), values):
+            width = len(parts[part]) + len(parts[part + 1])
+            rows.append((head + columns[at:at + width], value))
+            at += width
         return rows
 
     def _columns(self, kind: str, keys: list) -> list[int]:
