@@ -104,6 +104,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     _experiment("input_forms", data=("results/input_forms.jsonl",)),
     _experiment("slots_quality", data=("results/slots_quality.jsonl",)),  # issue 47
     _experiment("vw_slot_files"),  # clones VW's repository
+    _experiment("slots_speed"),
     # reads defaults' report (VW's tuned envelope of the UCI streams)
     _experiment("noisy_rewards", inputs=("defaults",), data=("results/noisy_rewards.jsonl",)),
     _experiment("forgetting", data=("results/forgetting.jsonl",)),
