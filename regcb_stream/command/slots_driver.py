@@ -81,7 +81,6 @@ class SlotsDriver:
         shown = (first.index, first.prob) if first else (0, 0.0)  # (no action: none drawn)
         self.progress.update(loss, label, shown, sum(map(len, (context, *actions))))
 
-
     def _check_costs(self, costs: list, line_no: int) -> None:
         """Warn, once per run, about a learned cost outside the cost range (as the
         other driver: learned as it is, the bounds clipped)."""
