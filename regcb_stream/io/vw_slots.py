@@ -42,8 +42,9 @@ SUM_TOLERANCE = 1e-4  # the largest |sum - 1| of a full distribution (VW: are_sa
 
 
 class Outcome(NamedTuple):
-    """A slot's logged outcome: its action, cost (a slate's: the shared line's) and
-    probability, and every ``(action, probability)`` the line gives, the logged first."""
+    """A slot's logged outcome: its action, cost (a slate's slots: 0, the slate's cost is
+    the example's) and probability, and every ``(action, probability)`` the line gives,
+    the logged first."""
 
     action: int
     cost: float
