@@ -75,6 +75,11 @@ def slot_context(context, slot: Slot, position: int) -> dict:
     return merged
 
 
+def _as_slots(slots: Sequence) -> list[Slot]:
+    """Each slot as a `Slot` (a dict: its features)."""
+    return [slot if isinstance(slot, Slot) else Slot(slot) for slot in slots]
+
+
 def offered(actions: Sequence, slots: Sequence[Slot], position: int, taken: set[int]
             ) -> tuple[Sequence, tuple[int, ...]]:
     """Slot ``position``'s actions and their indices: its own (a slate), or the pool's
@@ -91,7 +96,7 @@ def predict_slots(learner, context, actions: Sequence, slots: Sequence[Slot]
                   ) -> list[SlotDecision | None]:
     """Decide each slot in order: a `SlotDecision` per slot (None for a slot no action is
     left for). ``slots``: `Slot` (or a dict of the slot's features)."""
-    slots = [slot if isinstance(slot, Slot) else Slot(slot) for slot in slots]
+    slots = _as_slots(slots)
     decisions, taken = [], set()
     for position, slot in enumerate(slots):
         pool, indices = offered(actions, slots, position, taken)
@@ -115,7 +120,7 @@ def learn_slots(learner, context, actions: Sequence, slots: Sequence[Slot],
     """Learn each slot's reward: slot ``j`` played
     ``decisions[j]`` (a `SlotDecision`, or ``(index, prob)``) with reward ``rewards[j]``
     (None: not observed, the slot is left out)."""
-    slots = [slot if isinstance(slot, Slot) else Slot(slot) for slot in slots]
+    slots = _as_slots(slots)
     if not len(decisions) == len(rewards) == len(slots):
         raise ValueError(f"{len(slots)} slots, {len(decisions)} decisions and "
                          f"{len(rewards)} rewards: give one of each per slot")

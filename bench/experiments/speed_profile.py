@@ -189,19 +189,20 @@ def measure(n: int, frequency: int, folder: pathlib.Path) -> dict:
     data = files(folder, n)
     out = folder / "predictions.txt"
     command = [sys.executable, "-m", "regcb_stream"]
-    paths = {  # name -> (our command, stdin, VW's flags (None: no VW run))
+    paths = {  # name -> (our flags or the API's loop, stdin, VW's flags (None: no VW run))
         "single-line": ("--cb_explore 26 --regcb", data["single"], "--cb_explore 26 --regcb"),
         "ADF": ("--cb_explore_adf -q sa --regcb", data["adf"],
                 "--cb_explore_adf -q sa --regcb"),
         "DSJSON": ("--dsjson", data["dsjson"], "--cb_explore_adf --dsjson"),
-        "Python, per example": (python_api("per example", n), None, None),
-        "Python, in blocks": (python_api("in blocks", n), None, None),
+        "Python, per example": ("per example", None, None),
+        "Python, in blocks": ("in blocks", None, None),
     }
     rows = {}
-    for name, (cmd, stdin, vw_flags) in paths.items():
-        if stdin:
-            cmd = [*command, *cmd.split(), "-p", str(out), "--quiet"]
-        start_cmd = cmd if stdin else python_api_empty(cmd)  # an empty input, one round
+    for name, (spec, stdin, vw_flags) in paths.items():
+        if stdin:  # (start-up: an empty input; the API's: one round)
+            cmd = start_cmd = [*command, *spec.split(), "-p", str(out), "--quiet"]
+        else:
+            cmd, start_cmd = python_api(spec, n), python_api(spec, 1)
         empty = perf_samples(start_cmd, None, frequency, folder)
         full = perf_samples(cmd, stdin, frequency, folder)
         stages = {stage: max(full[stage] - empty[stage], 0) / frequency / n * 1e6
@@ -215,11 +216,6 @@ def measure(n: int, frequency: int, folder: pathlib.Path) -> dict:
                       "multiply_adds": multiply_adds(name)}
         print(name, rows[name], flush=True)
     return {"rows": rows, "rates": machine_rates(data), "n": n}
-
-
-def python_api_empty(cmd: list[str]) -> list[str]:
-    """The API's script with its loop over no rounds (its imports and set-up alone)."""
-    return [*cmd[:-1], re.sub(r"letter\(\d+\)", "letter(1)", cmd[-1])]
 
 
 def report(results: dict, args, seconds: float) -> str:

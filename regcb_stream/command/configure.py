@@ -16,6 +16,7 @@ from regcb_stream.command import resume, shell
 from regcb_stream.command.driver import StreamSettings
 from regcb_stream.defaults import VARIANT, VW_MELLOWNESS
 from regcb_stream.io.hashing import DEFAULT_BITS
+from regcb_stream.io.vw_slots import FLAGS as SLOT_FLAGS
 from regcb_stream.learner import RegCB
 from regcb_stream.oracles.bounded import HEAD, BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
@@ -188,8 +189,8 @@ def _check_slot_flags(args) -> None:
     if args.oracle == "vw":
         given.append("--oracle vw")
     if given:
-        flag = "--ccb_explore_adf" if args.ccb_explore_adf else "--slates"
-        raise ValueError(f"{' '.join(given)}: not with {flag} (its shared and slot features "
+        raise ValueError(f"{' '.join(given)}: not with {SLOT_FLAGS[slot_kind(args)]} (its "
+                         "shared and slot features "
                          "are crossed with every action's without -q, and each slot's "
                          "decision is written with -p)")
 
@@ -276,7 +277,7 @@ def _check_same(saved: StreamSettings, args) -> None:
 
 def _input_flags(settings: StreamSettings) -> str:
     """The input format in the command's flags."""
-    slots = {"ccb": "--ccb_explore_adf", "slates": "--slates", None: ""}[settings.slots]
+    slots = SLOT_FLAGS.get(settings.slots, "")
     return (" ".join(filter(None, (slots, "--dsjson"))) if settings.dsjson else
             "--cb_explore_adf" if settings.adf else slots or
             f"--cb_explore {settings.n_actions}")

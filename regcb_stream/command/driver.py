@@ -419,12 +419,14 @@ class Driver:
         if outside.size and not self._warned_range:
             self._warned_range = True
             first = int(outside[0])
-            print(
-                f"warning: line {line_nos[first]}: cost {costs[first]:g} is outside "
-                f"[cb_min_cost, cb_max_cost] = [{low:g}, {high:g}]; learning it as it is (as "
-                "VW does), bounds stay clipped to the range",
-                file=sys.stderr,
-            )
+            warn_cost_range(f"line {line_nos[first]}", costs[first], low, high)
+
+
+def warn_cost_range(where: str, cost: float, low: float, high: float) -> None:
+    """The warning, once a run, of a learned cost outside the cost range."""
+    print(f"warning: {where}: cost {cost:g} is outside [cb_min_cost, cb_max_cost] = "
+          f"[{low:g}, {high:g}]; learning it as it is (as VW does), bounds stay clipped to "
+          "the range", file=sys.stderr)
 
 
 def _narrow(numbered: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:

@@ -17,15 +17,13 @@ slot whose logged action its own earlier draws took).
 from __future__ import annotations
 
 import contextlib
-import sys
 
+from regcb_stream.command.driver import warn_cost_range
 from regcb_stream.io.dsjson import iter_slots_dsjson
 from regcb_stream.io.vw_predictions import format_prob
-from regcb_stream.io.vw_slots import SlotsExample, feature_dict, iter_slots
+from regcb_stream.io.vw_slots import FLAGS, SlotsExample, feature_dict, iter_slots
 from regcb_stream.io.vw_text import OnError, VWParseError
 from regcb_stream.slots import Slot, SlotDecision, learn_slots, predict_slots
-
-FLAGS = {"ccb": "--ccb_explore_adf", "slates": "--slates"}
 
 
 class SlotsDriver:
@@ -58,8 +56,8 @@ class SlotsDriver:
         context = feature_dict(example.shared)
         actions = [feature_dict(action) for action in example.actions]
         slots = [Slot(feature_dict(line.features), None if example.kind == "ccb" else [
-            action for action, slot in zip(actions, example.action_slots) if slot == j],
-            line.include) for j, line in enumerate(example.slots)]
+            actions[a] for a in example.slot_actions(j)], line.include)
+            for j, line in enumerate(example.slots)]
         decisions = predict_slots(self.learner, context, actions, slots)
         if self.sink is not None:
             self.sink.write("".join(_line(d) for d in decisions) + "\n")
@@ -88,9 +86,7 @@ class SlotsDriver:
         outside = [c for c in costs if c is not None and not low <= c <= high]
         if outside and not self._warned_range:
             self._warned_range = True
-            print(f"warning: the example of line {line_no}: cost {outside[0]:g} is outside "
-                  f"[cb_min_cost, cb_max_cost] = [{low:g}, {high:g}]; learning it as it is "
-                  "(as VW does), bounds stay clipped to the range", file=sys.stderr)
+            warn_cost_range(f"the example of line {line_no}", outside[0], low, high)
 
 
 def _line(decision: SlotDecision | None) -> str:

@@ -264,9 +264,8 @@ def logged_slots(example: SlotsExample):
     for j, line in enumerate(example.slots):
         slot = Slot(feature_dict(line.features))
         if example.kind == "slates":
-            own = [a for a, s in zip(range(len(actions)), example.action_slots) if s == j]
-            offered = list(range(len(own)))
-            pool = [actions[a] for a in own]
+            pool = [actions[a] for a in example.slot_actions(j)]
+            offered = list(range(len(pool)))
         else:
             allowed = range(len(actions)) if line.include is None else line.include
             offered = [a for a in allowed if a < len(actions) and a not in taken]
@@ -282,18 +281,30 @@ def logged_slots(example: SlotsExample):
             offered.index(outcome.action), cost, outcome.prob)
 
 
+class _Given:
+    """The distributions a policy gave, handed back in their order (`evaluate` asks for one
+    per labelled example, in order): each slot's asked of the policy once."""
+
+    def __init__(self, pmfs: list):
+        self._pmfs = iter(pmfs)
+
+    def pmf(self, context, actions):
+        return next(self._pmfs)
+
+
 def evaluate_slots(policy, examples: Iterable[SlotsExample], alpha: float = 0.05) -> dict:
     """Per-slot estimates of ``policy`` (``pmf(context, actions)``, called on each slot's
     context and offered actions): ``{"slot j": {"ips", "snips", "dr"}}`` for each slot
     position, ``"ranking"``, the sum of the slots' IPS (its interval from the per-example
     sums), and for slates with a slate cost, ``"slate"``, the pseudo-inverse estimate."""
-    per_slot = defaultdict(list)
+    per_slot, pmfs = defaultdict(list), defaultdict(list)
     ranking, slate = [], []
     for example in examples:
         total, weights, logged = 0.0, [], list(logged_slots(example))
         for j, context, pool, label in logged:
             per_slot[j].append((context, pool, label))
             pmf = np.asarray(policy.pmf(context, pool), dtype=float)
+            pmfs[j].append(pmf)
             weights.append(pmf[label.index] / label.prob)
             total += weights[-1] * -label.cost
         if logged:
@@ -304,7 +315,8 @@ def evaluate_slots(policy, examples: Iterable[SlotsExample], alpha: float = 0.05
     if not per_slot:
         raise ValueError("the log has no slot with an outcome (and a cost)")
     z = NormalDist().inv_cdf(1.0 - alpha / 2)
-    out = {f"slot {j}": evaluate(policy, per_slot[j], alpha=alpha) for j in sorted(per_slot)}
+    out = {f"slot {j}": evaluate(_Given(pmfs[j]), per_slot[j], alpha=alpha)
+           for j in sorted(per_slot)}
     out["ranking"] = mean_estimate(np.array(ranking), z)
     if slate:
         out["slate"] = mean_estimate(np.array(slate), z)
@@ -346,14 +358,17 @@ def main(argv: list[str] | None = None) -> int:
                                  f"({error.strerror})")
         except ValueError as error:
             return _fail(parser, f"--policy-model: {error}")
-    slots = model.settings.get("slots") if model else (
-        "ccb" if args.ccb_explore_adf else "slates" if args.slates else None)
+    named = "ccb" if args.ccb_explore_adf else "slates" if args.slates else None
+    slots = model.settings.get("slots") if model else named
+    other = args.cb_explore or args.cb_explore_adf or named not in (None, slots)
+    if model and slots and other:
+        parser.error(f"the format flags conflict with the model's settings {model.settings}")
     if slots:
         try:
             policy = model or _named_policy(args)
         except ValueError as error:  # bad flags
             parser.error(str(error))
-        return _slots(parser, args, policy, slots)
+        return _slots(parser, args, policy)
     try:
         policy, adf, n_actions, interactions = _policy_and_format(args, model)
     except ValueError as error:  # bad flags
@@ -394,17 +409,13 @@ def _print(estimates: dict, alpha: float, note: str, width: int = 6) -> None:
               f"{est.loss:9.5f}")
 
 
-def _slots(parser, args, policy, kind: str) -> int:
+def _slots(parser, args, policy) -> int:
     """``--ccb_explore_adf`` / ``--slates`` (`evaluate_slots`): each slot's estimates, the
     ranking's and (slates) the slate's."""
     from regcb_stream.command import shell
     from regcb_stream.io.dsjson import iter_slots_dsjson
     from regcb_stream.io.vw_slots import iter_slots
 
-    if isinstance(policy, ModelPolicy) and (args.cb_explore or args.cb_explore_adf
-                                            or args.slates or args.dsjson) and (
-            args.ccb_explore_adf, args.slates) != (kind == "ccb", kind == "slates"):
-        parser.error(f"the format flags conflict with the model's settings {policy.settings}")
     dsjson = args.dsjson or isinstance(policy, ModelPolicy) and policy.settings["dsjson"]
     try:
         with contextlib.ExitStack() as stack:

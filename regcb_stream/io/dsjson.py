@@ -220,7 +220,7 @@ def parse_slots_event(text: str, line_no: int = 1) -> SlotsExample:
                              "(a slot, from 0)")
         action_slots = tuple(map(int, action_slots))
         cost = _number(obj, "_label_cost")
-        slot_outcomes = [_outcome({**o, "_label_cost": 0.0}) for o in outcomes]
+        slot_outcomes = [_outcome(o, with_cost=False) for o in outcomes]
         slot_outcomes += [None] * (len(parts["_slots"]) - len(outcomes))
     elif not parts["_slots"] and not outcomes:  # a CB event: one slot, its label (as VW)
         label = _label(obj, len(parts["_multi"]))
@@ -249,9 +249,10 @@ def parse_slots_event(text: str, line_no: int = 1) -> SlotsExample:
     return example
 
 
-def _outcome(obj: dict) -> Outcome | None:
-    """A slot's ``_outcomes`` entry as an `Outcome` (None: no cost, not labelled)."""
-    cost = _number(obj, "_label_cost")
+def _outcome(obj: dict, with_cost: bool = True) -> Outcome | None:
+    """A slot's ``_outcomes`` entry as an `Outcome` (None: no cost, not labelled; without
+    ``with_cost``, a slate's slot: cost 0, the slate's cost is the event's)."""
+    cost = _number(obj, "_label_cost") if with_cost else 0.0
     actions, probs = obj.get("_a"), obj.get("_p")
     actions = [actions] if _is_number(actions) else actions
     probs = [probs] if _is_number(probs) else probs

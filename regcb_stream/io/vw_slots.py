@@ -38,6 +38,7 @@ from regcb_stream.io.vw_features import Features, FieldError, number, parse_name
 from regcb_stream.io.vw_text import OnError, VWParseError, clean_line
 
 KINDS = ("ccb", "slates")
+FLAGS = {"ccb": "--ccb_explore_adf", "slates": "--slates"}  # each kind's command flag
 SUM_TOLERANCE = 1e-4  # the largest |sum - 1| of a full distribution (VW: are_same, float)
 
 
@@ -77,6 +78,10 @@ class SlotsExample(NamedTuple):
     tag: str | None
     line_no: int
     weight: float = 1.0  # the example's importance weight (DSJSON's pdrop)
+
+    def slot_actions(self, slot: int) -> list[int]:
+        """A slate's slot's actions: their indices among the example's."""
+        return [a for a, s in enumerate(self.action_slots) if s == slot]
 
 
 def iter_slots(lines: Iterable[str], on_error: OnError | None = None, first_line: int = 1
