@@ -56,6 +56,13 @@ class SlotDecision(NamedTuple):
     offered: tuple[int, ...]
     info: dict
 
+    def drawn_first(self) -> list[tuple[int, float]]:
+        """``(action, probability)`` over ``offered``: the drawn action first, then the
+        others in order (VW's order, in ``-p`` and in logs)."""
+        pairs = list(zip(self.offered, self.pmf.tolist()))
+        at = self.offered.index(self.index)
+        return [pairs[at], *pairs[:at], *pairs[at + 1:]]
+
 
 def slot_context(context, slot: Slot, position: int) -> dict:
     """The context slot ``position`` is decided on: the example's features (a dict, or

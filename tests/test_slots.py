@@ -295,8 +295,8 @@ def test_a_model_file_resumes_the_slots_exactly(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--ccb_explore_adf", "--decision_log", "log.json"],
-     "--decision_log: not with --ccb_explore_adf"),
+    (["--ccb_explore_adf", "--readable_model", "m.txt"],
+     "--readable_model: not with --ccb_explore_adf"),
     (["--slates", "-q", "UA"], "-q: not with --slates"),
     (["--ccb_explore_adf", "--slates"], "not allowed with argument"),
 ])

@@ -132,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "DSJSON line, which regcb-ope --dsjson and vw --dsjson read")
     loop.add_argument("--reward_wait", type=_positive_int, metavar="N",
                       help="--dsjson: an event without a label waits for a reward line "
-                           '{"EventId": ..., "v": reward}; at most N wait, one more times '
+                           '{"EventId": ..., "v": reward} (--ccb_explore_adf: one per slot, '
+                           'with "_slot": its index or _id); at most N wait, one more times '
                            "the oldest out")
     loop.add_argument("--default_reward", type=float, metavar="R",
                       help="--reward_wait: the reward a timed-out decision is learned with "
@@ -292,9 +293,11 @@ def _command(argv: list[str] | None) -> int:
         outcomes = None
         if log or args.reward_wait:
             from regcb_stream.command.outcomes import Outcomes
+            from regcb_stream.command.slot_outcomes import SlotOutcomes
 
-            outcomes = Outcomes(learner, log or None, args.reward_wait, args.default_reward,
-                                dsjson=settings.dsjson)
+            outcomes = (SlotOutcomes if settings.slots else Outcomes)(
+                learner, log or None, args.reward_wait, args.default_reward,
+                dsjson=settings.dsjson)
         progress = ProgressTable(None if args.quiet else sys.stderr,
                                  _preamble(settings, learner))
         if settings.slots:
@@ -302,7 +305,7 @@ def _command(argv: list[str] | None) -> int:
 
             driver = SlotsDriver(learner, settings.slots, sink or None, progress,
                                  learn=not args.testonly, guard=interrupts.block,
-                                 dsjson=settings.dsjson)
+                                 dsjson=settings.dsjson, outcomes=outcomes)
         else:
             driver = Driver(learner, settings, sink or None, progress, legacy=settings.legacy,
                             first_only=settings.first_only and learner.variant == "optimistic",

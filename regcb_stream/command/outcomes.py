@@ -18,6 +18,7 @@ saved with ``-f`` and waited for again after ``-i``.
 The log holds one line per decision, written when its outcome is known: at once when the
 input's label is for the drawn action (that label is written) or when no reward will come;
 when its reward arrives or it times out (with the reward learned, if any) for a waiting one.
+Multi-slot decisions (``--ccb_explore_adf``) have theirs in `slot_outcomes`.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ from regcb_stream.io.decision_log import context_of, event_line
 from regcb_stream.io.vw_features import parse_namespaces
 
 
-class Outcomes:
-    """The decision log and the decisions waiting for rewards of one run.
+class OutcomeLog:
+    """The decision log and the decisions waiting for rewards of one run (what single and
+    multi-slot decisions share: `Outcomes`, `slot_outcomes.SlotOutcomes`).
 
     Parameters
     ----------
@@ -63,6 +65,26 @@ class Outcomes:
             self.pending: PendingDecisions | None = pending
         else:
             self.pending = None
+
+    def summary(self) -> list[str]:
+        """Lines for the closing summary."""
+        if self.pending is None:
+            return []
+        counts = {**self.pending.counts, "waiting": len(self.pending.waiting),
+                  "unmatched rewards": self.unmatched}
+        return ["decisions with delayed rewards: " + ", ".join(
+            f"{name} {count}" for name, count in counts.items())]
+
+    def _write(self, lines: list) -> None:
+        lines = [line for line in lines if line is not None]
+        if self.log is not None and lines:
+            self.log.write("\n".join(lines) + "\n")
+            self.log.flush()
+
+
+class Outcomes(OutcomeLog):
+    """The log and the waiting decisions of single decisions (ADF, DSJSON and single-line
+    examples)."""
 
     def decided(self, examples: list, pmf: np.ndarray, candidates, rows: EncodedRows | None,
                 versions: list[int]) -> None:
@@ -119,15 +141,6 @@ class Outcomes:
                              f"index into the {n_actions} actions of {reward.event_id!r}")
         self._write([self._learn(event, reward.action, reward.value)])
 
-    def summary(self) -> list[str]:
-        """Lines for the closing summary."""
-        if self.pending is None:
-            return []
-        counts = {**self.pending.counts, "waiting": len(self.pending.waiting),
-                  "unmatched rewards": self.unmatched}
-        return ["decisions with delayed rewards: " + ", ".join(
-            f"{name} {count}" for name, count in counts.items())]
-
     def _learn(self, event: tuple, action: int | None, reward: float | None) -> str | None:
         """Learn a waiting decision's reward (None: none came, nothing to learn); its log
         line."""
@@ -155,9 +168,3 @@ class Outcomes:
 
     def _new_id(self) -> str:
         return self.learner.rng.bytes(16).hex()
-
-    def _write(self, lines: list) -> None:
-        lines = [line for line in lines if line is not None]
-        if self.log is not None and lines:
-            self.log.write("\n".join(lines) + "\n")
-            self.log.flush()

@@ -11,7 +11,9 @@ position do to each action is learned (VW crosses them through ``-q`` and its sl
 index). Rewards are costs negated, as everywhere in the command; a slate's cost is its
 shared line's, learned for every slot with an outcome. A slot's label is learned whatever
 the earlier slots drew: the slot's features do not depend on them (VW drops the label of a
-slot whose logged action its own earlier draws took).
+slot whose logged action its own earlier draws took). With ``outcomes``
+(`slot_outcomes.SlotOutcomes`: ``--decision_log``, ``--reward_wait``), each example's
+decisions are logged, and DSJSON reward lines of slots are read and learned.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import contextlib
 
 from regcb_stream.command.driver import warn_cost_range
 from regcb_stream.io.dsjson import iter_slots_dsjson
+from regcb_stream.io.slot_events import SlotReward, iter_slot_events
 from regcb_stream.io.vw_predictions import format_prob
 from regcb_stream.io.vw_slots import FLAGS, SlotsExample, feature_dict, iter_slots
 from regcb_stream.io.vw_text import OnError, VWParseError
@@ -29,18 +32,23 @@ from regcb_stream.slots import Slot, SlotDecision, learn_slots, predict_slots
 class SlotsDriver:
     """Decide, write and learn multi-slot examples of one kind (``"ccb"`` or
     ``"slates"``) with ``learner``; ``sink`` takes the ``-p`` text, ``progress`` the rows
-    of the progress table (the first slot's, as VW's)."""
+    of the progress table (the first slot's, as VW's), ``outcomes`` the decisions (None:
+    no log, no delayed rewards)."""
 
     def __init__(self, learner, kind: str, sink, progress, learn: bool = True,
-                 guard=contextlib.nullcontext, dsjson: bool = False):
+                 guard=contextlib.nullcontext, dsjson: bool = False, outcomes=None):
         self.learner, self.kind, self.sink, self.progress = learner, kind, sink, progress
-        self.learn, self.guard, self.dsjson = learn, guard, dsjson
+        self.learn, self.guard, self.dsjson, self.outcomes = learn, guard, dsjson, outcomes
         self._warned_range = False
 
     def run(self, lines, on_error: OnError | None = None, first_line: int = 1) -> None:
         """Every example of the lines, in order (``on_error``: as the other drivers')."""
-        read = iter_slots_dsjson if self.dsjson else iter_slots
-        for example in read(lines, on_error, first_line):
+        for item in self._read(lines, on_error, first_line):
+            if isinstance(item, SlotReward):
+                with self.guard():
+                    self.outcomes.reward(item)
+                continue
+            example, event_context = item
             if example.kind != self.kind:
                 error = VWParseError(example.line_no, example.kind, "kind",
                                      f"a {example.kind} example, but the command reads "
@@ -50,9 +58,19 @@ class SlotsDriver:
                 on_error(error)
                 continue
             with self.guard():
-                self._example(example)
+                self._example(example, event_context)
 
-    def _example(self, example: SlotsExample) -> None:
+    def _read(self, lines, on_error: OnError | None, first_line: int):
+        """Each example with its DSJSON context (None: text, or no outcomes to write them
+        to), and (waiting decisions) the reward lines, as `SlotReward`."""
+        if self.dsjson and self.outcomes is not None:
+            return iter_slot_events(lines, on_error, first_line,
+                                    rewards=self.outcomes.pending is not None)
+        read = iter_slots_dsjson if self.dsjson else iter_slots
+        return ((example, None) for example in read(lines, on_error, first_line))
+
+    def _example(self, example: SlotsExample, event_context: dict | None) -> None:
+        version = self.learner.n_labels
         context = feature_dict(example.shared)
         actions = [feature_dict(action) for action in example.actions]
         slots = [Slot(feature_dict(line.features), None if example.kind == "ccb" else [
@@ -70,6 +88,9 @@ class SlotsDriver:
             learn_slots(self.learner, context, actions, slots,
                         [None if o is None else (o.action, o.prob) for o in outcomes],
                         [None if c is None else -c for c in costs], example.weight)
+        if self.outcomes is not None:
+            self.outcomes.decided(example, event_context, (context, actions, slots), decisions,
+                                  version)
         first, outcome = decisions[0], outcomes[0]
         label = None if outcome is None or costs[0] is None else (
             outcome.action, costs[0], outcome.prob)
@@ -93,7 +114,4 @@ def _line(decision: SlotDecision | None) -> str:
     """A slot's ``-p`` line: its drawn action first, then the others in order."""
     if decision is None:
         return "\n"
-    pairs = list(zip(decision.offered, decision.pmf.tolist()))
-    drawn = decision.offered.index(decision.index)
-    ordered = [pairs[drawn], *pairs[:drawn], *pairs[drawn + 1:]]
-    return ",".join([f"{a}:{format_prob(p)}" for a, p in ordered]) + "\n"
+    return ",".join([f"{a}:{format_prob(p)}" for a, p in decision.drawn_first()]) + "\n"

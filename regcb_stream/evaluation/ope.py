@@ -330,11 +330,13 @@ def build_parser() -> argparse.ArgumentParser:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--cb_explore", type=int, metavar="K", help="single-line, K actions")
     mode.add_argument("--cb_explore_adf", action="store_true", help="multi-line ADF examples")
-    mode.add_argument("--dsjson", action="store_true",
-                      help="VW's Decision Service JSON, one decision per line")
+    parser.add_argument("--dsjson", action="store_true",
+                        help="VW's Decision Service JSON, one decision per line (with "
+                             "--ccb_explore_adf or --slates: their DSJSON)")
     mode.add_argument("--ccb_explore_adf", action="store_true",
-                      help="VW's ccb examples (with --policy-model of regcb-stream "
-                           "--ccb_explore_adf --dsjson: CCB DSJSON): each slot's estimates")
+                      help="VW's ccb examples (with --dsjson, or a --policy-model of "
+                           "regcb-stream --ccb_explore_adf --dsjson: CCB DSJSON): each "
+                           "slot's estimates")
     mode.add_argument("--slates", action="store_true",
                       help="VW's slates examples: each slot's estimates and the slate's")
     policy = parser.add_mutually_exclusive_group()
@@ -349,6 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.dsjson and (args.cb_explore or args.cb_explore_adf):
+        parser.error("--dsjson reads DSJSON events as ADF examples (with --ccb_explore_adf "
+                     "or --slates, as theirs): not with --cb_explore or --cb_explore_adf")
     model = None
     if args.policy_model:  # a file that cannot be read or is not a model: one line, 2
         try:

@@ -23,6 +23,19 @@ values: the same linear terms, and the same crosses with other namespaces.
 '{"_label_cost":-1.0,"_label_probability":0.75,"_label_Action":2,"_labelIndex":1,"EventId":"e1",'
 >>> line[95:]
 '"a":[2,1],"c":{"u":{"age":31.0},"_multi":[{"x":1.0},{"x":2.0}]},"p":[0.75,0.25],"VWState":{"m":"12"}}'
+
+A multi-slot (CCB) decision is a line of VW's CCB DSJSON: ``c`` holds ``_slots`` too (each
+slot's features, its ``_id`` and the actions ``_inc`` it may take, when it has them), and
+``_outcomes`` one entry per slot: ``_id``, ``_a`` (the actions offered, 0-based, the drawn
+one first), ``_p`` (their probabilities) and ``_label_cost`` once the slot's reward is known.
+
+>>> c = slots_context_of((), [((" ", (("x", 1.0),)),), ((" ", (("x", 2.0),)),)],
+...                      [((("s", (("h", 1.0),)),), "top", None)])
+>>> line = slots_line("e2", c, [slot_outcome("top", [(1, 0.75), (0, 0.25)], -1.0)], 3)
+>>> line[:92]
+'{"EventId":"e2","c":{"_multi":[{"x":1.0},{"x":2.0}],"_slots":[{"s":{"h":1.0},"_id":"top"}]},'
+>>> line[92:]
+'"_outcomes":[{"_label_cost":-1.0,"_id":"top","_a":[1,0],"_p":[0.75,0.25]}],"VWState":{"m":"3"}}'
 """
 
 from __future__ import annotations
@@ -99,3 +112,38 @@ def event_line(event_id: str, context: dict | str, chosen: int, pmf, version: in
     tail = json.dumps({"p": [pmf[i] for i in order], "VWState": {"m": str(version)}},
                       separators=(",", ":"))
     return f'{text},"c":{c},{tail[1:]}'
+
+
+def slots_context_of(shared: Features | None, actions: list[Features], slots) -> dict:
+    """The DSJSON context ``c`` of a multi-slot example's (parsed) features: ``slots``
+    holds each slot's ``(features, id or None, included actions or None)``."""
+    context = context_of(shared, actions)
+    context["_slots"] = []
+    for features, slot_id, include in slots:
+        fields = object_of(features)
+        if slot_id is not None:
+            fields["_id"] = slot_id
+        if include is not None:
+            fields["_inc"] = list(include)
+        context["_slots"].append(fields)
+    return context
+
+
+def slot_outcome(slot_id: str, drawn_first: list | None, cost: float | None = None) -> dict:
+    """A slot's ``_outcomes`` entry: its ``(action, probability)`` pairs, the drawn action
+    first (None: no action was left for it), and its cost once its reward is known."""
+    entry: dict = {} if cost is None else {"_label_cost": float(cost)}
+    entry["_id"] = slot_id
+    if drawn_first:
+        entry["_a"] = [int(a) for a, _ in drawn_first]
+        entry["_p"] = [float(p) for _, p in drawn_first]
+    return entry
+
+
+def slots_line(event_id: str, context: dict | str, outcomes: list[dict], version: int) -> str:
+    """One multi-slot decision as a CCB DSJSON line (``context``: ``c`` as a dict, or its
+    JSON text; ``outcomes``: each slot's `slot_outcome`)."""
+    c = context if isinstance(context, str) else json.dumps(context, separators=(",", ":"))
+    tail = json.dumps({"_outcomes": outcomes, "VWState": {"m": str(version)}},
+                      separators=(",", ":"))
+    return f'{{"EventId":{json.dumps(event_id)},"c":{c},{tail[1:]}'
