@@ -69,7 +69,7 @@ def test_bad_input(tmp_path, capsys):
 def test_students_quantiles():
     from scipy import stats
 
-    from regcb_stream.evaluation.compare import student_quantile
+    from regcb_stream.evaluation.estimates import student_quantile
 
     for dof in (1, 2, 3, 4, 6, 10, 40):
         assert student_quantile(dof) == pytest.approx(stats.t.ppf(0.975, dof), rel=0.008)
@@ -86,7 +86,7 @@ def test_a_dsjson_log():
 
 
 def test_replays_count_the_learners_path():
-    from regcb_stream.evaluation.compare import Row, combined, student_quantile
+    from regcb_stream.evaluation.estimates import Row, combined, student_quantile
 
     one = Row("x", 0.5, 0.4, 0.6, 0.5, 0.4, 0.6, 10, 3.0, [(5, 0.5)], 0.05, 0.05)
     assert combined([one]) is one
@@ -160,7 +160,7 @@ def test_batch_means_count_dependent_terms():
     (a learner's stretch of good or bad play) widen it."""
     import numpy as np
 
-    from regcb_stream.evaluation.compare import batch_mean
+    from regcb_stream.evaluation.estimates import batch_mean
 
     terms = np.random.default_rng(0).normal(size=400)
     value, se, dof = batch_mean(terms, np.ones(400))

@@ -6,12 +6,15 @@ actions, 5 context features) logged by a uniform policy, in VW's three formats.
 - ``adf.dat``: 500 ADF examples, each action a line with a feature of its own
   (``--cb_explore_adf -q sa``);
 - ``events.json``: 500 DSJSON events; the rewards of every other one come later, as reward
-  lines (``--dsjson --reward_wait N``).
+  lines (``--dsjson --reward_wait N``);
+- ``ccb.dat``: 500 conditional contextual bandit examples of two slots (``--ccb_explore_adf``),
+  the second slot drawn among the actions the first left, each slot's cost the
+  ADF log's.
 
 >>> import tempfile
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> sorted(path.name for path in write(folder))
-['adf.dat', 'cb.dat', 'events.json']
+['adf.dat', 'cb.dat', 'ccb.dat', 'events.json']
 >>> (folder / "cb.dat").read_text().splitlines()[0]
 '2:0:0.25 |s f0:-0.4990 f1:-0.3837 f2:-0.3908 f3:-0.1009 f4:-0.6639'
 """
@@ -30,14 +33,17 @@ K, DIM = 4, 5
 
 
 def write(folder: str | pathlib.Path) -> list[pathlib.Path]:
-    """Write the three logs into ``folder`` (made if missing); their paths."""
+    """Write the four logs into ``folder`` (made if missing); their paths."""
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     X, _, R = LinearProblem.make(n_actions=K, dim=DIM, seed=7).sample(2000, seed=8)
     played = np.random.default_rng(9).integers(K, size=len(X))
     texts = {"cb.dat": "".join(_single(x, r, a) for x, r, a in zip(X, R, played)),
              "adf.dat": "".join(_adf(x, r, a) for x, r, a in zip(X[:500], R, played)),
-             "events.json": _events(X[:500], R, played)}
+             "events.json": _events(X[:500], R, played),
+             "ccb.dat": "".join(_ccb(x, r, order) for x, r, order in zip(
+                 X[:500], R, np.random.default_rng(10).permuted(
+                     np.tile(np.arange(K), (500, 1)), axis=1)))}
     for name, text in texts.items():
         (folder / name).write_text(text)
     return [folder / name for name in texts]
@@ -55,6 +61,13 @@ def _adf(x, r, a: int) -> str:
     lines = [f"|a a{j}" for j in range(K)]
     lines[a] = f"0:{1 - r[a]:g}:{1 / K:g} {lines[a]}"
     return "\n".join([f"shared |s {_features(x)}", *lines]) + "\n\n"
+
+
+def _ccb(x, r, order) -> str:
+    lines = [f"ccb shared |s {_features(x)}", *(f"ccb action |a a{j}" for j in range(K))]
+    lines += [f"ccb slot {a}:{1 - r[a]:g}:{1 / (K - j):.6g} |p p{j}"
+              for j, a in enumerate(order[:2].tolist())]
+    return "\n".join(lines) + "\n\n"
 
 
 def _events(X, R, played) -> str:

@@ -6,6 +6,7 @@ same logged ADF stream by explore-eval (`regcb_stream.evaluation.explore_eval`),
     regcb-compare log.dat --json - --plot estimates.png
     regcb-compare decisions.json --dsjson --vw "--epsilon 0.1"   # a DSJSON log
     regcb-compare single_line.dat --cb_explore 26                # a single-line log
+    regcb-compare ccb_log.dat --ccb_explore_adf                  # slots (`compare_slots`)
 
 Each candidate's estimate is the progressive IPS reward of its own distributions on the
 log's labelled examples while it learns from the examples explore-eval keeps for it (VW's
@@ -36,12 +37,22 @@ import subprocess
 import sys
 import tempfile
 import zlib
-from dataclasses import asdict, dataclass
-from statistics import NormalDist
+from dataclasses import asdict
 
 import numpy as np
 
 from regcb_stream.command import shell
+from regcb_stream.evaluation.compare_slots import compare_slots
+from regcb_stream.evaluation.estimates import (
+    VW_RUN,
+    Batches,
+    Row,
+    batch_mean,
+    combined,
+    estimate_row,
+    running_estimate,
+    student_quantile,
+)
 from regcb_stream.evaluation.explore_eval import (
     ACTIONS,
     RegCBExplorer,
@@ -51,27 +62,6 @@ from regcb_stream.evaluation.explore_eval import (
 )
 
 DEFAULT_VW = ("--epsilon 0.05", "--squarecb", "--regcb", "--regcb --regcbopt", "--cover 3")
-VW_RUN = ("import sys; from vowpalwabbit import Workspace; "
-          "Workspace(sys.argv[1]).finish()")
-Z = NormalDist().inv_cdf(0.975)
-
-
-@dataclass
-class Row:
-    """One line of the comparison: a candidate or a baseline."""
-
-    name: str
-    estimate: float  # expected reward, IPS (the negative of VW's average loss)
-    low: float
-    high: float
-    snips: float | None  # the self-normalized estimate (None: VW's rows without snips=True)
-    snips_low: float | None
-    snips_high: float | None
-    examples: int  # labelled examples scored
-    kept: float | None = None  # explore-eval's (weighted) update count
-    trace: list | None = None  # (labelled examples, running IPS estimate) along the log
-    se: float = math.nan  # the IPS estimate's standard error (batch means)
-    snips_se: float | None = None
 
 
 def compare(path: str, regcb: list[str] | None = None, vw: list[str] | None = None, *,
@@ -140,7 +130,7 @@ def _compare(path: str, folder: str, regcb, vw, interactions, target_rate, seed:
                            progress, cost_range, dsjson, examples)
                 for s, (log, _) in zip(seeds, logs)]
                for flags in (regcb or [""])]
-    batches = _Batches(size, len(examples))
+    batches = Batches(size, len(examples))
     labelled = [_labelled(examples, order) for _, order in logs]
     rows = [combined([_result_row(name, result, known, batches)
                       for (name, result), known in zip(replayed, labelled)])
@@ -151,8 +141,9 @@ def _compare(path: str, folder: str, regcb, vw, interactions, target_rate, seed:
     rewards = np.array([-lab.cost for _, lab in labelled])
     uniform = np.array([1 / lab.prob / examples[i][1] for i, lab in labelled])
     positions = np.array([i for i, _ in labelled], dtype=int)
-    rows.append(_row("uniform random", uniform, rewards, positions, batches))
-    rows.append(_row("logging policy", np.ones(len(labelled)), rewards, positions, batches))
+    rows.append(estimate_row("uniform random", uniform, rewards, positions, batches))
+    rows.append(estimate_row("logging policy", np.ones(len(labelled)), rewards, positions,
+                             batches))
     return rows
 
 
@@ -280,9 +271,10 @@ def _regcb_run(path: str, flags: str, interactions, rejection: tuple, seed: int,
     return name, result
 
 
-def _result_row(name: str, result, labelled: list, batches: _Batches) -> Row:
+def _result_row(name: str, result, labelled: list, batches: Batches) -> Row:
     positions = np.array([i for i, _ in labelled], dtype=int)
-    row = _row(name, np.array(result.weights), np.array(result.rewards), positions, batches)
+    row = estimate_row(name, np.array(result.weights), np.array(result.rewards), positions,
+                       batches)
     row.kept = result.weighted_kept
     return row
 
@@ -299,7 +291,7 @@ def _start_vw(flags: str, tail: str, path: str, predictions: str | None, size: i
                                                  stderr=subprocess.PIPE, text=True))
 
 
-def _vw_row(run, labelled: list, batches: _Batches) -> Row:
+def _vw_row(run, labelled: list, batches: Batches) -> Row:
     flags, predictions, process = run
     _, err = process.communicate()
     if process.returncode:
@@ -309,7 +301,7 @@ def _vw_row(run, labelled: list, batches: _Batches) -> Row:
     if predictions:
         pmfs = _read_predictions(predictions)
         weights = np.array([pmfs[i].get(lab.action, 0.0) / lab.prob for i, lab in labelled])
-        row = _row(name, weights, rewards, positions, batches)
+        row = estimate_row(name, weights, rewards, positions, batches)
     else:
         row = _progress_row(name, err, positions)
     kept = [line.split("=")[1] for line in err.splitlines()
@@ -342,8 +334,8 @@ def _progress_row(name: str, err: str, positions: np.ndarray) -> Row:
     counts[-1] += n - counts.sum()
     value, se, dof = batch_mean(sums, counts.astype(float))
     half = student_quantile(dof) * se
-    trace = [(int(c), float(v)) for c, v, k in zip(np.cumsum(counts), _running(sums, counts),
-                                                   counts) if k]
+    trace = [(int(c), float(v)) for c, v, k in zip(
+        np.cumsum(counts), running_estimate(sums, counts), counts) if k]
     return Row(name, value, value - half, value + half, None, None, None, n, trace=trace,
                se=se)
 
@@ -365,104 +357,6 @@ def _read_predictions(path: str) -> list[dict[int, float]]:
                 pairs = (pair.split(":") for pair in line.split(" ")[0].split(","))
                 out.append({int(a): float(p) for a, p in pairs})
     return out
-
-
-def combined(replays: list[Row]) -> Row:
-    """One row of R replays of a candidate: the mean of their estimates, within
-    ``t sqrt(se^2 + s^2 / R)``, ``se^2`` the mean of their squared standard errors (the
-    log's sampling error, which the replays share) and ``s^2`` the variance of their
-    estimates (the learner's path and the examples' order, which a single replay's
-    interval leaves out); ``t`` is
-    Student's quantile for Welch-Satterthwaite's degrees of freedom, ``s^2`` being known
-    from R - 1 only."""
-    if len(replays) == 1:
-        return replays[0]
-    first, n = replays[0], len(replays)
-
-    def pooled(values: list, errors: list) -> tuple:
-        if values[0] is None:
-            return None, None, None, None
-        se2 = float(np.mean(np.square(errors)))
-        path = float(np.var(values, ddof=1)) / n
-        value = float(np.mean(values))
-        dof = (se2 + path) ** 2 / (path ** 2 / (n - 1)) if path > 0 else math.inf
-        se = math.sqrt(se2 + path)
-        return value, value - student_quantile(dof) * se, value + student_quantile(dof) * se, se
-
-    (*ips, se) = pooled([r.estimate for r in replays], [r.se for r in replays])
-    (*snips, snips_se) = pooled([r.snips for r in replays], [r.snips_se for r in replays])
-    kept = [r.kept for r in replays if r.kept is not None]
-    trace = [(point[0], float(np.mean([r.trace[i][1] for r in replays])))
-             for i, point in enumerate(first.trace or [])]
-    return Row(first.name, *ips, *snips, first.examples,
-               float(np.mean(kept)) if kept else None, trace, se, snips_se)
-
-
-def student_quantile(dof: float) -> float:
-    """Student's t quantile of 97.5% for ``dof`` degrees of freedom: below 3, the exact
-    value at the integer below (wider: conservative); from 3, the Cornish-Fisher expansion
-    around the normal's (within 0.8% of the exact value at 3, 0.3% at 4, 0.1% at 5)."""
-    if math.isinf(dof):
-        return Z
-    if dof < 3:
-        return 12.7062 if dof < 2 else 4.3027
-    z = Z
-    return (z + (z ** 3 + z) / (4 * dof) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * dof ** 2)
-            + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * dof ** 3))
-
-
-class _Batches:
-    """The log's examples in batches of ``size`` by position (the examples after the last
-    whole batch join it), for batch-means standard errors."""
-
-    def __init__(self, size: int, examples: int):
-        self.size, self.count = size, max(1, examples // size)
-
-    def of(self, positions: np.ndarray) -> np.ndarray:
-        return np.minimum(positions // self.size, self.count - 1)
-
-
-def batch_mean(sums: np.ndarray, counts: np.ndarray) -> tuple[float, float, int]:
-    """The ratio ``sum(sums) / sum(counts)`` of per-batch sums, its standard error by batch
-    means (the batches' residuals ``sums - value * counts``, which counts the dependence of
-    nearby examples: a learner's estimate is not a mean of independent terms), and its
-    degrees of freedom (the batches with examples, less one)."""
-    total = counts.sum()
-    if total == 0:
-        return math.nan, math.nan, 0
-    value = float(sums.sum() / total)
-    used = counts != 0
-    b = int(used.sum())
-    if b < 2:
-        return value, math.nan, 0
-    spread = float(np.sum((sums[used] - value * counts[used]) ** 2))
-    return value, math.sqrt(b / (b - 1) * spread) / total, b - 1
-
-
-def _running(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.cumsum(sums) / np.cumsum(counts)
-
-
-def _row(name: str, weights: np.ndarray, rewards: np.ndarray, positions: np.ndarray,
-         batches: _Batches) -> Row:
-    """A row from each labelled example's weight ``pi(a) / p``, logged reward and position
-    in the log: IPS and SNIPS with their batch-means intervals (Student's t), and the IPS
-    estimate at the end of each batch."""
-    n = len(weights)
-    if n == 0:
-        nan = math.nan
-        return Row(name, nan, nan, nan, nan, nan, nan, 0, trace=[])
-    batch = batches.of(positions)
-    sums = np.bincount(batch, weights * rewards, batches.count)
-    counts = np.bincount(batch, minlength=batches.count).astype(float)
-    value, se, dof = batch_mean(sums, counts)
-    snips, snips_se, snips_dof = batch_mean(sums, np.bincount(batch, weights, batches.count))
-    half, snips_half = student_quantile(dof) * se, student_quantile(snips_dof) * snips_se
-    trace = [(int(c), float(v)) for c, v, k in zip(np.cumsum(counts), _running(sums, counts),
-                                                   counts) if k]
-    return Row(name, value, value - half, value + half, snips, snips - snips_half,
-               snips + snips_half, n, trace=trace, se=se, snips_se=snips_se)
 
 
 def _bar(name: str):
@@ -516,6 +410,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the log is single-line with K actions (VW's --cb_explore K): "
                              "replayed as ADF, each action a line |_action aK crossed with "
                              "every namespace (-q :_)")
+    parser.add_argument("--ccb_explore_adf", action="store_true",
+                        help="the log is VW's conditional contextual bandit (CCB) text, or "
+                             "CCB DSJSON with --dsjson: each candidate's slots scored by "
+                             "per-slot IPS (regcb_stream/evaluation/compare_slots.py)")
     parser.add_argument("--regcb", action="append", metavar="FLAGS",
                         help="a RegCB candidate: regcb-stream learner flags (repeatable; "
                              "none: RegCB's defaults)")
@@ -566,17 +464,28 @@ def main(argv: list[str] | None = None) -> int:
         shell.check_model_path(None if args.json == "-" else args.json, "--json")
     except shell.PathError as error:
         parser.error(str(error))
+    if args.ccb_explore_adf:
+        given = [flag for flag, value in (("--cb_explore", args.cb_explore), (
+            "--target_rate", args.target_rate), ("--multiplier", args.multiplier), (
+            "--snips", args.snips), ("--replays", args.replays != 1)) if value]
+        if given:
+            parser.error(f"{', '.join(given)}: not with --ccb_explore_adf (each slot is "
+                         "scored by IPS, with SNIPS, in one pass)")
     try:
-        rows = compare(args.log, args.regcb, args.vw, interactions=args.interactions,
-                       target_rate=args.target_rate, seed=args.random_seed,
-                       progress=not args.quiet, dsjson=args.dsjson,
-                       replays=max(1, args.replays), multiplier=args.multiplier,
-                       snips=args.snips, cb_actions=args.cb_explore)
+        if args.ccb_explore_adf:
+            rows = compare_slots(args.log, args.regcb, args.vw,
+                                 interactions=args.interactions, dsjson=args.dsjson)
+        else:
+            rows = compare(args.log, args.regcb, args.vw, interactions=args.interactions,
+                           target_rate=args.target_rate, seed=args.random_seed,
+                           progress=not args.quiet, dsjson=args.dsjson,
+                           replays=max(1, args.replays), multiplier=args.multiplier,
+                           snips=args.snips, cb_actions=args.cb_explore)
     except (ValueError, RuntimeError, shell.PathError) as error:
         where = "" if str(error).startswith(("line ", args.log)) else f"{args.log}: "
         print(f"regcb-compare: error: {where}{error}", file=sys.stderr)
         return 1
-    if args.replays <= 1 and not args.quiet:
+    if args.replays <= 1 and not args.quiet and not args.ccb_explore_adf:
         print("regcb-compare: one replay per candidate: its interval leaves out the spread "
               "of the learner's path (--replays 5 --multiplier min counts it)", file=sys.stderr)
     if args.plot:
