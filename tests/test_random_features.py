@@ -67,7 +67,11 @@ def numpy_map(features: RandomFeatures, context: np.ndarray) -> np.ndarray:
     waves = context @ features.state()["w"]
     if features.normalize:
         square = float(context @ context)
-        waves = waves * (np.sqrt(context.size) / np.sqrt(square) if square > 0 else 0.0)
+        factor = np.sqrt(context.size) / np.sqrt(square) if square > 0 else 0.0
+        waves = waves * factor
+        if features.radius:  # the log-length's waves
+            shift = -features.radius * math.log(factor) if square > 0 else 0.0
+            waves = waves + shift * features.state()["v"]
     return np.concatenate([context * features.state()["shrink"],
                            features.amplitude * (np.cos(waves + features.state()["b"])
                                                  - features.state()["offset"])])
@@ -76,7 +80,8 @@ def numpy_map(features: RandomFeatures, context: np.ndarray) -> np.ndarray:
 @pytest.mark.skipif(not np.array_equal(np.cos(np.linspace(-50, 50, 10_001)), [
     math.cos(v) for v in np.linspace(-50, 50, 10_001)]), reason="numpy's cosine is its own")
 @pytest.mark.parametrize("settings", [{}, {"normalize": False}, {"width": None},
-                                      {"amplitude": 1, "width": 4, "scale": 3.0}])
+                                      {"amplitude": 1, "width": 4, "scale": 3.0},
+                                      {"radius": 0.0}, {"radius": 2.0}])
 def test_the_compiled_map_computes_the_numpy_expressions_bit_for_bit(settings):
     rng = np.random.default_rng(7)
     contexts = rng.normal(size=(300, 16)) * rng.choice([1e-3, 1.0, 40.0], size=(300, 1))
@@ -149,7 +154,7 @@ def test_the_map_vanishes_at_the_origin_and_scales_wide_contexts_down():
 
 
 def test_the_features_are_those_of_the_contexts_direction():
-    features = RandomFeatures(8, seed=2, width=None)
+    features = RandomFeatures(8, seed=2, width=None, radius=0.0)
     out, scaled = features(X[:20]), features(X[:20] * 30.0)
     np.testing.assert_allclose(scaled[:, 16:], out[:, 16:], atol=1e-12)
     np.testing.assert_array_equal(scaled[:, :16], X[:20] * 30.0)
@@ -158,6 +163,26 @@ def test_the_features_are_those_of_the_contexts_direction():
     waves = X[:20] @ plain.state()["w"]
     b = plain.state()["b"]
     np.testing.assert_allclose(plain(X[:20])[:, 16:], 0.35 * (np.cos(waves + b) - np.cos(b)))
+
+
+def test_with_a_radius_a_contexts_length_shifts_its_waves():
+    """``radius``: the waves of the direction plus ``radius v log(|x| / sqrt(d))``; at the
+    standardized length the direction's alone, and a scale of every context a shift of
+    every wave's phase."""
+    d = X.shape[1]
+    direction = RandomFeatures(8, seed=2, width=None, radius=0.0)
+    features = RandomFeatures(8, seed=2, width=None, radius=1.5)
+    at_length = X[:20] * (np.sqrt(d) / np.linalg.norm(X[:20], axis=1))[:, None]
+    np.testing.assert_allclose(features(at_length), direction(at_length), atol=1e-12)
+    assert not np.allclose(features(X[:20]), direction(X[:20]))
+    state, a = features.state(), features.amplitude
+    waves = at_length @ state["w"]  # the direction's
+    for scale in (0.1, 30.0):
+        shift = 1.5 * np.log(np.linalg.norm(X[:20] * scale, axis=1) / np.sqrt(d))
+        np.testing.assert_allclose(
+            features(X[:20] * scale)[:, d:],
+            a * (np.cos(waves + shift[:, None] * state["v"] + state["b"]) - np.cos(state["b"])),
+            atol=1e-12)
 
 
 def test_dict_contexts_of_the_same_numbers_get_the_same_model_as_arrays():

@@ -39,6 +39,7 @@ from regcb_stream.state import Stateful
 # Chosen by leave-one-dataset-out: docs/results/random_features.md.
 AMPLITUDE = 0.25  # of each feature
 WIDTH = 8  # contexts wider than this are scaled down in the linear part (chosen likewise)
+RADIUS = 0.0  # the frequencies' scale on the log of a context's length (0: its direction alone)
 
 
 class RandomFeatures(Stateful):
@@ -66,6 +67,11 @@ class RandomFeatures(Stateful):
     required
         False for the learner's default: contexts that are dicts, or actions given as
         feature dicts, are then learned without random features instead of refused.
+    radius
+        With ``normalize``: ``r``, the scale of frequencies ``v ~ N(0, r^2)`` on the log of
+        the context's length, ``log(|x| / sqrt(d))``, added to its direction's waves (a
+        Gaussian kernel on direction and log-length: what a context's length says is kept,
+        and scaling every context shifts the waves' phases alone); 0: the direction alone.
     """
 
     SAVED = {  # what a model file holds (`regcb_stream.state`)
@@ -80,11 +86,14 @@ class RandomFeatures(Stateful):
         "b": "_b",
         "offset": "_offset",
         "shrink": "_shrink",
+        "radius": "radius",
+        "v": "_v",
     }
+    ADDED = {"radius": 0.0, "v": None}  # (files from before: their contexts' direction alone)
 
     def __init__(self, n_features: int, scale: float = 1.0, seed: int | None = 0, *,
                  amplitude: float = AMPLITUDE, width: int | None = WIDTH,
-                 normalize: bool = True, required: bool = True):
+                 normalize: bool = True, required: bool = True, radius: float = RADIUS):
         self.n_features = n_features
         self.scale = scale
         self.seed = seed
@@ -92,8 +101,10 @@ class RandomFeatures(Stateful):
         self.width = width
         self.normalize = normalize
         self.required = required
+        self.radius = radius
         self._w: np.ndarray | None = None  # (d, D), drawn at the first context
         self._b: np.ndarray | None = None
+        self._v: np.ndarray | None = None  # (D,): the frequencies on the log-length
         self._offset: np.ndarray | None = None  # cos b
         self._shrink = 1.0
 
@@ -112,6 +123,8 @@ class RandomFeatures(Stateful):
         else:  # the same arithmetic row by row
             waves = np.array([row.dot(self._w) for row in contexts]).reshape(len(contexts), -1)
             factor = np.array([self._factor(row, d) for row in contexts], dtype=float)
+        if self.normalize and self.radius:
+            waves, factor = self._radial(waves, factor)
         out = np.empty(contexts.shape[:-1] + (d + self.n_features,))
         _features.cosine_rows(contexts, waves, factor, self._b, offset, self.amplitude,
                               self._shrink, out)
@@ -125,10 +138,22 @@ class RandomFeatures(Stateful):
         square = float(context.dot(context))
         return math.sqrt(d) / math.sqrt(square) if square > 0 else 0.0
 
+    def _radial(self, waves: np.ndarray, factor) -> tuple[np.ndarray, object]:
+        """The waves of the direction plus ``radius v log(|x| / sqrt(d))`` (``-log`` of
+        the factor), and the factors that leave them so (1; 0 for the zero context)."""
+        if np.ndim(factor) == 0:
+            shift = -self.radius * math.log(factor) if factor > 0 else 0.0
+            return waves * factor + shift * self._v, float(factor > 0)
+        shift = np.array([-self.radius * math.log(f) if f > 0 else 0.0
+                          for f in factor.tolist()])
+        return (waves * factor[:, None] + shift[:, None] * self._v,
+                (factor > 0).astype(float))
+
     def _draw(self, d: int) -> None:
         rng = np.random.default_rng(self.seed)
         self._w = rng.normal(size=(d, self.n_features)) * (self.scale / np.sqrt(max(d, 1)))
         self._b = rng.uniform(0.0, 2.0 * np.pi, self.n_features)
         self._offset = np.cos(self._b)
+        self._v = rng.normal(size=self.n_features)
         self._shrink = 1.0 if self.width is None or d <= self.width else math.sqrt(
             self.width / d)
