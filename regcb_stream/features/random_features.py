@@ -123,11 +123,10 @@ class RandomFeatures(Stateful):
         else:  # the same arithmetic row by row
             waves = np.array([row.dot(self._w) for row in contexts]).reshape(len(contexts), -1)
             factor = np.array([self._factor(row, d) for row in contexts], dtype=float)
-        if self.normalize and self.radius:
-            waves, factor = self._radial(waves, factor)
         out = np.empty(contexts.shape[:-1] + (d + self.n_features,))
+        radial = (self.radius, self._v) if self.normalize and self.radius else ()
         _features.cosine_rows(contexts, waves, factor, self._b, offset, self.amplitude,
-                              self._shrink, out)
+                              self._shrink, out, *radial)
         return out
 
     def _factor(self, context: np.ndarray, d: int) -> float:
@@ -137,17 +136,6 @@ class RandomFeatures(Stateful):
             return 1.0
         square = float(context.dot(context))
         return math.sqrt(d) / math.sqrt(square) if square > 0 else 0.0
-
-    def _radial(self, waves: np.ndarray, factor) -> tuple[np.ndarray, object]:
-        """The waves of the direction plus ``radius v log(|x| / sqrt(d))`` (``-log`` of
-        the factor), and the factors that leave them so (1; 0 for the zero context)."""
-        if np.ndim(factor) == 0:
-            shift = -self.radius * math.log(factor) if factor > 0 else 0.0
-            return waves * factor + shift * self._v, float(factor > 0)
-        shift = np.array([-self.radius * math.log(f) if f > 0 else 0.0
-                          for f in factor.tolist()])
-        return (waves * factor[:, None] + shift[:, None] * self._v,
-                (factor > 0).astype(float))
 
     def _draw(self, d: int) -> None:
         rng = np.random.default_rng(self.seed)
