@@ -101,6 +101,7 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     # reads random_features' report (the eligible settings) and runs
     _experiment("unseen_streams", inputs=("random_features",),
                 data=("results/unseen_streams.jsonl",)),
+    _experiment("radial_features", data=("results/radial_features.jsonl",)),
     _experiment("input_forms", data=("results/input_forms.jsonl",)),
     _experiment("slots_quality", data=("results/slots_quality.jsonl",)),  # issue 47
     _experiment("vw_slot_files"),  # clones VW's repository

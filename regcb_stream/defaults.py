@@ -43,7 +43,8 @@ class ClassDefaults(NamedTuple):
 MODEL_CLASSES = {
     "random features": ClassDefaults(
         "gcv", "optimistic", 3e-3, "contexts of numbers (arrays, dicts: River, the command's "
-        "--cb_explore), actions as labels: 64 random Fourier features appended",
+        "--cb_explore), actions as labels: 64 random Fourier features of each context's "
+        "direction and log-length appended",
         "docs/results/noisy_rewards.md"),
     "linear": ClassDefaults(
         10.0, "optimistic", 3e-4, "dict contexts of indicators (every value 1: words, "

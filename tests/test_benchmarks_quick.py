@@ -147,13 +147,15 @@ def test_unseen_streams_are_bandits_of_river_data() -> None:
 
 
 def test_unseen_streams_settings_name_the_default_map() -> None:
-    """The random features' setting the report calls RegCB()'s is the map RegCB() draws."""
+    """The random features' setting the report calls RegCB()'s is the map RegCB() draws,
+    its radius aside."""
     from regcb_stream import RegCB
+    from regcb_stream.features.random_features import RADIUS
 
     assert us.DEFAULT_SETTING in us.eligible_settings()
     assert us.random_features("D=32 a=0.35 width=None direction s=0.75", 0).width is None
     ours = RegCB(seed=3)
-    named = RegCB(seed=3, random_features=us.random_features(us.DEFAULT_SETTING, 3))
+    named = RegCB(seed=3, random_features=us.random_features(us.DEFAULT_SETTING, 3, RADIUS))
     for x in np.random.default_rng(0).normal(size=(200, 6)):
         drawn = ours.predict(x, [0, 1, 2])
         assert named.predict(x, [0, 1, 2]) == drawn
@@ -179,9 +181,9 @@ def test_forgetting_runs_the_factor_it_names_and_reports_every_stream() -> None:
     """``RegCB()`` is the factor 1; a named factor reaches the learner's oracle; the report
     has a row per stream and the drifting streams' peers."""
     assert fg.name_of(1.0) == "RegCB()" and fg.FORGETFUL["RegCB(forget=0.999)"] == 0.999
-    record = fg.run(("RegCB(forget=0.999)", "phishing", 0))
+    record = fg.run(("RegCB(forget=0.999)", "phishing", 2))
     assert 0.5 < record["progressive"] <= 1.0
-    assert record["progressive"] != fg.run(("RegCB()", "phishing", 0))["progressive"]
+    assert record["progressive"] != fg.run(("RegCB()", "phishing", 2))["progressive"]
     rng = np.random.default_rng(0)
     results = [{"name": n, "stream": s, "rep": r, "progressive": float(rng.random()),
                 "seconds": 1.0}

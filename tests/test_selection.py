@@ -74,7 +74,7 @@ def test_linear_leads_on_a_linear_stream_and_features_on_a_nonlinear_one():
 
 
 def test_play_decides_as_decide_and_learn_round_by_round():
-    X, rewards = linear_stream(800)
+    X, rewards = linear_stream(1200)
     u = np.random.default_rng(5).random(len(X))
     played, decision = selecting(0).play(X, list(range(5)), lambda t, i: rewards[t, i], u)
     by_round, pmfs, leaders = by_rounds(selecting(0), X, rewards, u)

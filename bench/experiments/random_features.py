@@ -84,7 +84,7 @@ def features(name: str, seed: int) -> RandomFeatures | int:
         return 0
     n_features, amplitude, width, normalize, scale = GRID[name]
     return RandomFeatures(n_features, scale, seed, amplitude=amplitude, width=width,
-                          normalize=normalize)
+                          normalize=normalize, radius=0.0)  # (the radius: radial_features)
 
 
 def run(task: tuple) -> dict:
@@ -210,7 +210,8 @@ def linear_default(means: dict, runs: list[dict] | None = None) -> str:
 
 
 def _defaults_match(chosen: str) -> str:
-    """A line saying whether ``RegCB()``'s map is the setting chosen on all streams."""
+    """A line saying whether ``RegCB()``'s map is the setting chosen on all streams (its
+    radius aside, chosen after by ``bench/experiments/radial_features.py``)."""
     default = RandomFeatures(RANDOM_FEATURES)
     same = GRID[chosen] == (RANDOM_FEATURES, default.amplitude, default.width,
                             default.normalize, default.scale)

@@ -99,7 +99,8 @@ VW_TUNED = {f"{family.label} {param:g}": (key.removeprefix("vw-"), param)
 ENVELOPE = "VW's best explorer, tuned per stream"
 MORE_REPS = 30  # repetitions in all where RegCB() trails a peer at its default
 SETTING = "RF "  # the name of a run of a random features' setting: "RF D=64 a=0.25 ..."
-DEFAULT_SETTING = "D=64 a=0.25 width=8 direction"  # RegCB()'s (docs/results/random_features.md)
+# RegCB()'s but its radius (docs/results/random_features.md; the radius: radial_features.md)
+DEFAULT_SETTING = "D=64 a=0.25 width=8 direction"
 #: the run of each tuned setting: a default's own where the setting is that default
 RUN_OF = {name: next((d for d, run in VW_DEFAULTS.items() if run == setting), name)
           for name, setting in VW_TUNED.items()}
@@ -249,14 +250,15 @@ def eligible_settings() -> list[str]:
     return [row[0] for row in rows if row[-1] == "yes"]
 
 
-def random_features(setting: str, seed: int) -> RandomFeatures:
+def random_features(setting: str, seed: int, radius: float = 0.0) -> RandomFeatures:
     """The map of a setting named as ``bench/experiments/random_features.py`` names them
-    (``"D=64 a=0.25 width=8 direction s=0.75"``)."""
+    (``"D=64 a=0.25 width=8 direction s=0.75"``), of the direction alone unless
+    ``radius``."""
     words = dict(word.split("=") for word in setting.split() if "=" in word)
     return RandomFeatures(int(words["D"]), float(words.get("s", 1.0)), seed,
                           amplitude=float(words["a"]),
                           width=None if words["width"] == "None" else int(words["width"]),
-                          normalize="direction" in setting.split())
+                          normalize="direction" in setting.split(), radius=radius)
 
 
 def run(task: tuple, load=None, algorithm=None) -> dict:

@@ -1,21 +1,23 @@
 """Random Fourier features for dense contexts (Rahimi and Recht, NIPS 2007).
 
-``RegCB()`` appends ``D = 64`` features ``a (cos(w_j . u + b_j) - cos b_j)`` to every
-dense context ``x`` of ``d`` values, where ``u = sqrt(d) x / |x|`` is the context's
-direction at the length of a standardized context's (so the features are the same whatever
-the contexts' scale), with ``w_j ~ N(0, scale^2 I / d)`` and ``b_j ~ U[0, 2 pi)`` drawn once
-from the learner's seed: a linear oracle on them approximates ridge regression with a
-Gaussian kernel on the contexts' directions on top of the linear one, so rewards that are
-not linear in the context (a class indicator, as in the UCI streams) fit far better
-(``docs/results/random_features.md``). Subtracting ``cos b_j`` takes away most of each feature's
-constant part, so the features do not stand in for the intercept: the optimistic prior on
-the intercept keeps its weight, and a few low rewards do not pull an action down
-everywhere. A context wider than ``width`` features is scaled by ``sqrt(width / d)`` in the
-linear part, so the ridge penalty weighs the linear part of a wide context as it weighs a
-``width``-feature one's. Each context is mapped on its own, one matrix-vector product per
-row (numpy's), the rest in one compiled call (``_features.c``, the numpy expressions'
-arithmetic in their order), so a block of contexts maps to the same numbers as its rows
-one at a time.
+``RegCB()`` appends ``D = 64`` features ``a (cos(w_j . u + r v_j l + b_j) - cos b_j)`` to
+every dense context ``x`` of ``d`` values, where ``u = sqrt(d) x / |x|`` is the context's
+direction at the length of a standardized context's and ``l = log(|x| / sqrt(d))`` its
+log-length, with ``w_j ~ N(0, scale^2 I / d)``, ``v_j ~ N(0, 1)`` and ``b_j ~ U[0, 2 pi)``
+drawn once from the learner's seed: a linear oracle on them approximates ridge regression
+with a Gaussian kernel on the contexts' directions and log-lengths on top of the linear one,
+so rewards that are not linear in the context (a class indicator, as in the UCI streams)
+fit far better (``docs/results/random_features.md``). Scaling every context shifts the
+waves' phases alone, so the features are as good whatever the contexts' scale; what a
+context's length says is kept (``r = 1``, `RADIUS`: ``docs/results/radial_features.md``).
+Subtracting ``cos b_j`` takes away most of each feature's constant part, so the features do
+not stand in for the intercept: the optimistic prior on the intercept keeps its weight, and
+a few low rewards do not pull an action down everywhere. A context wider than ``width``
+features is scaled by ``sqrt(width / d)`` in the linear part, so the ridge penalty weighs
+the linear part of a wide context as it weighs a ``width``-feature one's. Each context is
+mapped on its own, one matrix-vector product per row (numpy's), the rest in one compiled
+call (``_features.c``, the numpy expressions' arithmetic in their order), so a block of
+contexts maps to the same numbers as its rows one at a time.
 
 >>> features = RandomFeatures(3, seed=0)
 >>> out = features(np.array([0.5, -1.0]))
@@ -39,13 +41,13 @@ from regcb_stream.state import Stateful
 # Chosen by leave-one-dataset-out: docs/results/random_features.md.
 AMPLITUDE = 0.25  # of each feature
 WIDTH = 8  # contexts wider than this are scaled down in the linear part (chosen likewise)
-RADIUS = 0.0  # the frequencies' scale on the log of a context's length (0: its direction alone)
+RADIUS = 1.0  # the waves' scale on a context's log-length (docs/results/radial_features.md)
 
 
 class RandomFeatures(Stateful):
-    """The map ``x -> [k x, a (cos(sqrt(d) W^T x / |x| + b) - cos b)]`` of dense contexts
-    (1-D) or blocks (2-D), ``k = min(1, sqrt(width / d))``, its ``W`` and ``b`` drawn from
-    ``seed`` at the first context (whose length fixes ``d``).
+    """The map ``x -> [k x, a (cos(sqrt(d) W^T x / |x| + r v log(|x| / sqrt(d)) + b) - cos b)]``
+    of dense contexts (1-D) or blocks (2-D), ``k = min(1, sqrt(width / d))``, its ``W``,
+    ``b`` and ``v`` drawn from ``seed`` at the first context (whose length fixes ``d``).
 
     Parameters
     ----------
