@@ -102,8 +102,13 @@ def test_a_saved_learner_carries_on_as_the_one_that_was_not():
 
 
 def test_delayed_rewards_count_as_the_rewards_learned_in_order():
+    """The label statistics of rewards that came late are those of the same rewards in
+    order (without the change test, which sees each learner's own predictions when a
+    reward comes, and may fire at another label in each)."""
     X, R = drifting(600, seed=7)
-    learner, twin = late_and_in_order(make, X, R)  # (five decisions late; in order)
+    learner, twin = late_and_in_order(  # (five decisions late; in order)
+        lambda: RegCB(oracle=RidgeOracle(l2="gcv", prior="optimistic"), random_features=64,
+                      seed=3, change_threshold=0), X, R)
     ours, theirs = learner.model.oracle.state(), twin.model.oracle.state()
     assert ours["labels"] == theirs["labels"] == 600
     np.testing.assert_allclose(ours["squares"], theirs["squares"], atol=1e-9)
