@@ -101,7 +101,9 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     # reads random_features' report (the eligible settings) and runs
     _experiment("unseen_streams", inputs=("random_features",),
                 data=("results/unseen_streams.jsonl",)),
-    _experiment("radial_features", data=("results/radial_features.jsonl",)),
+    # reads defaults' report (VW's tuned envelope of the UCI streams)
+    _experiment("radial_features", inputs=("defaults",),
+                data=("results/radial_features.jsonl",)),
     _experiment("input_forms", data=("results/input_forms.jsonl",)),
     _experiment("slots_quality", data=("results/slots_quality.jsonl",)),  # issue 47
     _experiment("vw_slot_files"),  # clones VW's repository
