@@ -133,6 +133,26 @@ def uci_peers() -> tuple[dict[str, float], dict[str, float]]:
     return envelope, peers
 
 
+def peers_section(means: dict, names, label=str) -> list[str]:
+    """The report's lines on the UCI streams at or above VW's tuned envelope and the
+    peers' defaults (`uci_peers`), for each of ``names`` (``means[(name, stream)]``; each
+    named ``label(name)``)."""
+    envelope, peers = uci_peers()
+    lines = ["", "## Against the peers on the UCI streams", "",
+             "From `docs/results/defaults.md` (same protocol, seeds and repetitions): VW's "
+             "best explorer tuned per stream (a ceiling no user gets), and the best of VW's "
+             "explorers at their defaults and River's `LinUCBDisjoint()`; streams at or "
+             "above each:", ""]
+    for n in names:
+        for title, bar in (("VW's tuned envelope", envelope), ("every peer at its default",
+                                                                peers)):
+            below = [f"{s} ({means[(n, s)] - bar[s]:+.4f})" for s in problems.UCI_STREAMS
+                     if means[(n, s)] < bar[s]]
+            lines.append(f"- {label(n)}, {title}: {16 - len(below)}/16" + (
+                f"; below: {', '.join(below)}" if below else ""))
+    return lines
+
+
 def report(results: list[dict], reps: int, speed: tuple[dict[str, float], list[float]]
            ) -> str:
     values = defaultdict(list)
@@ -192,20 +212,7 @@ def report(results: list[dict], reps: int, speed: tuple[dict[str, float], list[f
                     if n in chosen.values())
         + f"; held-out mean {held_out:.4f} (`RegCB()`: {mean(DEFAULT, STREAMS):.4f}).",
     ]
-    envelope, peers = uci_peers()
-    lines += ["", "## Against the peers on the UCI streams", "",
-              "From `docs/results/defaults.md` (same protocol, seeds and repetitions): VW's "
-              "best explorer tuned per stream (a ceiling no user gets), and the best of VW's "
-              "explorers at their defaults and River's `LinUCBDisjoint()`; streams at or "
-              "above each:", ""]
-    for n in names:
-        for title, bar in (("VW's tuned envelope", envelope), ("every peer at its default",
-                                                                peers)):
-            above = [s for s in problems.UCI_STREAMS if means[(n, s)] >= bar[s]]
-            below = [f"{s} ({means[(n, s)] - bar[s]:+.4f})" for s in problems.UCI_STREAMS
-                     if s not in above]
-            lines.append(f"- {n}, {title}: {len(above)}/16" + (
-                f"; below: {', '.join(below)}" if below else ""))
+    lines += peers_section(means, names)
     rates, chosen = speed
     lines += ["", "## Throughput", "",
               "The per-example API (`predict` then `learn`), the optimistic variant, on the "

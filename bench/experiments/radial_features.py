@@ -45,7 +45,7 @@ import numpy as np
 
 from bench.experiments import unseen_streams
 from bench.experiments.defaults import LONG_SEEDS, MAX_GROWTH, long_regret
-from bench.experiments.noisy_rewards import uci_peers
+from bench.experiments.noisy_rewards import peers_section
 from bench.harness import problems, protocol
 from bench.harness.regcb_algo import RegCBAlgorithm
 from bench.provenance import stamp
@@ -187,26 +187,14 @@ def report(rows: list[dict], command: str) -> str:
     gains = sorted(STREAMS, key=lambda s: means[(chosen, s)] - means[(0.0, s)])
     top = dataset(gains[-1])
     rest = [s for s in STREAMS if dataset(s) != top]
-    lines += ["", f"Radius {chosen:g} against radius 0, per stream: the largest gains " + ", ".join(
-        f"{s} {means[(chosen, s)] - means[(0.0, s)]:+.4f}" for s in gains[:-4:-1])
-        + "; the largest losses " + ", ".join(
-        f"{s} {means[(chosen, s)] - means[(0.0, s)]:+.4f}" for s in gains[:3])
+    gain = {s: f"{s} {means[(chosen, s)] - means[(0.0, s)]:+.4f}" for s in STREAMS}
+    lines += ["", f"Radius {chosen:g} against radius 0, per stream: the largest gains "
+              + ", ".join(gain[s] for s in gains[:-4:-1]) + "; the largest losses "
+              + ", ".join(gain[s] for s in gains[:3])
         + f". Without {top}'s data set: mean {np.mean([means[(chosen, s)] for s in rest]):.4f}"
         f" against {np.mean([means[(0.0, s)] for s in rest]):.4f}, at or above on "
         f"{sum(means[(chosen, s)] >= means[(0.0, s)] for s in rest)}/{len(rest)}."]
-    envelope, peers = uci_peers()
-    lines += ["", "## Against the peers on the UCI streams", "",
-              "From `docs/results/defaults.md` (same protocol, seeds and repetitions): VW's "
-              "best explorer tuned per stream (a ceiling no user gets), and the best of VW's "
-              "explorers at their defaults and River's `LinUCBDisjoint()`; streams at or "
-              "above each:", ""]
-    for radius in RADII:
-        for title, bar in (("VW's tuned envelope", envelope),
-                           ("every peer at its default", peers)):
-            below = [f"{s} ({means[(radius, s)] - bar[s]:+.4f})"
-                     for s in problems.UCI_STREAMS if means[(radius, s)] < bar[s]]
-            lines.append(f"- radius {radius:g}, {title}: {16 - len(below)}/16"
-                         + (f"; below: {', '.join(below)}" if below else ""))
+    lines += peers_section(means, RADII, lambda radius: f"radius {radius:g}")
     if chosen != RADIUS:
         lines.append(f"`RegCB()`'s radius ({RADIUS:g}) is not the one chosen: set "
                      f"`RADIUS` in `regcb_stream/features/random_features.py`.")

@@ -29,6 +29,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from typing import NamedTuple
 
 import numpy as np
 
@@ -78,12 +79,14 @@ def compare_slots(path: str, regcb: list[str] | None = None, vw: list[str] | Non
     return rows
 
 
-class _Outcome:
+class _Outcome(NamedTuple):
     """A logged slot's outcome: its action (in the pool), reward, probability and how
     many actions the slot offered (given the logged earlier slots)."""
 
-    def __init__(self, action: int, reward: float, prob: float, offered: int):
-        self.action, self.reward, self.prob, self.offered = action, reward, prob, offered
+    action: int
+    reward: float
+    prob: float
+    offered: int
 
 
 def _outcomes(example: SlotsExample):
