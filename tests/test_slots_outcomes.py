@@ -1,6 +1,7 @@
-"""The production loop of multi-slot decisions (``--ccb_explore_adf`` with
-``--decision_log``, ``--reward_wait`` and ``--default_reward``): CCB DSJSON decision logs
-read back by our reader, regcb-ope and VW, and slot rewards that arrive later."""
+"""The production loop of multi-slot decisions (``--ccb_explore_adf`` or ``--slates`` with
+``--decision_log``, ``--reward_wait`` and ``--default_reward``): CCB and slates DSJSON
+decision logs read back by our reader, regcb-ope and VW, and slot (or slate) rewards that
+arrive later."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import threading
 
 import numpy as np
 import pytest
-from test_slots import ccb_stream
+from test_slots import SLATES, ccb_stream
 from vowpalwabbit import Workspace
 from vowpalwabbit.pyvw import CCBLabelType
 
@@ -317,9 +318,8 @@ def test_reward_lines_are_read_by_index_or_id():
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--slates", "--decision_log", "log.json"], "--decision_log: not with --slates"),
-    (["--slates", "--dsjson", "--reward_wait", "3"], "--reward_wait: not with --slates"),
     (["--ccb_explore_adf", "--reward_wait", "3"], "give --dsjson"),
+    (["--slates", "--reward_wait", "3"], "give --dsjson"),
     ([*CCB, "--reward_wait", "3", "-t"], "not with -t"),
 ])
 def test_flags_of_the_loop_the_slots_do_not_take(flags, message, capsys):
@@ -327,3 +327,110 @@ def test_flags_of_the_loop_the_slots_do_not_take(flags, message, capsys):
         main(flags)
     error = capsys.readouterr().err
     assert message in error and len(error.strip().splitlines()) == 1
+
+
+# -- slates ----------------------------------------------------------------------------------
+
+SLATE = ["--slates", "--dsjson"]
+
+
+def slate_event(t: int, user: int = 0) -> str:
+    """A slates DSJSON event without outcomes: a slot of 3 actions, then one of 2."""
+    return json.dumps({"EventId": f"s{t}", "c": {
+        "User": {"id": f"u{user}"},
+        "_multi": [{"_slot_id": slot, "Action": {"id": f"a{slot}{i}"}}
+                   for slot, n in enumerate((3, 2)) for i in range(n)],
+        "_slots": [{"Slot": {"place": "top"}}, {"Slot": {"place": "side"}}]}})
+
+
+def slate_reward(t: int, value: float) -> str:
+    return json.dumps({"EventId": f"s{t}", "v": value})
+
+
+def test_the_log_of_slates_text_reads_back_and_vw_learns_it(tmp_path, capsys):
+    """Each slate's line: the example's features, each action's slot, each slot's draw
+    first as -p printed it, and the slate's cost where the input's outcomes are the
+    draws; -p the same without the log; VW's --slates --dsjson and regcb-ope read it."""
+    text = SLATES.replace("slates slot 1:0.8", "slates slot 1:0.5,0:0.25,2:0.25") * 30
+    shown, log = run(tmp_path, "slates", text, "--slates")
+    lines, examples = log.splitlines(), list(iter_slots(text.splitlines()))
+    logged = list(iter_slots_dsjson(lines))
+    assert len(lines) == len(logged) == len(examples) == 30
+    labelled = 0
+    for line, back, example, printed in zip(lines, logged, examples, blocks(shown)):
+        assert back.kind == "slates" and back.action_slots == example.action_slots
+        assert [feature_dict(a) for a in back.actions] == [feature_dict(a)
+                                                           for a in example.actions]
+        written = json.loads(line)
+        for entry, slot_line in zip(written["_outcomes"], printed):
+            pairs = [pair.split(":") for pair in slot_line.split(",")]
+            assert "_id" not in entry and entry["_a"] == [int(a) for a, _ in pairs]
+        drawn = [entry["_a"][0] for entry in written["_outcomes"]]
+        if drawn == [slot.outcome.action for slot in example.slots]:
+            labelled += 1
+            assert written["_label_cost"] == back.cost == example.cost
+        else:
+            assert "_label_cost" not in written and back.cost is None
+    assert 0 < labelled < 30
+    without = tmp_path / "q.txt"
+    data = tmp_path / "slates.json"
+    assert main(["--slates", "-d", str(data), "-p", str(without), "--quiet"]) == 0
+    assert without.read_text() == shown
+    ws = Workspace("--slates --dsjson --quiet")
+    for line in [line for line in lines if "_label_cost" in line]:  # (VW reads no
+        parsed = ws.parse(line)  # unlabelled slates DSJSON, its own test file's included)
+        assert len(parsed) == 1 + 5 + 2  # (shared, actions, slots)
+        assert all(ex.get_label().labeled for ex in parsed)
+        ws.learn(parsed)
+        ws.finish_example(parsed)
+    ws.finish()
+    capsys.readouterr()
+    assert ope_main(["-d", str(tmp_path / "slates.log"), "--slates", "--dsjson"]) == 0
+    assert "slate" in capsys.readouterr().out
+
+
+def slates_later(n: int, late: int, unrewarded: int = 5) -> str:
+    """Slate events, each one's reward ``late`` events after it (every ``unrewarded``-th
+    gets none)."""
+    lines, due = [], collections.defaultdict(list)
+    for t in range(n):
+        lines.append(slate_event(t, user=t % 2))
+        if (t + 1) % unrewarded:
+            due[t + late].append(slate_reward(t, float(t % 2)))
+        lines += due.pop(t, [])
+    lines += [r for t in sorted(due) for r in due[t]]
+    return "\n".join(lines) + "\n"
+
+
+def test_slate_rewards_learned_later_are_the_log_learned_at_once(tmp_path):
+    """A slate's reward read right after its decision: every slot learns it with its drawn
+    action (the log's ``_label_cost``); the log read back labelled gives the same -p."""
+    text = slates_later(30, late=0, unrewarded=10 ** 6)
+    delayed, log = run(tmp_path, "delayed", text, *SLATE, "--reward_wait", "3")
+    written = [json.loads(line) for line in log.splitlines()]
+    assert [w["_label_cost"] for w in written] == [-float(t % 2) for t in range(30)]
+    inline, relogged = run(tmp_path, "inline", log, *SLATE)
+    assert inline == delayed and relogged == log
+
+
+def test_waiting_slates_time_out_and_are_kept_by_f_and_i(tmp_path):
+    text = slates_later(24, late=3)
+    lines = text.splitlines(keepends=True)
+    half = lines.index(slate_event(12) + "\n")
+    flags = [*SLATE, "--reward_wait", "2", "--default_reward", "0.5"]
+    whole = run(tmp_path, "whole", text, *flags)
+    costs = [json.loads(line).get("_label_cost") for line in whole[1].splitlines()]
+    assert len(costs) == 24 and set(costs) <= {-0.0, -1.0, -0.5} and -0.5 in costs
+    model = tmp_path / "m.regcb"
+    first = run(tmp_path, "first", "".join(lines[:half]), *flags, "-f", str(model))
+    assert load_model(model)[0].events["waiting"] == 2
+    second = run(tmp_path, "second", "".join(lines[half:]), "-i", str(model))
+    assert (first[0] + second[0], first[1] + second[1]) == whole
+
+
+def test_a_slates_reward_naming_a_slot_is_an_error_naming_its_line(tmp_path, capsys):
+    data = tmp_path / "d.json"
+    data.write_text(slate_event(0) + "\n" + '{"EventId": "s0", "_slot": 0, "v": 1}\n')
+    assert main([*SLATE, "-d", str(data), "--reward_wait", "5", "--quiet"]) == 1
+    error = capsys.readouterr().err
+    assert "error: line 2:" in error and "whole slate" in error and "Traceback" not in error

@@ -179,8 +179,6 @@ NOT_WITH_SLOTS = {"scheduler": "--scheduler",
                   "readable_model": "--readable_model", "invert_hash": "--invert_hash",
                   "ignore": "--ignore", "keep": "--keep", "ignore_linear": "--ignore_linear",
                   "interactions": "-q"}
-#: the production loop's flags, which multi-slot examples take with --ccb_explore_adf only
-CCB_ONLY = {"decision_log": "--decision_log", "reward_wait": "--reward_wait"}
 
 
 def _check_slot_flags(args) -> None:
@@ -194,10 +192,6 @@ def _check_slot_flags(args) -> None:
                          "shared and slot features "
                          "are crossed with every action's without -q, and each slot's "
                          "decision is written with -p)")
-    loop = [flag for name, flag in CCB_ONLY.items() if getattr(args, name, None)]
-    if loop and slot_kind(args) != "ccb":
-        raise ValueError(f"{' '.join(loop)}: not with {SLOT_FLAGS[slot_kind(args)]} (the "
-                         "decision log and delayed rewards of slots are --ccb_explore_adf's)")
 
 
 def _check_vw_flags(args) -> None:

@@ -133,8 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     loop.add_argument("--reward_wait", type=_positive_int, metavar="N",
                       help="--dsjson: an event without a label waits for a reward line "
                            '{"EventId": ..., "v": reward} (--ccb_explore_adf: one per slot, '
-                           'with "_slot": its index or _id); at most N wait, one more times '
-                           "the oldest out")
+                           'with "_slot": its index or _id; --slates: one per slate); at '
+                           "most N wait, one more times the oldest out")
     loop.add_argument("--default_reward", type=float, metavar="R",
                       help="--reward_wait: the reward a timed-out decision is learned with "
                            "(default: none, it is dropped)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 
 #: learner flags a resumed run must not change (argparse dest -> flag)
 FIXED = {"oracle": "--oracle", "schedule": "--schedule", "random_seed": "--random_seed",
@@ -72,10 +73,12 @@ def probe(learner, settings) -> None:
         kind, action = settings.slots, "action 0" if settings.slots == "slates" else "action"
         label = "0:0:0.5" if kind == "slates" else f"0:{settings.cost_range[0]!r}:0.5"
         text = [f"{kind} shared |s x", f"{kind} {action} |a y", f"{kind} slot {label} |z"]
-        if settings.dsjson:
-            text = ['{"c":{"s":{"x":1},"_multi":[{"a":{"y":1}}],"_slots":[{"z":1}]},'
-                    f'"_outcomes":[{{"_label_cost":{settings.cost_range[0]!r},"_a":[0],'
-                    '"_p":[0.5]}]}']
+        if settings.dsjson:  # (a slate's cost is the event's, its actions in slots)
+            cost, slate = {"_label_cost": settings.cost_range[0]}, kind == "slates"
+            text = [json.dumps({**(cost if slate else {}), "c": {
+                "s": {"x": 1}, "_multi": [{"a": {"y": 1}, **({"_slot_id": 0} if slate else {})}],
+                "_slots": [{"z": 1}]}, "_outcomes": [{"_a": [0], "_p": [0.5],
+                                                      **({} if slate else cost)}]})]
         SlotsDriver(trial, kind, None, ProgressTable(None), dsjson=settings.dsjson).run(text)
         dumps(trial, dataclasses.asdict(settings))
         return

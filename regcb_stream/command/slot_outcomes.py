@@ -1,6 +1,6 @@
 """The decision log and the delayed rewards of multi-slot decisions (``--ccb_explore_adf``
-with ``--decision_log``, ``--reward_wait`` and ``--default_reward``), as `outcomes` has
-them for single decisions.
+or ``--slates`` with ``--decision_log``, ``--reward_wait`` and ``--default_reward``), as
+`outcomes` has them for single decisions.
 
 With ``--reward_wait`` (and ``--dsjson``), an event whose slots have no outcome waits under
 its ``EventId``; each slot's reward comes on a reward line of its own, ``{"EventId": "e1",
@@ -12,7 +12,9 @@ wait, and one more times the oldest out: its slots without a reward are learned 
 ``--default_reward`` (or, without one, dropped). A reward for an event not waiting, a slot
 it does not have, a slot that drew no action or one rewarded already is counted and
 ignored. Waiting decisions are saved with ``-f`` and waited for again after ``-i``; the
-summary counts decisions (examples), not slots.
+summary counts decisions (examples), not slots. A slate's reward is the whole slate's
+(``{"EventId": "e1", "v": 1.0}``, no ``_slot``): each slot learns it, with its drawn
+action's probability.
 
 The log holds one CCB DSJSON line per example (`decision_log.slots_line`), written when
 its outcome is known: at once when no reward will come (its slots' outcomes in the input:
@@ -20,7 +22,10 @@ a slot's cost is written when its outcome is for the action it drew), when the l
 waiting decision's slots is rewarded, or when it times out. An example without an
 ``EventId`` (or a text example without a tag) is given one that draws nothing from the
 learner's sampler, so the log changes none of the draws (``-p`` is the same with it or
-without it); a slot without an ``_id`` is named ``EVENTID-j`` in ``_outcomes``.
+without it); a slot without an ``_id`` is named ``EVENTID-j`` in ``_outcomes``. A slate's
+line is VW's slates DSJSON (`decision_log`): its slots' ``_outcomes`` without ids, and the
+slate's cost at the top once it is known (in the input, when every slot's outcome is the
+action it drew).
 """
 
 from __future__ import annotations
@@ -53,10 +58,11 @@ class Decided(NamedTuple):
     costs: list  # each slot's cost once known (None: not yet)
     weight: float
     version: int  # the labels the learner had when it decided
+    kind: str  # "ccb", or "slates": one reward, the whole slate's
 
 
 class SlotOutcomes(OutcomeLog):
-    """The log and the waiting decisions of multi-slot (CCB) examples."""
+    """The log and the waiting decisions of multi-slot (CCB or slates) examples."""
 
     def decided(self, example: SlotsExample, c: dict | None, features: tuple,
                 decisions: list, version: int) -> None:
@@ -64,19 +70,23 @@ class SlotOutcomes(OutcomeLog):
         ``features``: the ``(context, actions, slots)`` they were decided on; ``version``:
         the labels the learner had)."""
         waits = self.pending is not None and example.tag is not None and all(
-            line.outcome is None for line in example.slots)
+            line.outcome is None for line in example.slots) and example.cost is None
         if not waits and self.log is None:
             return
         event_id = example.tag or self._made_id(example.line_no)
-        costs = [line.outcome.cost if line.outcome and decision and
-                 line.outcome.action == decision.index else None
+        drawn = [bool(line.outcome and decision and line.outcome.action == decision.index)
                  for line, decision in zip(example.slots, decisions)]
+        if example.kind == "slates":  # (the slate's cost, if its outcomes are the draws)
+            costs = [example.cost if all(drawn) else None] * len(drawn)
+        else:
+            costs = [line.outcome.cost if is_drawn else None
+                     for line, is_drawn in zip(example.slots, drawn)]
         context, actions, slots = features
         record = Decided(event_id, self._context(example, c) if self.log else None,
                          _slot_ids(example, c, event_id),
                          (context, actions, [tuple(slot) for slot in slots]),
                          [decision and tuple(decision) for decision in decisions], costs,
-                         example.weight, version)
+                         example.weight, version, example.kind)
         if not waits:
             self._write([self._line(record)])
             return
@@ -87,15 +97,15 @@ class SlotOutcomes(OutcomeLog):
                      for due, default in self.pending.add(event_id, tuple(record))])
 
     def reward(self, reward: SlotReward) -> None:
-        """Learn a slot's reward (a `SlotReward`); the decision's log line once every slot
-        that drew an action has its reward."""
+        """Learn a slot's reward (a `SlotReward`; a slate's: every slot's); the decision's
+        log line once every slot that drew an action has its reward."""
         waiting = self.pending.waiting.get(reward.event_id)
         record = None if waiting is None else Decided(*waiting)
-        j = None if record is None else _slot_index(record, reward.slot)
-        if j is None or record.decisions[j] is None or record.costs[j] is not None:
+        slots = [] if record is None else _rewarded(record, reward.slot)
+        if not slots:
             self.unmatched += 1
             return
-        self._learn(record, {j: reward.value})
+        self._learn(record, dict.fromkeys(slots, reward.value))
         if all(cost is not None for cost, decision in zip(record.costs, record.decisions)
                if decision is not None):
             self.pending.take(reward.event_id)
@@ -124,11 +134,15 @@ class SlotOutcomes(OutcomeLog):
         """A decision's log line (None: no log)."""
         if self.log is None:
             return None
-        outcomes = [slot_outcome(slot_id, decision and SlotDecision(*decision).drawn_first(),
-                                 cost)
+        slate = record.kind == "slates"  # (its cost the line's, its slots without ids)
+        outcomes = [slot_outcome(None if slate else slot_id,
+                                 decision and SlotDecision(*decision).drawn_first(),
+                                 None if slate else cost)
                     for slot_id, decision, cost in zip(record.slot_ids, record.decisions,
                                                        record.costs)]
-        return slots_line(record.event_id, record.c, outcomes, record.version)
+        known = slate and None not in record.costs
+        return slots_line(record.event_id, record.c, outcomes, record.version,
+                          record.costs[0] if known else None)
 
     def _context(self, example: SlotsExample, c: dict | None) -> str | dict:
         """The log's ``c``: a DSJSON event's own (a CB event's with its one slot), or the
@@ -137,7 +151,8 @@ class SlotOutcomes(OutcomeLog):
             return json.dumps({**c, "_slots": c.get("_slots") or [{}]}, separators=(",", ":"))
         try:
             return slots_context_of(example.shared, list(example.actions), [
-                (line.features, line.tag, line.include) for line in example.slots])
+                (line.features, line.tag, line.include) for line in example.slots],
+                example.action_slots)
         except DecisionLogError as error:
             raise DecisionLogError(f"line {example.line_no}: {error}") from None
 
@@ -157,9 +172,15 @@ def _slot_ids(example: SlotsExample, c: dict | None, event_id: str) -> list[str]
             for j, slot_id in enumerate(given)]
 
 
-def _slot_index(record: Decided, slot: int | str) -> int | None:
-    """The index of the slot a reward names (its index, or its ``_id``); None: no such
-    slot."""
+def _rewarded(record: Decided, slot: int | str | None) -> list[int]:
+    """The slots a reward is for: a slate's (``slot`` None) every slot that drew, or the
+    slot it names (its index, or its ``_id``) if it drew and waits for its reward."""
+    if slot is None:
+        return [j for j, decision in enumerate(record.decisions) if decision is not None]
     if isinstance(slot, int):
-        return slot if slot < len(record.slot_ids) else None
-    return record.slot_ids.index(slot) if slot in record.slot_ids else None
+        j = slot if slot < len(record.slot_ids) else None
+    else:
+        j = record.slot_ids.index(slot) if slot in record.slot_ids else None
+    if j is None or record.decisions[j] is None or record.costs[j] is not None:
+        return []
+    return [j]

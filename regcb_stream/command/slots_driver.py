@@ -13,7 +13,7 @@ shared line's, learned for every slot with an outcome. A slot's label is learned
 the earlier slots drew: the slot's features do not depend on them (VW drops the label of a
 slot whose logged action its own earlier draws took). With ``outcomes``
 (`slot_outcomes.SlotOutcomes`: ``--decision_log``, ``--reward_wait``), each example's
-decisions are logged, and DSJSON reward lines of slots are read and learned.
+decisions are logged, and DSJSON reward lines of slots (or slates) are read and learned.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class SlotsDriver:
         to), and (waiting decisions) the reward lines, as `SlotReward`."""
         if self.dsjson and self.outcomes is not None:
             return iter_slot_events(lines, on_error, first_line,
-                                    rewards=self.outcomes.pending is not None)
+                                    rewards=self.outcomes.pending is not None, kind=self.kind)
         read = iter_slots_dsjson if self.dsjson else iter_slots
         return ((example, None) for example in read(lines, on_error, first_line))
 

@@ -36,6 +36,19 @@ one first), ``_p`` (their probabilities) and ``_label_cost`` once the slot's rew
 '{"EventId":"e2","c":{"_multi":[{"x":1.0},{"x":2.0}],"_slots":[{"s":{"h":1.0},"_id":"top"}]},'
 >>> line[92:]
 '"_outcomes":[{"_label_cost":-1.0,"_id":"top","_a":[1,0],"_p":[0.75,0.25]}],"VWState":{"m":"3"}}'
+
+A slate is a line of VW's slates DSJSON: each action of ``_multi`` names its slot
+(``_slot_id``), each slot's ``_outcomes`` entry holds ``_a`` (its own actions, 0-based,
+the drawn one first) and ``_p``, and the slate's cost, once known, is the line's
+``_label_cost``.
+
+>>> c = slots_context_of((), [((" ", (("x", 1.0),)),), ((" ", (("x", 2.0),)),)],
+...                      [((), None, None)], action_slots=(0, 0))
+>>> line = slots_line("e3", c, [slot_outcome(None, [(0, 1.0), (1, 0.0)])], 5, cost=-1.0)
+>>> line[:73]
+'{"_label_cost":-1.0,"EventId":"e3","c":{"_multi":[{"x":1.0,"_slot_id":0},'
+>>> line[73:]
+'{"x":2.0,"_slot_id":0}],"_slots":[{}]},"_outcomes":[{"_a":[0,1],"_p":[1.0,0.0]}],"VWState":{"m":"5"}}'
 """
 
 from __future__ import annotations
@@ -114,10 +127,14 @@ def event_line(event_id: str, context: dict | str, chosen: int, pmf, version: in
     return f'{text},"c":{c},{tail[1:]}'
 
 
-def slots_context_of(shared: Features | None, actions: list[Features], slots) -> dict:
+def slots_context_of(shared: Features | None, actions: list[Features], slots,
+                     action_slots: tuple[int, ...] | None = None) -> dict:
     """The DSJSON context ``c`` of a multi-slot example's (parsed) features: ``slots``
-    holds each slot's ``(features, id or None, included actions or None)``."""
+    holds each slot's ``(features, id or None, included actions or None)``;
+    ``action_slots``: a slate's slot of each action (None: CCB)."""
     context = context_of(shared, actions)
+    for fields, slot in zip(context["_multi"], action_slots or ()):
+        fields["_slot_id"] = slot
     context["_slots"] = []
     for features, slot_id, include in slots:
         fields = object_of(features)
@@ -129,21 +146,27 @@ def slots_context_of(shared: Features | None, actions: list[Features], slots) ->
     return context
 
 
-def slot_outcome(slot_id: str, drawn_first: list | None, cost: float | None = None) -> dict:
-    """A slot's ``_outcomes`` entry: its ``(action, probability)`` pairs, the drawn action
-    first (None: no action was left for it), and its cost once its reward is known."""
+def slot_outcome(slot_id: str | None, drawn_first: list | None, cost: float | None = None
+                 ) -> dict:
+    """A slot's ``_outcomes`` entry: its ``_id`` (None: a slate's slot, which has none),
+    its ``(action, probability)`` pairs, the drawn action first (None: no action was left
+    for it), and its cost once its reward is known (a CCB slot's)."""
     entry: dict = {} if cost is None else {"_label_cost": float(cost)}
-    entry["_id"] = slot_id
+    if slot_id is not None:
+        entry["_id"] = slot_id
     if drawn_first:
         entry["_a"] = [int(a) for a, _ in drawn_first]
         entry["_p"] = [float(p) for _, p in drawn_first]
     return entry
 
 
-def slots_line(event_id: str, context: dict | str, outcomes: list[dict], version: int) -> str:
-    """One multi-slot decision as a CCB DSJSON line (``context``: ``c`` as a dict, or its
-    JSON text; ``outcomes``: each slot's `slot_outcome`)."""
+def slots_line(event_id: str, context: dict | str, outcomes: list[dict], version: int,
+               cost: float | None = None) -> str:
+    """One multi-slot decision as a CCB (or slates) DSJSON line (``context``: ``c`` as a
+    dict, or its JSON text; ``outcomes``: each slot's `slot_outcome`; ``cost``: a slate's
+    cost, once known)."""
     c = context if isinstance(context, str) else json.dumps(context, separators=(",", ":"))
     tail = json.dumps({"_outcomes": outcomes, "VWState": {"m": str(version)}},
                       separators=(",", ":"))
-    return f'{{"EventId":{json.dumps(event_id)},"c":{c},{tail[1:]}'
+    head = "" if cost is None else f'"_label_cost":{json.dumps(float(cost))},'
+    return f'{{{head}"EventId":{json.dumps(event_id)},"c":{c},{tail[1:]}'
