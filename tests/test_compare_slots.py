@@ -78,3 +78,43 @@ def test_a_log_without_outcomes_is_refused(tmp_path, capsys):
     path.write_text("ccb shared |User u\nccb action |A a\nccb slot |S s\n\n")
     assert main([str(path), "--ccb_explore_adf", "--quiet"]) == 1
     assert "no slot with an outcome" in capsys.readouterr().err
+
+
+def slates_stream(n: int, seed: int = 0) -> str:
+    """A slates log of a uniform logging policy: 3 items then 2 fonts, the slate's cost
+    ``1 - r`` with ``r`` 0.7 for item 1 + the user and 0.3 for font ``user``."""
+    rng, out = np.random.default_rng(seed), []
+    for t in range(n):
+        user, item, font = t % 2, int(rng.integers(3)), int(rng.integers(2))
+        reward = 0.7 * (item == user + 1) + 0.3 * (font == user)
+        out.append("\n".join([f"slates shared {1 - reward:g} |User u{user}",
+                              *[f"slates action 0 |Item i{i}" for i in range(3)],
+                              *[f"slates action 1 |Font f{i}" for i in range(2)],
+                              f"slates slot {item}:0.333333 |Slot s0",
+                              f"slates slot {font}:0.5 |Slot s1"]))
+    return "\n\n".join(out) + "\n\n"
+
+
+def test_slates_logs_compare_by_the_pseudo_inverse_estimator(tmp_path, capsys):
+    """The logging policy scores its logged rewards, the uniform one (the log's) the
+    same; RegCB learns each user's slate; a CCB log or both modes are refused."""
+    path = tmp_path / "slates.dat"
+    text = slates_stream(400)
+    path.write_text(text)
+    rows = {row.name: row for row in compare_slots(str(path), vw=["--epsilon 0.05 -q UI"],
+                                                   kind="slates")}
+    assert sorted(rows) == ["RegCB", "logging policy", "uniform random",
+                            "vw --epsilon 0.05 -q UI"]
+    logged = -np.mean([float(line.split()[2]) for line in text.splitlines()
+                       if line.startswith("slates shared")])
+    assert rows["logging policy"].estimate == pytest.approx(logged)
+    assert rows["uniform random"].estimate == pytest.approx(logged, abs=1e-5)
+    assert rows["RegCB"].low > rows["uniform random"].high
+    assert rows["RegCB"].snips is None and rows["RegCB"].examples == 400
+    ccb = tmp_path / "ccb.dat"
+    ccb.write_text(ccb_stream(5))
+    assert main([str(ccb), "--slates", "--quiet"]) == 1
+    assert "line 1: a ccb example: --slates compares slates logs" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([str(path), "--slates", "--ccb_explore_adf"])
+    assert "--slates: not with --ccb_explore_adf" in capsys.readouterr().err

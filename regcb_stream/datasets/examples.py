@@ -9,12 +9,15 @@ actions, 5 context features) logged by a uniform policy, in VW's three formats.
   lines (``--dsjson --reward_wait N``);
 - ``ccb.dat``: 500 conditional contextual bandit examples of two slots (``--ccb_explore_adf``),
   the second slot drawn among the actions the first left, each slot's cost the
-  ADF log's.
+  ADF log's;
+- ``slates.dat``: 500 slates (``--slates``) of two slots, the first choosing between
+  actions 0 and 1, the second between 2 and 3, the slate's cost one minus the mean of
+  its two actions' rewards.
 
 >>> import tempfile
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> sorted(path.name for path in write(folder))
-['adf.dat', 'cb.dat', 'ccb.dat', 'events.json']
+['adf.dat', 'cb.dat', 'ccb.dat', 'events.json', 'slates.dat']
 >>> (folder / "cb.dat").read_text().splitlines()[0]
 '2:0:0.25 |s f0:-0.4990 f1:-0.3837 f2:-0.3908 f3:-0.1009 f4:-0.6639'
 """
@@ -33,7 +36,7 @@ K, DIM = 4, 5
 
 
 def write(folder: str | pathlib.Path) -> list[pathlib.Path]:
-    """Write the four logs into ``folder`` (made if missing); their paths."""
+    """Write the five logs into ``folder`` (made if missing); their paths."""
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     X, _, R = LinearProblem.make(n_actions=K, dim=DIM, seed=7).sample(2000, seed=8)
@@ -43,7 +46,9 @@ def write(folder: str | pathlib.Path) -> list[pathlib.Path]:
              "events.json": _events(X[:500], R, played),
              "ccb.dat": "".join(_ccb(x, r, order) for x, r, order in zip(
                  X[:500], R, np.random.default_rng(10).permuted(
-                     np.tile(np.arange(K), (500, 1)), axis=1)))}
+                     np.tile(np.arange(K), (500, 1)), axis=1))),
+             "slates.dat": "".join(_slate(x, r, pair) for x, r, pair in zip(
+                 X[:500], R, np.random.default_rng(11).integers(2, size=(500, 2))))}
     for name, text in texts.items():
         (folder / name).write_text(text)
     return [folder / name for name in texts]
@@ -67,6 +72,14 @@ def _ccb(x, r, order) -> str:
     lines = [f"ccb shared |s {_features(x)}", *(f"ccb action |a a{j}" for j in range(K))]
     lines += [f"ccb slot {a}:{1 - r[a]:g}:{1 / (K - j):.6g} |p p{j}"
               for j, a in enumerate(order[:2].tolist())]
+    return "\n".join(lines) + "\n\n"
+
+
+def _slate(x, r, pair) -> str:
+    first, second = int(pair[0]), 2 + int(pair[1])
+    lines = [f"slates shared {1 - (r[first] + r[second]) / 2:g} |s {_features(x)}"]
+    lines += [f"slates action {j // 2} |a a{j}" for j in range(K)]
+    lines += [f"slates slot {first}:0.5 |p p0", f"slates slot {second - 2}:0.5 |p p1"]
     return "\n".join(lines) + "\n\n"
 
 

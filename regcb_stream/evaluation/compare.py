@@ -7,6 +7,7 @@ same logged ADF stream by explore-eval (`regcb_stream.evaluation.explore_eval`),
     regcb-compare decisions.json --dsjson --vw "--epsilon 0.1"   # a DSJSON log
     regcb-compare single_line.dat --cb_explore 26                # a single-line log
     regcb-compare ccb_log.dat --ccb_explore_adf                  # slots (`compare_slots`)
+    regcb-compare slates_log.dat --slates                        # slates (`compare_slots`)
 
 Each candidate's estimate is the progressive IPS reward of its own distributions on the
 log's labelled examples while it learns from the examples explore-eval keeps for it (VW's
@@ -60,6 +61,7 @@ from regcb_stream.evaluation.explore_eval import (
     explore_eval,
     read_log,
 )
+from regcb_stream.io.vw_slots import FLAGS
 
 DEFAULT_VW = ("--epsilon 0.05", "--squarecb", "--regcb", "--regcb --regcbopt", "--cover 3")
 
@@ -414,6 +416,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the log is VW's conditional contextual bandit (CCB) text, or "
                              "CCB DSJSON with --dsjson: each candidate's slots scored by "
                              "per-slot IPS (regcb_stream/evaluation/compare_slots.py)")
+    parser.add_argument("--slates", action="store_true",
+                        help="the log is VW's slates text, or slates DSJSON with --dsjson: "
+                             "each candidate's slates scored by the pseudo-inverse estimator "
+                             "(regcb_stream/evaluation/compare_slots.py)")
     parser.add_argument("--regcb", action="append", metavar="FLAGS",
                         help="a RegCB candidate: regcb-stream learner flags (repeatable; "
                              "none: RegCB's defaults)")
@@ -464,16 +470,18 @@ def main(argv: list[str] | None = None) -> int:
         shell.check_model_path(None if args.json == "-" else args.json, "--json")
     except shell.PathError as error:
         parser.error(str(error))
-    if args.ccb_explore_adf:
+    slots = "ccb" if args.ccb_explore_adf else "slates" if args.slates else None
+    if slots:
         given = [flag for flag, value in (("--cb_explore", args.cb_explore), (
             "--target_rate", args.target_rate), ("--multiplier", args.multiplier), (
-            "--snips", args.snips), ("--replays", args.replays != 1)) if value]
+            "--snips", args.snips), ("--replays", args.replays != 1), (
+            "--slates", args.slates and args.ccb_explore_adf)) if value]
         if given:
-            parser.error(f"{', '.join(given)}: not with --ccb_explore_adf (each slot is "
-                         "scored by IPS, with SNIPS, in one pass)")
+            parser.error(f"{', '.join(given)}: not with {FLAGS[slots]} (each slot or slate "
+                         "is scored in one pass)")
     try:
-        if args.ccb_explore_adf:
-            rows = compare_slots(args.log, args.regcb, args.vw,
+        if slots:
+            rows = compare_slots(args.log, args.regcb, args.vw, kind=slots,
                                  interactions=args.interactions, dsjson=args.dsjson)
         else:
             rows = compare(args.log, args.regcb, args.vw, interactions=args.interactions,
@@ -485,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         where = "" if str(error).startswith(("line ", args.log)) else f"{args.log}: "
         print(f"regcb-compare: error: {where}{error}", file=sys.stderr)
         return 1
-    if args.replays <= 1 and not args.quiet and not args.ccb_explore_adf:
+    if args.replays <= 1 and not args.quiet and not slots:
         print("regcb-compare: one replay per candidate: its interval leaves out the spread "
               "of the learner's path (--replays 5 --multiplier min counts it)", file=sys.stderr)
     if args.plot:
