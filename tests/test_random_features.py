@@ -63,10 +63,15 @@ def test_a_block_is_mapped_once_for_its_decisions_and_labels():
 
 def numpy_map(features: RandomFeatures, context: np.ndarray) -> np.ndarray:
     """The map's arithmetic in numpy expressions, one context (the compiled map's
-    reference: the same operations in the same order)."""
-    waves = context @ features.state()["w"]
+    reference: the same operations in the same order, each product's terms in the order
+    of the context's entries)."""
+    waves = np.zeros(features.n_features)
+    for x, row in zip(context, features.state()["w"]):
+        waves = waves + x * row
     if features.normalize:
-        square = float(context @ context)
+        square = 0.0
+        for x in context.tolist():
+            square += x * x
         factor = np.sqrt(context.size) / np.sqrt(square) if square > 0 else 0.0
         waves = waves * factor
         if features.radius:  # the log-length's waves

@@ -1,21 +1,41 @@
-/* Compiled arithmetic of RandomFeatures (regcb_stream/features/random_features.py): after numpy's
- * products w . x (BLAS, as before), one call writes each context's row
- * [shrink x, amplitude (cos(factor (w . x) + shift v + b) - offset)], shift = -radius
- * log(factor) (0 without a radius or for the zero context), in the order numpy's
- * expressions take, without FMA contraction (setup.py): the same numbers as the numpy
- * expressions wherever numpy's cosine is the C library's. */
+/* Compiled arithmetic of RandomFeatures (regcb_stream/features/random_features.py): one call
+ * writes each context's row [shrink x, amplitude (cos(factor (w . x) + shift v + b) -
+ * offset)], factor = sqrt(d) / |x| (1 without normalize; 0 for the zero context), shift =
+ * -radius log(factor) (0 without a radius or for the zero context). Each product w_j . x
+ * and |x|^2 sums its terms in the order of x's entries (the products of all the waves side
+ * by side, one entry of x at a time: vector lanes across waves, never within a sum), without
+ * FMA contraction (setup.py): the same numbers on every machine and BLAS, for a block or its
+ * rows one at a time. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
 
 #include "_buffers.h"
 
+/* wave = x W for W (d, D) row-major, each wave's terms in the order of x's entries */
+WIDE static void products(const double *x, Py_ssize_t d, const double *w, Py_ssize_t D,
+                          double *wave) {
+    for (Py_ssize_t j = 0; j < D; j++) wave[j] = 0.0;
+    for (Py_ssize_t i = 0; i < d; i++) {
+        const double xi = x[i], *row = w + i * D;
+        for (Py_ssize_t j = 0; j < D; j++) wave[j] += xi * row[j];
+    }
+}
+
 /* row = [shrink x, amplitude (cos(factor wave + shift v + b) - offset)] for one context;
  * v NULL: no shift */
-static void cosine_row(double *row, const double *x, Py_ssize_t d, const double *wave,
-                       Py_ssize_t D, double factor, const double *b, const double *offset,
-                       double amplitude, double shrink, double radius, const double *v) {
+static void cosine_row(double *row, const double *x, Py_ssize_t d, const double *w,
+                       Py_ssize_t D, int normalize, double *wave, const double *b,
+                       const double *offset, double amplitude, double shrink, double radius,
+                       const double *v) {
     for (Py_ssize_t j = 0; j < d; j++) row[j] = x[j] * shrink;
+    products(x, d, w, D, wave);
+    double factor = 1.0;
+    if (normalize) {
+        double square = 0.0;
+        for (Py_ssize_t j = 0; j < d; j++) square += x[j] * x[j];
+        factor = square > 0.0 ? sqrt((double)d) / sqrt(square) : 0.0;
+    }
     double shift = factor > 0.0 ? -radius * log(factor) : 0.0;
     for (Py_ssize_t j = 0; j < D; j++) {
         double angle = wave[j] * factor;
@@ -30,43 +50,44 @@ static void cosine_row(double *row, const double *x, Py_ssize_t d, const double 
 }
 
 PyDoc_STRVAR(cosine_rows_doc,
-"cosine_rows(contexts, waves, factors, b, offset, amplitude, shrink, out, radius=0.0, v=None)\n"
-"For n contexts (n, d) and their products with the frequencies waves (n, D), out (n, d + D)\n"
-"gets, row i: contexts[i] * shrink, then amplitude * (cos(waves[i] * factors[i] + s_i v + b)\n"
-"- offset), s_i = -radius log(factors[i]) (0 where factors[i] is 0; no term without v).\n"
-"factors: a float for one context (every array then 1-D), else (n,). Arrays float64 and\n"
+"cosine_rows(contexts, w, b, offset, amplitude, shrink, normalize, d, out, radius=0.0,\n"
+"            v=None)\n"
+"For n contexts (n, d) and the frequencies w (d, D), out (n, d + D) gets, row i:\n"
+"contexts[i] * shrink, then amplitude * (cos(f_i (contexts[i] w) + s_i v + b) - offset),\n"
+"f_i = sqrt(d) / |contexts[i]| with normalize (0 for the zero context), else 1, and\n"
+"s_i = -radius log(f_i) (0 where f_i is 0; no term without v). Arrays float64 and\n"
 "C-contiguous; b, offset and v of length D.");
 
 static PyObject *py_cosine_rows(PyObject *self, PyObject *args) {
-    Py_buffer contexts = {0}, waves = {0}, factors = {0}, b = {0}, offset = {0}, out = {0},
-              v = {0};
-    PyObject *factor_arg, *v_arg = Py_None;
-    double amplitude, shrink, factor = 0.0, radius = 0.0;
-    if (!PyArg_ParseTuple(args, "y*y*Oy*y*ddw*|dO", &contexts, &waves, &factor_arg, &b,
-                          &offset, &amplitude, &shrink, &out, &radius, &v_arg))
+    Py_buffer contexts = {0}, w = {0}, b = {0}, offset = {0}, out = {0}, v = {0};
+    PyObject *v_arg = Py_None;
+    double amplitude, shrink, radius = 0.0;
+    int normalize;
+    Py_ssize_t d;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*ddpnw*|dO", &contexts, &w, &b, &offset, &amplitude,
+                          &shrink, &normalize, &d, &out, &radius, &v_arg))
         return NULL;
-    int one = PyFloat_Check(factor_arg), ok = 1, shifted = v_arg != Py_None;
-    if (one)
-        factor = PyFloat_AS_DOUBLE(factor_arg);
-    else
-        ok = PyObject_GetBuffer(factor_arg, &factors, PyBUF_SIMPLE) == 0;
-    if (ok && shifted)
-        ok = PyObject_GetBuffer(v_arg, &v, PyBUF_SIMPLE) == 0;
-    Py_ssize_t n = one ? 1 : factors.len / (Py_ssize_t)sizeof(double);
-    Py_ssize_t D = b.len / (Py_ssize_t)sizeof(double);
-    Py_ssize_t d = n ? contexts.len / (n * (Py_ssize_t)sizeof(double)) : 0;
-    ok = ok && expect(&contexts, n * d, 8, "contexts") && expect(&waves, n * D, 8, "waves") &&
+    int shifted = v_arg != Py_None;
+    int ok = !shifted || PyObject_GetBuffer(v_arg, &v, PyBUF_SIMPLE) == 0;
+    Py_ssize_t D = b.len / (Py_ssize_t)sizeof(double), width = d + D;
+    Py_ssize_t n = d >= 0 && width > 0 ? out.len / (width * (Py_ssize_t)sizeof(double)) : 0;
+    ok = ok && expect(&w, d * D, 8, "w") && expect(&contexts, n * d, 8, "contexts") &&
          expect(&offset, D, 8, "offset") && expect(&out, n * (d + D), 8, "out") &&
          (!shifted || expect(&v, D, 8, "v"));
-    if (ok) {
-        const double *x = contexts.buf, *wave = waves.buf;
-        double *row = out.buf;
-        for (Py_ssize_t i = 0; i < n; i++, x += d, wave += D, row += d + D)
-            cosine_row(row, x, d, wave, D, one ? factor : ((const double *)factors.buf)[i],
-                       b.buf, offset.buf, amplitude, shrink, radius,
-                       shifted ? (const double *)v.buf : NULL);
+    double *wave = ok ? PyMem_Malloc((D ? D : 1) * sizeof(double)) : NULL;
+    if (ok && !wave) {
+        PyErr_NoMemory();
+        ok = 0;
     }
-    RELEASE(&contexts, &waves, &factors, &b, &offset, &out, &v);
+    if (ok) {
+        const double *x = contexts.buf;
+        double *row = out.buf;
+        for (Py_ssize_t i = 0; i < n; i++, x += d, row += d + D)
+            cosine_row(row, x, d, w.buf, D, normalize, wave, b.buf, offset.buf, amplitude,
+                       shrink, radius, shifted ? (const double *)v.buf : NULL);
+    }
+    PyMem_Free(wave);
+    RELEASE(&contexts, &w, &b, &offset, &out, &v);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }

@@ -14,10 +14,10 @@ Subtracting ``cos b_j`` takes away most of each feature's constant part, so the 
 not stand in for the intercept: the optimistic prior on the intercept keeps its weight, and
 a few low rewards do not pull an action down everywhere. A context wider than ``width``
 features is scaled by ``sqrt(width / d)`` in the linear part, so the ridge penalty weighs
-the linear part of a wide context as it weighs a ``width``-feature one's. Each context is
-mapped on its own, one matrix-vector product per row (numpy's), the rest in one compiled
-call (``_features.c``, the numpy expressions' arithmetic in their order), so a block of
-contexts maps to the same numbers as its rows one at a time.
+the linear part of a wide context as it weighs a ``width``-feature one's. A block of
+contexts is mapped in one compiled call (``_features.c``), each context on its own and each
+product's terms in the order of the context's entries, so a block maps to the same numbers
+as its rows one at a time, on every machine and BLAS.
 
 >>> features = RandomFeatures(3, seed=0)
 >>> out = features(np.array([0.5, -1.0]))
@@ -118,26 +118,12 @@ class RandomFeatures(Stateful):
             raise ValueError(f"context has {contexts.shape[-1]} features, the random features "
                              f"were drawn for {len(self._w)}")
         contexts = np.ascontiguousarray(contexts, dtype=float)
-        d, offset = contexts.shape[-1], self._offset
-        if contexts.ndim == 1:
-            waves = contexts.dot(self._w)
-            factor = self._factor(contexts, d)
-        else:  # the same arithmetic row by row
-            waves = np.array([row.dot(self._w) for row in contexts]).reshape(len(contexts), -1)
-            factor = np.array([self._factor(row, d) for row in contexts], dtype=float)
+        d = contexts.shape[-1]
         out = np.empty(contexts.shape[:-1] + (d + self.n_features,))
         radial = (self.radius, self._v) if self.normalize and self.radius else ()
-        _features.cosine_rows(contexts, waves, factor, self._b, offset, self.amplitude,
-                              self._shrink, out, *radial)
+        _features.cosine_rows(contexts, np.ascontiguousarray(self._w), self._b, self._offset,
+                              self.amplitude, self._shrink, self.normalize, d, out, *radial)
         return out
-
-    def _factor(self, context: np.ndarray, d: int) -> float:
-        """The factor of a context's waves: 1, or with ``normalize`` the one that maps its
-        direction at length ``sqrt(d)`` (0 for the zero context)."""
-        if not self.normalize:
-            return 1.0
-        square = float(context.dot(context))
-        return math.sqrt(d) / math.sqrt(square) if square > 0 else 0.0
 
     def _draw(self, d: int) -> None:
         rng = np.random.default_rng(self.seed)
