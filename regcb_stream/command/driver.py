@@ -45,7 +45,7 @@ from regcb_stream.io.vw_text import (
 
 MAX_BLOCK = 512  # examples read ahead at most (larger blocks cost memory, not time)
 MAX_TEXT = 1 << 19  # characters of single-line text per block, about (long lines: fewer)
-MAX_ROWS = 2048  # ADF action lines read ahead at most
+MAX_ROWS = 8192  # ADF action lines read ahead at most (a block's numpy calls amortized)
 
 
 @dataclass(frozen=True)
