@@ -175,10 +175,10 @@ def _slate_rows(name: str, weights: list[float], scored: list, batches: Batches
     """A slate's row: each slate's reward times the pseudo-inverse weight ``sum_j
     pi_j(a_j) / p_j - (m - 1)`` (``weights``: each slot's ``pi_j(a_j) / p_j``)."""
     positions = np.array([i for i, _, _ in scored], dtype=int)
-    examples, at = np.unique(positions, return_inverse=True)
+    examples, first, at = np.unique(positions, return_index=True, return_inverse=True)
     m = np.bincount(at, minlength=len(examples))
     pseudo = np.bincount(at, np.asarray(weights, dtype=float), len(examples)) - (m - 1)
-    rewards = np.array([o.reward for _, _, o in scored])[np.unique(at, return_index=True)[1]]
+    rewards = np.array([o.reward for _, _, o in scored])[first]  # (each slate's, once)
     row = estimate_row(name, np.ones(len(examples)), pseudo * rewards, examples, batches)
     row.snips = row.snips_low = row.snips_high = None  # (weights that can be negative)
     return [row]
