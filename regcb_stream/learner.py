@@ -38,6 +38,11 @@ class RegCB(Stateful):
     ----------
     variant
         ``"optimistic"`` (the default) or ``"elimination"``.
+    ties
+        The optimistic rule's actions tied at the largest upper bound (clipped to the
+        reward range, every action whose bound reaches its top): ``"shared"`` evenly, or
+        only those of the largest prediction (``"fit"``) or of the largest prediction
+        clipped to the reward range (``"clipped"``).
     oracle
         None: the default ridge oracle, its penalty and prior the model class's;
         ``"ridge"``: the paper's (``l2 = 1``, toward 0); ``"bounded"``; ``"vw"``: VW's
@@ -95,8 +100,10 @@ class RegCB(Stateful):
 
     SAVED = {**{name: name for name in params.PARAMETERS},  # what a model file holds
              "model": "_model", "events": "_events", "rng": "_rng"}
+    ADDED = {"ties": "shared"}  # (model files of version 7 written before `ties`)
 
-    def __init__(self, variant: str = defaults.VARIANT, *, oracle: str | Oracle | None = None,
+    def __init__(self, variant: str = defaults.VARIANT, *, ties: str = defaults.TIES,
+                 oracle: str | Oracle | None = None,
                  beta: float | None = None, schedule: str = defaults.SCHEDULE,
                  budget: str | None = None, mellowness: float | None = None,
                  horizon: int | None = None, budget_grid: Sequence[float] = DEFAULT_GRID,
@@ -107,6 +114,7 @@ class RegCB(Stateful):
                  random_scale: float = 1.0, forget: float = 1.0,
                  change_threshold: float | None = None, select_model: bool = False):
         self.variant, self.oracle, self.beta, self.schedule = variant, oracle, beta, schedule
+        self.ties = ties
         self.budget, self.mellowness, self.horizon = budget, mellowness, horizon
         self.budget_grid, self.reward_range, self.seed = budget_grid, reward_range, seed
         self.warm_start_epochs, self.allow_out_of_range = warm_start_epochs, allow_out_of_range

@@ -42,7 +42,10 @@ ORACLES = {"ridge": RidgeOracle, "bounded": BoundedRidgeOracle, "vw": VWOracle}
 class Spec(Stateful):
     """A model's parameters (`RegCB`'s, but model selection's)."""
 
+    ADDED = {"ties": "shared"}  # (model files of version 7 written before `ties`)
+
     variant: str
+    ties: str
     oracle: str | Oracle | None
     beta: float | None
     schedule: str
@@ -72,7 +75,7 @@ class Spec(Stateful):
 
     @classmethod
     def from_state(cls, state: dict) -> Spec:
-        return cls(**state)
+        return cls(**{**cls.ADDED, **state})
 
 
 class Model(Stateful):
@@ -122,7 +125,7 @@ class Model(Stateful):
         if capabilities.ridge and oracle.forget < 1.0 and spec.schedule != "online":
             raise ValueError("forgetting needs the online schedule: an oracle that forgets "
                              "learns its labels in order")
-        return Explorer(oracle, variant=spec.variant, schedule=spec.schedule,
+        return Explorer(oracle, variant=spec.variant, ties=spec.ties, schedule=spec.schedule,
                         budget=self.budget(settings.mellowness, oracle),
                         reward_range=spec.reward_range,
                         warm_start_epochs=spec.warm_start_epochs, horizon=spec.horizon,

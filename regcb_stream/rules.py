@@ -13,13 +13,28 @@ array([[0.5, 0.5, 0. ]])
 >>> optimistic(low, high)
 array([[0., 1., 0.]])
 
+The optimistic rule's ties at the largest upper bound (with bounds clipped to the reward
+range, every action whose bound reaches the top) share the mass, or go to those of the
+largest fit (any maximizer of the upper bound keeps RegCB.Optimistic's regret bound):
+
+>>> low, high, fit = np.array([[0.2, 0.4, 0.1]]), np.ones((1, 3)), np.array([[1.1, 1.3, 0.9]])
+>>> Rule("optimistic", "shared")(low, high, 0.0, fit, (0.0, 1.0)).round(3)
+array([[0.333, 0.333, 0.333]])
+>>> Rule("optimistic", "clipped")(low, high, 0.0, fit, (0.0, 1.0))
+array([[0.5, 0.5, 0. ]])
+>>> Rule("optimistic", "fit")(low, high, 0.0, fit, (0.0, 1.0))
+array([[0., 1., 0.]])
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 VARIANTS = ("elimination", "optimistic")
+TIES = ("shared", "fit", "clipped")  # the optimistic rule's ties: shared, or broken by the
+# fit (the prediction) or by the fit clipped to the reward range (`RegCB`'s ``ties``)
 
 
 def plausible(low: np.ndarray, high: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
@@ -35,13 +50,18 @@ def elimination(low: np.ndarray, high: np.ndarray, tolerance: float = 0.0) -> np
     return _uniform_over(plausible(low, high, tolerance))
 
 
-def optimistic(low: np.ndarray, high: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
+def optimistic(low: np.ndarray, high: np.ndarray, tolerance: float = 0.0,
+               fit: np.ndarray | None = None) -> np.ndarray:
     """RegCB.Optimistic: the action(s) with the largest upper bound (Algorithm 2).
 
-    Ties share the mass evenly, so the result is always a distribution (VW's
-    ``--regcbopt`` gives probability 1 to every tied action instead).
+    Ties share the mass evenly (with ``fit``: those of the ties with the largest fit), so
+    the result is always a distribution (VW's ``--regcbopt`` gives probability 1 to every
+    tied action instead).
     """
-    return _uniform_over(high >= high.max(axis=1, keepdims=True) - tolerance)
+    top = high >= high.max(axis=1, keepdims=True) - tolerance
+    if fit is not None:
+        top &= fit >= np.where(top, fit, -np.inf).max(axis=1, keepdims=True) - tolerance
+    return _uniform_over(top)
 
 
 def uniform(n: int, k: int) -> np.ndarray:
@@ -60,13 +80,36 @@ def sample(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.minimum(index, pmf.shape[1] - 1)
 
 
-def decision_rule(variant: str):
-    """The rule named ``variant``: ``"elimination"`` or ``"optimistic"``."""
-    if variant == "elimination":
-        return elimination
-    if variant == "optimistic":
-        return optimistic
-    raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
+@dataclass(frozen=True)
+class Rule:
+    """The decision rule of ``variant`` (:data:`VARIANTS`), the optimistic one's ties as
+    ``ties`` says (:data:`TIES`)."""
+
+    variant: str
+    ties: str = "shared"
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown variant {self.variant!r}; expected one of {VARIANTS}")
+
+    @property
+    def optimistic(self) -> bool:
+        return self.variant == "optimistic"
+
+    @property
+    def code(self) -> int:
+        """The rule's code in the compiled loops (``_ridge.c``): 0 for elimination."""
+        return 1 + TIES.index(self.ties) if self.optimistic else 0
+
+    def __call__(self, low: np.ndarray | None, high: np.ndarray, tolerance: float,
+                 prediction: np.ndarray, reward_range: tuple[float, float]) -> np.ndarray:
+        """The distributions of ``(n, K)`` clipped bounds and predictions (``low`` may
+        be None for the optimistic rule)."""
+        if not self.optimistic:
+            return elimination(low, high, tolerance)
+        fit = {"shared": None, "fit": prediction,
+               "clipped": np.clip(prediction, *reward_range)}[self.ties]
+        return optimistic(low, high, tolerance, fit)
 
 
 def _uniform_over(mask: np.ndarray) -> np.ndarray:

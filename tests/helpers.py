@@ -8,6 +8,10 @@ from hypothesis import strategies as st
 
 from regcb_stream import RegCB
 
+#: every decision rule: the variants, and the optimistic one's ways with ties
+RULES = [("optimistic", "shared"), ("optimistic", "fit"), ("optimistic", "clipped"),
+         ("elimination", "shared")]
+
 
 def drifting(n: int = 2000, d: int = 5, k: int = 4, seed: int = 0):
     """Contexts and every action's reward; the best action's rule changes halfway."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import RULES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -66,12 +67,12 @@ def test_compiled_kernels_match_the_numpy_reference(head, schedule):
 
 
 @pytest.mark.skipif(not BoundedRidgeOracle().compiled, reason="the kernels are not built")
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_dense_rows_match_the_numpy_reference(variant):
+@pytest.mark.parametrize("variant, ties", RULES)
+def test_dense_rows_match_the_numpy_reference(variant, ties):
     X, played, rewards = logged(600, seed=3)
     actions = list(range(26))
-    fast = RegCB(variant, oracle=BoundedRidgeOracle(prior="optimistic", head=5), seed=0)
-    slow = RegCB(variant, oracle=reference(prior="optimistic", head=5), seed=0)
+    fast, slow = (RegCB(variant, ties=ties, oracle=oracle(prior="optimistic", head=5), seed=0)
+                  for oracle in (BoundedRidgeOracle, reference))
     assert_same(fast.replay(X, actions, played, rewards), slow.replay(X, actions, played,
                                                                       rewards))
 

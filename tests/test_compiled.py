@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import RULES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,13 +40,13 @@ def assert_same(a, b) -> None:
         np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=0, atol=1e-9)
 
 
-@pytest.mark.parametrize("variant", ["optimistic", "elimination"])
-def test_compiled_replay_matches_the_numpy_reference_on_letter(variant):
+@pytest.mark.parametrize("variant, ties", RULES)
+def test_compiled_replay_matches_the_numpy_reference_on_letter(variant, ties):
     X, played, rewards = logged(1500, 26, seed=0)
     actions = list(range(26))
-    fast = RegCB(variant, seed=0)  # the default's random features, and the same map:
-    slow = RegCB(variant, oracle=reference_oracle(l2="gcv", prior="optimistic"), seed=0,
-                 random_features=64)
+    fast = RegCB(variant, ties=ties, seed=0)  # the default's random features, the same map:
+    slow = RegCB(variant, ties=ties, oracle=reference_oracle(l2="gcv", prior="optimistic"),
+                 seed=0, random_features=64)
     assert_same(fast.replay(X, actions, played, rewards), slow.replay(X, actions, played,
                                                                       rewards))
 
@@ -93,17 +94,18 @@ def test_joint_rows_match_the_reference_with_refreshes():
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10_000), k=st.integers(1, 6), variant=st.sampled_from(
-    ["optimistic", "elimination"]), beta=st.sampled_from([None, 1e-3, 0.1]))
-def test_compiled_and_reference_agree_on_random_streams(seed, k, variant, beta):
+@given(seed=st.integers(0, 10_000), k=st.integers(1, 6), rule=st.sampled_from(RULES),
+       beta=st.sampled_from([None, 1e-3, 0.1]))
+def test_compiled_and_reference_agree_on_random_streams(seed, k, rule, beta):
+    (variant, ties) = rule
     rng = np.random.default_rng(seed)
     n = 60
     X = rng.normal(size=(n, 3)) * (rng.random((n, 3)) < 0.7)
     played = np.where(rng.random(n) < 0.8, rng.integers(0, k, n), -1)
     rewards = rng.random(n)
-    fast = RegCB(variant, beta=beta, seed=0)
-    slow = RegCB(variant, beta=beta, oracle=reference_oracle(prior="optimistic"), seed=0,
-                 random_features=64)
+    fast = RegCB(variant, ties=ties, beta=beta, seed=0)
+    slow = RegCB(variant, ties=ties, beta=beta, oracle=reference_oracle(prior="optimistic"),
+                 seed=0, random_features=64)
     one, two = (learner.replay(X, list(range(k)), played, rewards) for learner in (fast, slow))
     assert_same(one, two)
     assert np.allclose(one.pmf.sum(axis=1), 1.0) and (one.pmf >= 0).all()
@@ -204,15 +206,15 @@ def test_joint_blocks_take_features_met_after_they_are_built():
     assert fast.n_labels == 75
 
 
-@pytest.mark.parametrize("variant", ["optimistic", "elimination"])
-def test_automatic_budget_candidates_match_the_numpy_reference(variant):
+@pytest.mark.parametrize("variant, ties", RULES)
+def test_automatic_budget_candidates_match_the_numpy_reference(variant, ties):
     """The compiled candidates of ``budget="auto"`` equal ``candidate_decisions``'s numpy
     arithmetic."""
     from regcb_stream import rules
     from regcb_stream.explore.budget import BudgetSelector, candidate_decisions
 
     X, played, rewards = logged(600, 26, seed=2)
-    learner = RegCB(variant, seed=0)
+    learner = RegCB(variant, ties=ties, seed=0)
     learner.replay(X[:500], list(range(26)), played[:500], rewards[:500])
     fast = learner.model.oracle
     slow = RidgeOracle.from_state({**fast.state(), "kernels": False})
@@ -220,7 +222,7 @@ def test_automatic_budget_candidates_match_the_numpy_reference(variant):
     for t in range(40):
         selector.update(np.linspace(0.1, 0.9, 4)[::(1 if t % 2 else -1)], 0.5, t % 3 / 2)
     rows, models = learner.model.decisions(X[500:], list(range(26)))
-    rule = rules.decision_rule(variant)
+    rule = rules.Rule(variant, ties)
     got, want = (candidate_decisions(selector, oracle, rule, rows, models, 500, (0.0, 1.0),
                                      1e-12, oracle.capabilities.online_loop)
                  for oracle in (fast, slow))
@@ -256,8 +258,8 @@ def test_compiled_replay_with_the_automatic_budget_is_the_general_one(variant):
 
 
 @pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
-@pytest.mark.parametrize("variant", ["optimistic", "elimination"])
-def test_one_row_path_makes_the_general_paths_draws(variant, budget):
+@pytest.mark.parametrize("variant, ties", RULES)
+def test_one_row_path_makes_the_general_paths_draws(variant, ties, budget):
     """``predict``, ``decide`` and ``learn`` of a float vector take the compiled one-row
     path; the same contexts as lists take the general one: the same draws, probabilities,
     bounds (bit for bit) and state (with the automatic budget, the same candidates' scores,
@@ -265,7 +267,7 @@ def test_one_row_path_makes_the_general_paths_draws(variant, budget):
     X, _, _ = logged(1500, 26, seed=4)
     R = bandit_stream("letter", noisy=False, seed=4)[1][:1500]
     actions = list(range(26))
-    fast, general = RegCB(variant, seed=5, **budget), RegCB(variant, seed=5, **budget)
+    fast, general = (RegCB(variant, ties=ties, seed=5, **budget) for _ in range(2))
     for t, (x, r) in enumerate(zip(X, R)):
         if t % 3 == 0:
             one, two = fast.decide(x, actions), general.decide(x.tolist(), actions)

@@ -153,6 +153,7 @@ LEARNERS = {
     "vw, doubling": lambda: RegCB(oracle=VWOracle(bisection=True), schedule="doubling", seed=4),
     "hashed": lambda: RegCB(hash_bits=12, seed=5),
     "dicts, linear": lambda: RegCB(hash_bits=12, seed=6, random_features=0),
+    "ties by the clipped fit": lambda: RegCB(ties="clipped", seed=8),
 }
 
 
@@ -182,7 +183,8 @@ def test_a_saved_learner_continues_exactly(tmp_path, make):
 
 def test_a_model_file_from_before_the_names_added_to_its_format_loads(tmp_path):
     """A file of format 7 written before the encoder saved the random features of named
-    contexts (whose dict contexts had none) continues as it would have."""
+    contexts (whose dict contexts had none) and before the rule's ties were a parameter
+    (they were shared) continues as it would have."""
     learner, twin = (RegCB(seed=7, random_features=0) for _ in range(2))
     contexts, rewards = checks.stream(80)
     rows = [({f"f{j}": float(v) for j, v in enumerate(x)}, r) for x, r in zip(contexts, rewards)]
@@ -195,7 +197,9 @@ def test_a_model_file_from_before_the_names_added_to_its_format_loads(tmp_path):
         arrays = {name: archive[name] for name in archive.files}
     header = arrays.pop("header").tobytes().decode()
     older = header.replace(', ["wave_columns", null], ["waves_at", null]', "")
-    assert older != header
+    assert older != header and header.count('["ties", "shared"]') == 3
+    older = older.replace('["ties", "shared"], ', "")
+    assert '"ties"' not in older
     np.savez(tmp_path / "older.npz", header=np.frombuffer(older.encode(), np.uint8), **arrays)
     restored, _ = load_model(tmp_path / "older.npz")
     assert [restored.pmf(x, checks.ACTIONS) for x, _ in rows[40:]] == [

@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pytest
+from helpers import RULES
 from test_cli import TRAIN, VW_TESTS, needs, run_cli
 from vowpalwabbit import Workspace
 
@@ -152,9 +153,9 @@ def reference_vw(**kwargs) -> VWOracle:
 
 
 @pytest.mark.skipif(not VWOracle().compiled, reason="the kernels are not built")
-@pytest.mark.parametrize("variant", ["optimistic", "elimination"])
+@pytest.mark.parametrize("variant, ties", RULES)
 @pytest.mark.parametrize("bisection", [False, True])
-def test_compiled_loop_matches_the_numpy_reference(variant, bisection):
+def test_compiled_loop_matches_the_numpy_reference(variant, ties, bisection):
     """The same decisions, float32 scores and bounds within float32 rounding (VW's search
     may stop a step apart when its sums differ in the last bit), and the same state after,
     on a realizable stream and its logged labels."""
@@ -163,8 +164,8 @@ def test_compiled_loop_matches_the_numpy_reference(variant, bisection):
     rewards = R[np.arange(len(X)), played]
     actions = list(range(4))
     compat = {"bisection": bisection, "intercept_last": bisection}  # (--vw_compat's)
-    fast = RegCB(variant, oracle=VWOracle(**compat), mellowness=0.01, seed=0)
-    slow = RegCB(variant, oracle=reference_vw(**compat), mellowness=0.01, seed=0)
+    fast, slow = (RegCB(variant, ties=ties, oracle=oracle(**compat), mellowness=0.01, seed=0)
+                  for oracle in (VWOracle, reference_vw))
     a, b = (learner.replay(X, actions, played, rewards) for learner in (fast, slow))
     np.testing.assert_array_equal(a.pmf, b.pmf)
     for name in ("prediction", "low", "high"):

@@ -50,7 +50,6 @@ import math
 
 import numpy as np
 
-from regcb_stream import rules
 from regcb_stream.bounds import clip_bounds
 from regcb_stream.explore import schedules
 from regcb_stream.explore.decision import Decision
@@ -138,11 +137,12 @@ class FixedBudget(Stateful):
         oracle, k = explorer.oracle, phi.shape[1]
         budget = self.loss(explorer, explorer.n_frozen, k)
         if explorer.capabilities.online_loop:
-            return Decision(*oracle.decisions(phi, models, budget, explorer.optimistic,
+            return Decision(*oracle.decisions(phi, models, budget, explorer.rule,
                                               explorer.reward_range, explorer.tolerance))
         prediction, low, high = oracle.bounds(phi, models, budget)
         low, high = clip_bounds(low, high, explorer.reward_range)
-        return Decision(explorer.rule(low, high, explorer.tolerance), prediction, low, high)
+        return Decision(explorer.rule(low, high, explorer.tolerance, prediction,
+                                      explorer.reward_range), prediction, low, high)
 
     def ready(self, explorer) -> bool:
         """Whether ``draw_dense`` may decide now."""
@@ -154,7 +154,7 @@ class FixedBudget(Stateful):
         (`RidgeOracle.predict_dense`): ``(index, probability, info)``, or None."""
         drawn = explorer.oracle.predict_dense(
             values, models, intercept, self.loss(explorer, explorer.n_frozen, len(models)),
-            explorer.optimistic, explorer.reward_range, explorer.tolerance, uniform, out)
+            explorer.rule, explorer.reward_range, explorer.tolerance, uniform, out)
         return None if drawn is None else (*drawn, {})
 
     def replay(self, explorer, rows, models, played, rewards, probs, weights, counts):
@@ -162,7 +162,7 @@ class FixedBudget(Stateful):
         rebuild)."""
         return Decision(*explorer.oracle.replay_online(
             rows, models, played, rewards, weights,
-            self.loss(explorer, counts, rows.shape[1]), explorer.optimistic,
+            self.loss(explorer, counts, rows.shape[1]), explorer.rule,
             explorer.reward_range, explorer.tolerance))
 
     def score(self, candidates, probs, rewards, reward_range) -> None:
@@ -219,7 +219,7 @@ class AutoBudget(Stateful):
         pmfs = np.empty((len(roots), len(models)))
         drawn = explorer.oracle.predict_auto(
             values, models, intercept, roots, scale, self.selector.weights(),
-            explorer.optimistic, explorer.reward_range, explorer.tolerance, uniform, pmfs)
+            explorer.rule, explorer.reward_range, explorer.tolerance, uniform, pmfs)
         return None if drawn is None else (drawn[0], drawn[1], {"candidates": drawn[2]}, pmfs)
 
     def replay(self, explorer, rows, models, played, rewards, probs, weights, counts):
@@ -227,7 +227,7 @@ class AutoBudget(Stateful):
         scales = self.selector.radius_scales(counts, rows.shape[1], hi - lo)
         return Decision(*explorer.oracle.replay_auto(
             rows, models, played, rewards, weights, probs, scales, self.selector,
-            explorer.optimistic, explorer.reward_range, explorer.tolerance))
+            explorer.rule, explorer.reward_range, explorer.tolerance))
 
     def score(self, candidates, probs, rewards, reward_range) -> None:
         """Score the candidates with labels: ``candidates`` ``(n, J)`` are their
@@ -408,18 +408,19 @@ def candidate_decisions(selector: BudgetSelector, oracle, rule, phi, models, n_l
         n, j = len(prediction), len(radii)
         (mix, low, high), pmfs = np.empty((3, n, k)), np.empty((n, j, k))
         _ridge.candidates(prediction, variance, radii, selector.weights(), n, k, j,
-                          rule is rules.optimistic, lo, hi, tolerance, selector.leader(),
+                          rule.code, lo, hi, tolerance, selector.leader(),
                           mix, pmfs, low, high)
         return mix, prediction, low, high, pmfs
     radius = np.sqrt(variance)[:, None, :] * radii[:, None]  # (n, J, K)
     high = prediction[:, None, :] + radius
-    low = None if rule is rules.optimistic else prediction[:, None, :] - radius
+    low = None if rule.optimistic else prediction[:, None, :] - radius
     for bound in (low, high):  # clipped in place (np.clip costs several times more)
         if bound is not None:
             np.minimum(np.maximum(bound, lo, out=bound), hi, out=bound)
     rows = (-1, k)
-    pmfs = rule(None if low is None else low.reshape(rows), high.reshape(rows),
-                tolerance).reshape(high.shape)
+    fit = np.broadcast_to(prediction[:, None, :], high.shape).reshape(rows)
+    pmfs = rule(None if low is None else low.reshape(rows), high.reshape(rows), tolerance,
+                fit, reward_range).reshape(high.shape)
     lead = selector.leader()
     lead_low = (low[:, lead] if low is not None else
                 np.minimum(np.maximum(prediction - radius[:, lead], lo), hi))

@@ -46,7 +46,7 @@ class Explorer(Stateful):
     ----------
     oracle
         The oracle (the explorer's own: `Oracle.bind` makes one for a learner).
-    variant, schedule, warm_start_epochs, horizon, reward_range
+    variant, ties, schedule, warm_start_epochs, horizon, reward_range
         As `RegCB`'s.
     budget
         A `FixedBudget` or an `AutoBudget`.
@@ -59,6 +59,7 @@ class Explorer(Stateful):
 
     SAVED = {  # what a model file holds (`regcb_stream.state`)
         "variant": "variant",
+        "ties": "ties",
         "schedule": "schedule",
         "budget": "budget",
         "reward_range": "reward_range",
@@ -74,12 +75,15 @@ class Explorer(Stateful):
         "oracle": "oracle",
         "next_rebuild": "_next_rebuild",
     }  # (the rule, the oracle's capabilities and what the oracle was grown to: derived)
+    ADDED = {"ties": "shared"}  # (model files of version 7 written before `ties`)
 
     def __init__(self, oracle: Oracle, *, variant: str, schedule: str, budget,
+                 ties: str = "shared",
                  reward_range: tuple[float, float] = (0.0, 1.0), warm_start_epochs: int = 0,
                  horizon: int | None = None, change: ChangeDetector | None = None,
                  fits: bool = False):
-        self.variant, self.rule = variant, rules.decision_rule(variant)
+        self.variant, self.ties = variant, ties
+        self.rule = rules.Rule(variant, ties)
         self.schedule = schedule
         self.budget = budget
         self.reward_range = reward_range
@@ -97,7 +101,7 @@ class Explorer(Stateful):
         self._room: tuple | None = None  # (oracle, models, features) it was last grown to
 
     def restored(self) -> None:
-        self.rule = rules.decision_rule(self.variant)
+        self.rule = rules.Rule(self.variant, self.ties)
         self._take(self.oracle)
         self._room = None
 
@@ -109,7 +113,7 @@ class Explorer(Stateful):
 
     @property
     def optimistic(self) -> bool:
-        return self.variant == "optimistic"
+        return self.rule.optimistic
 
     @property
     def labels_until_rebuild(self) -> int:
@@ -137,7 +141,7 @@ class Explorer(Stateful):
 
     def change_exploration(self, variant: str, budget) -> None:
         """Another variant and budget for the decisions to come."""
-        self.variant, self.rule = variant, rules.decision_rule(variant)
+        self.variant, self.rule = variant, rules.Rule(variant, self.ties)
         self.budget = budget
 
     def grow(self, n_models: int, dim: int, max_dim: int | None = None) -> None:

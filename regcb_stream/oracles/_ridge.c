@@ -428,27 +428,42 @@ static inline double clip(double x, double lo, double hi) {
     return y <= hi ? y : hi;
 }
 
-/* The decision rule on clipped bounds: elimination (uniform over the actions whose high
- * reaches the best low) or optimistic (uniform over the largest highs), ties within tol */
-static void decide(const double *low, const double *high, Py_ssize_t K, int optimistic,
-                   double tol, double *pmf) {
+/* The decision rule's codes: elimination (uniform over the actions whose high reaches the
+ * best low) or optimistic (uniform over the largest highs), its ties at the largest high
+ * shared, or broken by the fit p or by the fit clipped to [lo, hi] (`rules.py`) */
+enum { ELIMINATION, OPTIMISTIC, OPTIMISTIC_FIT, OPTIMISTIC_CLIPPED_FIT };
+
+/* The rule's distribution from the clipped bounds and the fit p, ties within tol */
+static void decide(const double *p, const double *low, const double *high, Py_ssize_t K,
+                   int rule, double lo, double hi, double tol, double *pmf) {
+    int optimistic = rule != ELIMINATION;
     double best = optimistic ? high[0] : low[0];
     for (Py_ssize_t k = 1; k < K; k++) {
         double x = optimistic ? high[k] : low[k];
         if (x > best) best = x;
     }
+    double top = -INFINITY;  /* the ties' best fit (-inf: ties shared) */
+    if (rule >= OPTIMISTIC_FIT)
+        for (Py_ssize_t k = 0; k < K; k++)
+            if (high[k] >= best - tol) {
+                double fit = rule == OPTIMISTIC_FIT ? p[k] : clip(p[k], lo, hi);
+                if (fit > top) top = fit;
+            }
     Py_ssize_t count = 0;
-    for (Py_ssize_t k = 0; k < K; k++) count += high[k] >= best - tol;
+    for (Py_ssize_t k = 0; k < K; k++) {
+        double fit = rule == OPTIMISTIC_FIT ? p[k] : clip(p[k], lo, hi);
+        pmf[k] = high[k] >= best - tol && (top == -INFINITY || fit >= top - tol);
+        count += pmf[k] != 0.0;
+    }
     double share = 1.0 / (double)count;  /* (NaN everywhere for NaN bounds, as 0 / 0) */
-    for (Py_ssize_t k = 0; k < K; k++)
-        pmf[k] = count == 0 ? NAN : high[k] >= best - tol ? share : 0.0;
+    for (Py_ssize_t k = 0; k < K; k++) pmf[k] = count == 0 ? NAN : pmf[k] * share;
 }
 
 /* One decision from each action's prediction p (prior included) and x^T A^-1 x v: the
  * clipped bounds (the whole range while the budget is NaN: no label yet) and the rule's
  * distribution (uniform while the budget is NaN) */
 static void decision(const double *p, const double *v, Py_ssize_t K, double beta, double lo,
-                     double hi, int optimistic, double tol, double *low, double *high,
+                     double hi, int rule, double tol, double *low, double *high,
                      double *pmf) {
     for (Py_ssize_t k = 0; k < K; k++) {
         double radius = sqrt((beta > 0.0 ? beta : 0.0) * v[k]);
@@ -458,7 +473,7 @@ static void decision(const double *p, const double *v, Py_ssize_t K, double beta
     if (isnan(beta))
         for (Py_ssize_t k = 0; k < K; k++) pmf[k] = 1.0 / (double)K;
     else
-        decide(low, high, K, optimistic, tol, pmf);
+        decide(p, low, high, K, rule, lo, hi, tol, pmf);
 }
 
 /* every model id of models in 0..M-1 */
@@ -675,14 +690,14 @@ static PyObject *py_block_update(PyObject *self, PyObject *args) {
  * its rule's distribution into pmfs (J, K), their mixture by weights (capped at 1) into
  * mix, and candidate lead's bounds into low and high (lead -1: none). scratch: 3 K. */
 static void candidate_mix(const double *p, const double *v, Py_ssize_t K, const double *r,
-                          const double *w, Py_ssize_t J, int optimistic, double lo, double hi,
+                          const double *w, Py_ssize_t J, int rule, double lo, double hi,
                           double tol, double *scratch, double *pmfs, double *mix,
                           Py_ssize_t lead, double *low, double *high) {
     double *l = scratch, *h = scratch + K, *root = scratch + 2 * K;
     for (Py_ssize_t k = 0; k < K; k++) mix[k] = 0.0, root[k] = sqrt(v[k]);
     for (Py_ssize_t j = 0; j < J; j++) {
         double *out = pmfs + j * K;
-        if (optimistic && j != lead)  /* the rule needs the upper bounds only */
+        if (rule != ELIMINATION && j != lead)  /* the rule needs the upper bounds only */
             for (Py_ssize_t k = 0; k < K; k++) h[k] = clip(p[k] + root[k] * r[j], lo, hi);
         else
             for (Py_ssize_t k = 0; k < K; k++) {
@@ -690,7 +705,7 @@ static void candidate_mix(const double *p, const double *v, Py_ssize_t K, const 
                 l[k] = clip(p[k] - radius, lo, hi);
                 h[k] = clip(p[k] + radius, lo, hi);
             }
-        decide(l, h, K, optimistic, tol, out);
+        decide(p, l, h, K, rule, lo, hi, tol, out);
         for (Py_ssize_t k = 0; k < K; k++) mix[k] += w[j] * out[k];
         if (j == lead)
             for (Py_ssize_t k = 0; k < K; k++) low[k] = l[k], high[k] = h[k];
@@ -709,7 +724,7 @@ static Py_ssize_t draw(const double *pmf, Py_ssize_t K, double u, double *cdf) {
 }
 
 PyDoc_STRVAR(candidates_doc,
-"candidates(prediction, variance, radii, weights, n, K, J, optimistic, lo, hi, tol, lead,\n"
+"candidates(prediction, variance, radii, weights, n, K, J, rule, lo, hi, tol, lead,\n"
 "           mix, pmfs, low, high)\n"
 "The automatic budget's decisions (budget.candidate_decisions): candidate j's clipped\n"
 "bounds prediction -+ sqrt(variance) radii[j] and its rule's distribution into pmfs\n"
@@ -720,10 +735,10 @@ static PyObject *py_candidates(PyObject *self, PyObject *args) {
     Py_buffer prediction = {0}, variance = {0}, radii = {0}, weights = {0}, mix = {0},
               pmfs = {0}, low = {0}, high = {0};
     Py_ssize_t n, K, J, lead;
-    int optimistic;
+    int rule;
     double lo, hi, tol;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*nnnpdddnw*w*w*w*", &prediction, &variance, &radii,
-                          &weights, &n, &K, &J, &optimistic, &lo, &hi, &tol, &lead, &mix,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nnnidddnw*w*w*w*", &prediction, &variance, &radii,
+                          &weights, &n, &K, &J, &rule, &lo, &hi, &tol, &lead, &mix,
                           &pmfs, &low, &high))
         return NULL;
     int ok = expect(&prediction, n * K, 8, "prediction") &&
@@ -744,7 +759,7 @@ static PyObject *py_candidates(PyObject *self, PyObject *args) {
         const double *pred = prediction.buf, *var = variance.buf;
         double *mx = mix.buf, *pm = pmfs.buf, *lw = low.buf, *hg = high.buf;
         for (Py_ssize_t i = 0; i < n; i++)
-            candidate_mix(pred + i * K, var + i * K, K, radii.buf, weights.buf, J, optimistic,
+            candidate_mix(pred + i * K, var + i * K, K, radii.buf, weights.buf, J, rule,
                           lo, hi, tol, scratch, pm + i * J * K, mx + i * K, lead, lw + i * K,
                           hg + i * K);
     }
@@ -785,7 +800,7 @@ static int dense_row(double *row, double intercept, const double *x, Py_ssize_t 
 }
 
 PyDoc_STRVAR(predict_dense_doc,
-"predict_dense(a_inv, theta, models, context, intercept, D, prior, budget, optimistic,\n"
+"predict_dense(a_inv, theta, models, context, intercept, D, prior, budget, rule,\n"
 "              lo, hi, tol, u[, out]) -> (index, prob) or None\n"
 "One decision for a dense context of D - 1 values (the product class): each action's\n"
 "bounds, the rule's distribution (uniform for a NaN budget) and the inverse-CDF draw of\n"
@@ -795,10 +810,10 @@ PyDoc_STRVAR(predict_dense_doc,
 static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
     Py_buffer a_inv = {0}, theta = {0}, models = {0}, context = {0}, out = {0};
     Py_ssize_t D;
-    int optimistic;
+    int rule;
     double intercept, prior, beta, lo, hi, tol, u;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*dnddpdddd|w*", &a_inv, &theta, &models, &context,
-                          &intercept, &D, &prior, &beta, &optimistic, &lo, &hi, &tol, &u,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*dnddidddd|w*", &a_inv, &theta, &models, &context,
+                          &intercept, &D, &prior, &beta, &rule, &lo, &hi, &tol, &u,
                           &out))
         return NULL;
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double)), K = models.len / 8;
@@ -820,7 +835,7 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
             Py_INCREF(result);
         } else {
             shared_moments(a_inv.buf, theta.buf, model, K, D, NULL, row, D, prior, p, v);
-            decision(p, v, K, beta, lo, hi, optimistic, tol, lw, hg, pm);
+            decision(p, v, K, beta, lo, hi, rule, tol, lw, hg, pm);
             if (out.buf) {
                 double *o = out.buf;
                 memcpy(o, pm, K * sizeof(double));
@@ -839,7 +854,7 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
 
 PyDoc_STRVAR(predict_auto_doc,
 "predict_auto(a_inv, theta, models, context, intercept, D, prior, sqrt_grid, scale,\n"
-"             weights, optimistic, lo, hi, tol, u, pmfs) -> (index, prob, candidates) or None\n"
+"             weights, rule, lo, hi, tol, u, pmfs) -> (index, prob, candidates) or None\n"
 "predict_dense with the automatic budget: candidate j's radius is sqrt_grid[j] * scale,\n"
 "the played distribution their mixture by weights (as `candidates` makes it), drawn by u;\n"
 "every candidate's distribution into pmfs (J, K), and its probability of the drawn action\n"
@@ -849,10 +864,10 @@ static PyObject *py_predict_auto(PyObject *self, PyObject *args) {
     Py_buffer a_inv = {0}, theta = {0}, models = {0}, context = {0}, sqrt_grid = {0},
               weights = {0}, pmfs = {0};
     Py_ssize_t D;
-    int optimistic;
+    int rule;
     double intercept, prior, scale, lo, hi, tol, u;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*dndy*dy*pddddw*", &a_inv, &theta, &models, &context,
-                          &intercept, &D, &prior, &sqrt_grid, &scale, &weights, &optimistic,
+    if (!PyArg_ParseTuple(args, "y*y*y*y*dndy*dy*iddddw*", &a_inv, &theta, &models, &context,
+                          &intercept, &D, &prior, &sqrt_grid, &scale, &weights, &rule,
                           &lo, &hi, &tol, &u, &pmfs))
         return NULL;
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double)), K = models.len / 8,
@@ -877,7 +892,7 @@ static PyObject *py_predict_auto(PyObject *self, PyObject *args) {
             const double *sq = sqrt_grid.buf;
             for (Py_ssize_t j = 0; j < J; j++) radii[j] = sq[j] * scale;
             shared_moments(a_inv.buf, theta.buf, model, K, D, NULL, row, D, prior, p, v);
-            candidate_mix(p, v, K, radii, weights.buf, J, optimistic, lo, hi, tol, scratch, pm,
+            candidate_mix(p, v, K, radii, weights.buf, J, rule, lo, hi, tol, scratch, pm,
                           mix, -1, NULL, NULL);
             Py_ssize_t index = draw(mix, K, u, scratch);
             PyObject *chosen = PyTuple_New(J);
@@ -994,7 +1009,7 @@ static PyObject *py_learn_dense(PyObject *self, PyObject *args) {
 
 PyDoc_STRVAR(run_online_doc,
 "run_online(a, b, a_inv, theta, updates, models, index, value, played, reward, weight,\n"
-"           budget, pmf, pred, low, high, start, n, R, K, L, D, optimistic, refresh,\n"
+"           budget, pmf, pred, low, high, start, n, R, K, L, D, rule, refresh,\n"
 "           prior, lo, hi, tol) -> (stop, learned)\n"
 "Examples start..n-1 in order: bounds with budget[labels learned so far in the call]\n"
 "(uniform play while that budget is NaN: no label yet), the rule's distribution, then\n"
@@ -1046,7 +1061,7 @@ static int auto_open(PyObject *spec, Py_ssize_t n, Py_ssize_t K, Auto *au) {
 
 /* One decision of the automatic budget after `learned` labels of the call */
 static void auto_decide(Auto *au, const double *p, const double *var, Py_ssize_t K,
-                        Py_ssize_t learned, int optimistic, double lo, double hi, double tol,
+                        Py_ssize_t learned, int rule, double lo, double hi, double tol,
                         double *low, double *high, double *pmf) {
     double scale = ((const double *)au->scale.buf)[learned];
     if (isnan(scale)) {  /* no label yet: uniform play, every candidate alike */
@@ -1056,7 +1071,7 @@ static void auto_decide(Auto *au, const double *p, const double *var, Py_ssize_t
     }
     const double *sq = au->sqrt_grid.buf;
     for (Py_ssize_t j = 0; j < au->J; j++) au->radii[j] = sq[j] * scale;
-    candidate_mix(p, var, K, au->radii, au->weights.buf, au->J, optimistic, lo, hi, tol,
+    candidate_mix(p, var, K, au->radii, au->weights.buf, au->J, rule, lo, hi, tol,
                   au->scratch, au->pmfs, pmf, au->lead, low, high);
 }
 
@@ -1091,13 +1106,13 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
               index = {0}, value = {0}, played = {0}, reward = {0}, weight = {0},
               budget = {0}, pmf = {0}, pred = {0}, low = {0}, high = {0};
     Py_ssize_t start, n, R, K, L, D, refresh;
-    int optimistic;
+    int rule;
     double prior, lo, hi, tol;
     PyObject *blocks = Py_None, *selector = Py_None;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnpndddd|OO", &a, &b,
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnindddd|OO", &a, &b,
                           &a_inv, &theta, &updates, &models, &index, &value, &played,
                           &reward, &weight, &budget, &pmf, &pred, &low, &high, &start, &n,
-                          &R, &K, &L, &D, &optimistic, &refresh, &prior, &lo, &hi, &tol,
+                          &R, &K, &L, &D, &rule, &refresh, &prior, &lo, &hi, &tol,
                           &blocks, &selector))
         return NULL;
     Auto au_, *au = selector == Py_None ? NULL : &au_;
@@ -1166,9 +1181,9 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
                 break;
             }
             if (au)
-                auto_decide(au, p, var, K, learned, optimistic, lo, hi, tol, lw, hg, pm);
+                auto_decide(au, p, var, K, learned, rule, lo, hi, tol, lw, hg, pm);
             else
-                decision(p, var, K, beta, lo, hi, optimistic, tol, lw, hg, pm);
+                decision(p, var, K, beta, lo, hi, rule, tol, lw, hg, pm);
             if (act[i] < 0) continue;
             Py_ssize_t m = model[act[i]], row = (i * R + (R == 1 ? 0 : act[i])) * L;
             if (au) auto_credit(au, act[i], K, rw[i], ((const double *)au->prob.buf)[i], lo, hi);
@@ -1465,7 +1480,7 @@ static PyObject *py_bounded_learn(PyObject *self, PyObject *args) {
 PyDoc_STRVAR(bounded_run_doc,
 "bounded_run(hinv, hgram, htheta, prec, theta, updates, tail, l2, models, index, value,\n"
 "            played, reward, weight, budget, pmf, pred, low, high, start, n, R, K, L, h, S,\n"
-"            optimistic, refresh, prior, lo, hi, tol) -> (stop, learned, stale)\n"
+"            rule, refresh, prior, lo, hi, tol) -> (stop, learned, stale)\n"
 "run_online for the bounded ridge: examples start..n-1 in order, bounds with\n"
 "budget[labels so far] (uniform play while it is NaN), the rule's distribution, then the\n"
 "label of played[i] >= 0 learned at once; stops after a label that makes its model's\n"
@@ -1476,12 +1491,12 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
               tail = {0}, models = {0}, index = {0}, value = {0}, played = {0}, reward = {0},
               weight = {0}, budget = {0}, pmf = {0}, pred = {0}, low = {0}, high = {0};
     Py_ssize_t start, n, R, K, L, h, S, refresh, M;
-    int optimistic;
+    int rule;
     double l2, prior, lo, hi, tol;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*w*dy*y*y*y*y*y*y*w*w*w*w*nnnnnnnpndddd", &hinv,
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*w*dy*y*y*y*y*y*y*w*w*w*w*nnnnnnnindddd", &hinv,
                           &hgram, &htheta, &prec, &theta, &up, &tail, &l2, &models, &index,
                           &value, &played, &reward, &weight, &budget, &pmf, &pred, &low, &high,
-                          &start, &n, &R, &K, &L, &h, &S, &optimistic, &refresh, &prior, &lo,
+                          &start, &n, &R, &K, &L, &h, &S, &rule, &refresh, &prior, &lo,
                           &hi, &tol))
         return NULL;
     Bounded B;
@@ -1513,7 +1528,7 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
                                     var + k);
                 p[k] += prior;
             }
-            decision(p, var, K, bud[learned], lo, hi, optimistic, tol,
+            decision(p, var, K, bud[learned], lo, hi, rule, tol,
                      (double *)low.buf + i * K, (double *)high.buf + i * K,
                      (double *)pmf.buf + i * K);
             if (act[i] < 0) continue;
@@ -1678,7 +1693,7 @@ static void vw_bounds(const VWState *V, Py_ssize_t m, const int64_t *idx, const 
 
 PyDoc_STRVAR(vw_run_doc,
 "vw_run(w, g, s, counters, models, index, value, played, reward, weight, budget, pmf,\n"
-"       pred, low, high, n, R, K, L, S, optimistic, eta, bisection, lo, hi, tol, events)\n"
+"       pred, low, high, n, R, K, L, S, rule, eta, bisection, lo, hi, tol, events)\n"
 "       -> labels learned\n"
 "RegCB over VW's regressor, examples in order (the online schedule): each action's score\n"
 "and bounds with budget[labels so far] (uniform play and the whole range while it is\n"
@@ -1691,11 +1706,11 @@ static PyObject *py_vw_run(PyObject *self, PyObject *args) {
               played = {0}, reward = {0}, weight = {0}, budget = {0}, pmf = {0}, pred = {0},
               low = {0}, high = {0}, events = {0};
     Py_ssize_t n, R, K, L, S;
-    int optimistic, bisection;
+    int rule, bisection;
     double eta, lo, hi, tol;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnpdpdddw*", &w, &g, &s,
+    if (!PyArg_ParseTuple(args, "w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnidpdddw*", &w, &g, &s,
                           &c, &models, &index, &value, &played, &reward, &weight, &budget,
-                          &pmf, &pred, &low, &high, &n, &R, &K, &L, &S, &optimistic, &eta,
+                          &pmf, &pred, &low, &high, &n, &R, &K, &L, &S, &rule, &eta,
                           &bisection, &lo, &hi, &tol, &events))
         return NULL;
     Py_ssize_t M = S > 0 ? w.len / (S * 4) : 0;
@@ -1736,7 +1751,7 @@ static PyObject *py_vw_run(PyObject *self, PyObject *args) {
             if (isnan(beta))
                 for (Py_ssize_t k = 0; k < K; k++) pm[k] = 1.0 / (double)K;
             else
-                decide(lw, hg, K, optimistic, tol, pm);
+                decide(p, lw, hg, K, rule, lo, hi, tol, pm);
             if (act[i] < 0) continue;
             Py_ssize_t m = model[act[i]], row = (i * R + (R == 1 ? 0 : act[i])) * L;
             const int64_t *cols = idx ? idx + row : NULL;

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from regcb_stream import rules
 from regcb_stream.bounds import clip_bounds, ellipsoid_bounds
 from regcb_stream.features.rows import SparseRows
 from regcb_stream.oracles.base import Capabilities, MemoryLimitError
@@ -281,7 +280,7 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
         head = np.einsum("nkd,kde,nke->nk", dense[..., :h], self._hinv[models], dense[..., :h])
         return pred, np.maximum(head, 0.0) + tail
 
-    def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
+    def _loop(self, index, value, models, played, rewards, weights, budgets, rule,
               reward_range, tolerance, out):
         n = len(value)
         run = self._run_compiled if self.compiled else self._run_reference
@@ -292,7 +291,7 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
             rows = slice(0, stop)  # (the kernel takes whole arrays: views of rows ..stop)
             start, learned = run(index[rows] if index.size else index, value[rows], models,
                                  played[rows], rewards[rows], scaled[rows], budgets,
-                                 optimistic, reward_range, tolerance,
+                                 rule, reward_range, tolerance,
                                  out[:, rows], start)
             budgets = budgets[learned:]
             if scaled is not weights:
@@ -302,7 +301,7 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
         return tuple(out)
 
     def _run_compiled(self, index, value, models, played, rewards, weights, budgets,
-                      optimistic, reward_range, tolerance, out, start):
+                      rule, reward_range, tolerance, out, start):
         """The compiled loop from example ``start`` to the end or to a stale head; returns
         where it stopped and the labels it learned."""
         (n, r, width), k = value.shape, len(models)
@@ -310,16 +309,15 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
             self._hinv, self._hgram, self._htheta, self._prec, self._theta, self._updates,
             self._tail, float(self._l2), models, index, value, played, rewards, weights,
             budgets, *out, start, n, r, k, width,
-            self._hinv.shape[1], self._theta.shape[1], optimistic, self.refresh_every,
+            self._hinv.shape[1], self._theta.shape[1], rule.code, self.refresh_every,
             self.prior_mean, *reward_range, tolerance)
         if stale >= 0:
             self._invert(stale)
         return stop, learned
 
     def _run_reference(self, index, value, models, played, rewards, weights, budgets,
-                       optimistic, reward_range, tolerance, out, start):
+                       rule, reward_range, tolerance, out, start):
         """``_run_compiled`` one example at a time in numpy, to the end."""
-        rule = rules.decision_rule("optimistic" if optimistic else "elimination")
         learned, k = 0, len(models)
         for i in range(start, len(value)):
             row = SparseRows(None if index is DENSE else index[i : i + 1], value[i : i + 1],
@@ -330,7 +328,8 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
                 out[0, i], out[2, i], out[3, i] = 1.0 / k, reward_range[0], reward_range[1]
             else:
                 low, high = clip_bounds(*ellipsoid_bounds(pred, var, budget), reward_range)
-                out[0, i], out[2, i], out[3, i] = rule(low, high, tolerance)[0], low[0], high[0]
+                out[0, i] = rule(low, high, tolerance, pred, reward_range)[0]
+                out[2, i], out[3, i] = low[0], high[0]
             if played[i] >= 0:
                 j = 0 if value.shape[1] == 1 else played[i]
                 model = int(models[played[i]])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from regcb_stream.oracles.ridge_base import _ridge
+from regcb_stream.rules import Rule
 
 
 class DenseRowCalls:
@@ -14,7 +15,7 @@ class DenseRowCalls:
     `RidgeOracle` (its ``one_row`` and ``auto_loop`` capabilities)."""
 
     def predict_dense(self, context: np.ndarray, models: np.ndarray, intercept: float,
-                      budget: float, optimistic: bool, reward_range: tuple[float, float],
+                      budget: float, rule: Rule, reward_range: tuple[float, float],
                       tolerance: float, uniform: float, out: np.ndarray | None = None
                       ) -> tuple[int, float] | None:
         """One decision for a dense context (the product class's rows: the intercept, then
@@ -26,12 +27,12 @@ class DenseRowCalls:
             return None
         extra = () if out is None else (out,)
         return _ridge.predict_dense(self._a_inv, self._theta, models, context, intercept,
-                                    self.dim, self.prior_mean, budget, optimistic,
+                                    self.dim, self.prior_mean, budget, rule.code,
                                     *reward_range, tolerance, uniform, *extra)
 
     def predict_auto(self, context: np.ndarray, models: np.ndarray, intercept: float,
                      sqrt_grid: np.ndarray, scale: float, weights: np.ndarray,
-                     optimistic: bool, reward_range: tuple[float, float], tolerance: float,
+                     rule: Rule, reward_range: tuple[float, float], tolerance: float,
                      uniform: float, pmfs: np.ndarray) -> tuple[int, float, tuple] | None:
         """``predict_dense`` with the automatic budget's candidates (radii ``sqrt_grid *
         scale``, mixed by ``weights``: `regcb_stream.explore.budget`): ``(index, probability, each
@@ -41,14 +42,14 @@ class DenseRowCalls:
             return None
         return _ridge.predict_auto(self._a_inv, self._theta, models, context, intercept,
                                    self.dim, self.prior_mean, sqrt_grid, scale, weights,
-                                   optimistic, *reward_range, tolerance, uniform, pmfs)
+                                   rule.code, *reward_range, tolerance, uniform, pmfs)
 
     def replay_auto(self, phi, models, played, rewards, weights, probs, scales, selector,
-                    optimistic: bool, reward_range: tuple[float, float], tolerance: float):
+                    rule: Rule, reward_range: tuple[float, float], tolerance: float):
         """``replay_online`` with the automatic budget's ``selector`` (`BudgetSelector`):
         ``scales[j]`` the candidates' radius scale after ``j`` more labels (NaN: uniform play),
         each label scoring the candidates with its logged probability ``probs[i]``."""
-        return self.replay_online(phi, models, played, rewards, weights, scales, optimistic,
+        return self.replay_online(phi, models, played, rewards, weights, scales, rule,
                                   reward_range, tolerance,
                                   scoring=(selector, np.ascontiguousarray(probs, dtype=float)))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from regcb_stream.features.rows import SparseRows
+from regcb_stream.rules import Rule
 
 DENSE = np.zeros(0, dtype=np.int64)  # the index of dense rows, as the kernels take it
 _NO_LABEL, _UNUSED = np.full(1, -1, np.int64), np.zeros(1)  # one decision, no label
@@ -19,18 +20,18 @@ _NO_LABEL, _UNUSED = np.full(1, -1, np.int64), np.zeros(1)  # one decision, no l
 class OnlineLoop:
     """``decisions`` and ``replay_online`` over an oracle's ``_loop``."""
 
-    def decisions(self, phi, models, budget: float, optimistic: bool,
+    def decisions(self, phi, models, budget: float, rule: Rule,
                   reward_range: tuple[float, float], tolerance: float):
-        """The decision rule's distributions (elimination, or ``optimistic``), predictions
+        """The decision ``rule``'s distributions (`regcb_stream.rules.Rule`), predictions
         and clipped bounds of a block of rows under the frozen fit, ``(n, K)`` each, in
         the compiled loop (``budget`` NaN: uniform play)."""
         n = len(phi.value if isinstance(phi, SparseRows) else phi)
         played, unused = (_NO_LABEL, _UNUSED) if n == 1 else (np.full(n, -1, np.int64),
                                                                 np.zeros(n))
-        return self._run(phi, models, played, unused, unused, np.array([budget]), optimistic,
+        return self._run(phi, models, played, unused, unused, np.array([budget]), rule,
                          reward_range, tolerance)  # (no labels: rewards, weights unread)
 
-    def replay_online(self, phi, models, played, rewards, weights, budgets, optimistic: bool,
+    def replay_online(self, phi, models, played, rewards, weights, budgets, rule: Rule,
                       reward_range: tuple[float, float], tolerance: float, **options):
         """Decide and learn a block of logged examples in order, rebuilding after every
         label (the ``online`` schedule), in the compiled loop.
@@ -43,15 +44,15 @@ class OnlineLoop:
         return self._run(phi, models, np.ascontiguousarray(played, dtype=np.int64),
                          np.ascontiguousarray(rewards, dtype=float),
                          np.ascontiguousarray(weights, dtype=float),
-                         np.ascontiguousarray(budgets, dtype=float), optimistic,
+                         np.ascontiguousarray(budgets, dtype=float), rule,
                          reward_range, tolerance, **options)
 
-    def _run(self, phi, models, played, rewards, weights, budgets, optimistic, reward_range,
+    def _run(self, phi, models, played, rewards, weights, budgets, rule, reward_range,
              tolerance, **options):
         index, value = kernel_rows(phi)
         models = self._model_ids(models)
         out = np.empty((4, len(value), len(models)))
-        return self._loop(index, value, models, played, rewards, weights, budgets, optimistic,
+        return self._loop(index, value, models, played, rewards, weights, budgets, rule,
                           reward_range, tolerance, out, **options)
 
     def _model_ids(self, models) -> np.ndarray:

@@ -372,7 +372,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         var = np.einsum("nkd,kde,nke->nk", dense, self._a_inv[models], dense)
         return pred, np.maximum(var, 0.0)
 
-    def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
+    def _loop(self, index, value, models, played, rewards, weights, budgets, rule,
               reward_range, tolerance, out, scoring=None):
         (n, r, width), k = value.shape, len(models)
         self._block_arrays(index, value)
@@ -391,7 +391,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
                 self._a, self._b, self._a_inv, self._theta, self._updates, models,
                 index[rows] if index.size else index, value[rows], played[rows],
                 rewards[rows], scaled[rows], budgets, *out[:, rows],
-                start, stop, r, k, width, self.dim, optimistic, self.refresh_every,
+                start, stop, r, k, width, self.dim, rule.code, self.refresh_every,
                 self.prior_mean, *reward_range, tolerance, blocks, spec)
             if scoring is not None:
                 scoring[0].loop_done(learned)

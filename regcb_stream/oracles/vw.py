@@ -149,7 +149,7 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
             self._state.update(model, idx, value, y, weight, F32(self.learning_rate))
         self._pending.clear()
 
-    def _loop(self, index, value, models, played, rewards, weights, budgets, optimistic,
+    def _loop(self, index, value, models, played, rewards, weights, budgets, rule,
               reward_range, tolerance, out):
         """``_ridge.vw_run``."""
         (n, r, width), k = value.shape, len(models)
@@ -158,7 +158,7 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
         state = self._state
         _ridge.vw_run(state.w, state.g, state.s, state.c, models, index, value, played,
                       rewards, weights, budgets, *out, n, r, k, width, state.w.shape[1],
-                      optimistic, self.learning_rate, self.bisection, *reward_range, tolerance,
+                      rule.code, self.learning_rate, self.bisection, *reward_range, tolerance,
                       events)
         self._events, self._action_sum = int(events[0]), int(events[1])
         self._n_actions = k
