@@ -59,7 +59,7 @@ MODEL_CLASSES = {
 PROVISIONAL = "random features"  # the class a learner reports before its first example
 
 VARIANT = "optimistic"  # RegCB.Optimistic (docs/results/defaults.md)
-TIES = "shared"  # the optimistic rule's ties at the top (docs/results/optimistic_ties.md)
+TIES = "clipped"  # the optimistic rule's ties at the top (docs/results/optimistic_ties.md)
 SCHEDULE = "online"  # a rebuild after every label, rank-one updates
 RANDOM_FEATURES = 64  # appended to dense contexts (docs/results/random_features.md)
 VW_MELLOWNESS = 0.1  # VW's own default: the command's with VW's regressor (--oracle vw)

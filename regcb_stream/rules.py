@@ -91,6 +91,8 @@ class Rule:
     def __post_init__(self):
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; expected one of {VARIANTS}")
+        if self.ties not in TIES:
+            raise ValueError(f"unknown ties {self.ties!r}; expected one of {TIES}")
 
     @property
     def optimistic(self) -> bool:

@@ -185,7 +185,7 @@ def test_a_model_file_from_before_the_names_added_to_its_format_loads(tmp_path):
     """A file of format 7 written before the encoder saved the random features of named
     contexts (whose dict contexts had none) and before the rule's ties were a parameter
     (they were shared) continues as it would have."""
-    learner, twin = (RegCB(seed=7, random_features=0) for _ in range(2))
+    learner, twin = (RegCB(seed=7, random_features=0, ties="shared") for _ in range(2))
     contexts, rewards = checks.stream(80)
     rows = [({f"f{j}": float(v) for j, v in enumerate(x)}, r) for x, r in zip(contexts, rewards)]
     for who in (learner, twin):

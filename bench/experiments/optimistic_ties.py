@@ -163,6 +163,11 @@ def report(rows: list[dict], command: str) -> str:
         f"the first 500 rounds on "
         f"{sum(means[(t, s, 500)] >= means[('shared', s, 500)] for s in STREAMS)}/56"
         for t in TIES[1:]) + "."]
+    lines.append("")
+    for t in TIES[1:]:
+        lines.append(f"- `{t}` minus `shared`, mean over the 56 streams (its standard error): "
+                     + ", ".join(f"{label} {_difference(means, t, rounds)}" for label, rounds
+                                 in (("whole runs", None), ("first 500 rounds", 500))))
     lines += ["", f"Chosen on all 56 streams among the eligible: **`{chosen}`**; leaving each "
               f"stream's data set out, `{chosen}` is chosen on "
               f"{sum(h == chosen for h in held.values())} of 56 (held-out mean "
@@ -179,6 +184,14 @@ def report(rows: list[dict], command: str) -> str:
         lines += ["", f"`RegCB()`'s ties (`{defaults.TIES}`) are not the rule chosen: set "
                   "`TIES` in `regcb_stream/defaults.py`."]
     return "\n".join(lines) + "\n"
+
+
+def _difference(means: dict, ties: str, rounds: int | None) -> str:
+    """The mean over the streams of ``ties``' mean minus ``shared``'s, and its standard
+    error (over whole runs, or their first ``rounds``)."""
+    tail = () if rounds is None else (rounds,)
+    d = np.array([means[(ties, s, *tail)] - means[("shared", s, *tail)] for s in STREAMS])
+    return f"{d.mean():+.4f} ({d.std(ddof=1) / np.sqrt(len(d)):.4f})"
 
 
 def _task_of(record: dict) -> tuple:

@@ -14,7 +14,7 @@ import sys
 
 from regcb_stream.command import resume, shell
 from regcb_stream.command.driver import StreamSettings
-from regcb_stream.defaults import VARIANT, VW_MELLOWNESS
+from regcb_stream.defaults import TIES, VARIANT, VW_MELLOWNESS
 from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.vw_slots import FLAGS as SLOT_FLAGS
 from regcb_stream.learner import RegCB
@@ -48,6 +48,7 @@ def make_learner(args) -> RegCB:
     variant, budget = exploration(vars(args))
     return RegCB(
         variant,
+        ties="shared" if args.vw_compat else TIES,  # (VW's: every tied action)
         oracle=oracle,
         schedule=args.schedule,
         reward_range=(-args.cb_max_cost, -args.cb_min_cost),

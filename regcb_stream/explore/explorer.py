@@ -10,8 +10,8 @@ is a hook after learning (`regcb_stream.adapt.change`).
 >>> from regcb_stream.explore.budget import FixedBudget
 >>> from regcb_stream.features.rows import Block, SparseRows
 >>> from regcb_stream.oracles.ridge import RidgeOracle
->>> explorer = Explorer(RidgeOracle(), variant="optimistic", schedule="online",
-...                     budget=FixedBudget("beta", 0.01, 1e-3))
+>>> explorer = Explorer(RidgeOracle(), variant="optimistic", ties="clipped",
+...                     schedule="online", budget=FixedBudget("beta", 0.01, 1e-3))
 >>> rows = SparseRows(None, np.array([[[1.0, 0.0], [1.0, 0.0]]]), dim=2)
 >>> explorer.grow(2, 2)
 >>> explorer.decide(rows, np.array([0, 1])).pmf.tolist()   # no label yet: uniform
@@ -77,8 +77,7 @@ class Explorer(Stateful):
     }  # (the rule, the oracle's capabilities and what the oracle was grown to: derived)
     ADDED = {"ties": "shared"}  # (model files of version 7 written before `ties`)
 
-    def __init__(self, oracle: Oracle, *, variant: str, schedule: str, budget,
-                 ties: str = "shared",
+    def __init__(self, oracle: Oracle, *, variant: str, ties: str, schedule: str, budget,
                  reward_range: tuple[float, float] = (0.0, 1.0), warm_start_epochs: int = 0,
                  horizon: int | None = None, change: ChangeDetector | None = None,
                  fits: bool = False):
