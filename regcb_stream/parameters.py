@@ -285,7 +285,7 @@ def _grid(value) -> bool:
 #: each parameter's constraint and what it must be (checked when it is set)
 PARAMETERS = {
     "variant": (_choice(rules.VARIANTS), f"one of {rules.VARIANTS}"),
-    "ties": (_choice(rules.TIES), f"one of {rules.TIES}"),
+    "ties": (_choice(rules.TIE_RULES), f"one of {rules.TIE_RULES}"),
     "oracle": (lambda v: True, "a name or an Oracle"),  # (checked by its model)
     "beta": (lambda v: v is None or is_number(v) and v >= 0, "None or a finite number >= 0"),
     "schedule": (_choice(schedules.SCHEDULES), f"one of {schedules.SCHEDULES}"),

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 VARIANTS = ("elimination", "optimistic")
-TIES = ("shared", "fit", "clipped")  # the optimistic rule's ties: shared, or broken by the
-# fit (the prediction) or by the fit clipped to the reward range (`RegCB`'s ``ties``)
+TIE_RULES = ("shared", "fit", "clipped")  # the optimistic rule's ties: shared, or broken by
+# the fit (the prediction) or by the fit clipped to the reward range (`RegCB`'s ``ties``)
 
 
 def plausible(low: np.ndarray, high: np.ndarray, tolerance: float = 0.0) -> np.ndarray:
@@ -83,7 +83,7 @@ def sample(pmf: np.ndarray, u: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class Rule:
     """The decision rule of ``variant`` (:data:`VARIANTS`), the optimistic one's ties as
-    ``ties`` says (:data:`TIES`)."""
+    ``ties`` says (:data:`TIE_RULES`)."""
 
     variant: str
     ties: str = "shared"
@@ -91,8 +91,8 @@ class Rule:
     def __post_init__(self):
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.variant!r}; expected one of {VARIANTS}")
-        if self.ties not in TIES:
-            raise ValueError(f"unknown ties {self.ties!r}; expected one of {TIES}")
+        if self.ties not in TIE_RULES:
+            raise ValueError(f"unknown ties {self.ties!r}; expected one of {TIE_RULES}")
 
     @property
     def optimistic(self) -> bool:
@@ -101,7 +101,7 @@ class Rule:
     @property
     def code(self) -> int:
         """The rule's code in the compiled loops (``_ridge.c``): 0 for elimination."""
-        return 1 + TIES.index(self.ties) if self.optimistic else 0
+        return 1 + TIE_RULES.index(self.ties) if self.optimistic else 0
 
     def __call__(self, low: np.ndarray | None, high: np.ndarray, tolerance: float,
                  prediction: np.ndarray, reward_range: tuple[float, float]) -> np.ndarray:

@@ -453,6 +453,12 @@ def test_a_cross_of_other_than_two_namespaces_is_a_flag_error(spec):
     assert f"-q {spec}: regcb-stream crosses two namespaces" in err
 
 
+def test_vw_compat_keeps_vws_shared_ties():
+    err = one_line_refusal(["--cb_explore", "4", "--oracle", "vw", "--vw_compat", "--ties",
+                            "clipped"], "|s x\n")
+    assert "--ties clipped: --vw_compat keeps VW's ties" in err
+
+
 def test_cluster_flags_that_cannot_run_are_flag_errors(tmp_path):
     data = tmp_path / "cb.dat"
     data.write_text(cb_stream(20))

@@ -161,6 +161,8 @@ COMMAND_CASES = {
     "single default": ("letter.dat", SINGLE),
     "single elimination": ("letter.dat", [*SINGLE, "--regcb"]),
     "single optimistic": ("letter.dat", [*SINGLE, "--regcb", "--regcbopt"]),
+    "single shared ties": ("letter.dat", [*SINGLE, "--ties", "shared"]),  # (the default's
+    # decisions before ties="clipped": its hash is theirs)
     "single sqrt2": ("letter.dat", [*SINGLE, "--schedule", "sqrt2"]),
     "single doubling elimination": ("letter.dat", [*SINGLE, "--schedule", "doubling",
                                                    "--regcb"]),
@@ -177,6 +179,7 @@ COMMAND_CASES = {
     "adf default": ("letter_adf.dat", ADF),
     "adf elimination": ("letter_adf.dat", [*ADF, "--regcb"]),
     "adf optimistic": ("letter_adf.dat", [*ADF, "--regcbopt"]),
+    "adf shared ties": ("letter_adf.dat", [*ADF, "--ties", "shared"]),
     "adf sqrt2": ("letter_adf.dat", [*ADF, "--schedule", "sqrt2"]),
     "adf vw oracle": ("letter_adf.dat", [*ADF, "--oracle", "vw"]),
     "adf vw_compat": ("letter_adf.dat", [*ADF, "--oracle", "vw", "--vw_compat", "--regcb"]),

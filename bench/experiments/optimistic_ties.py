@@ -12,7 +12,7 @@ over them. Breaking those ties by the fit plays the tied action of the largest p
 above the top still tie). Any maximizer of the upper bound keeps the algorithm's regret
 bound; which one is a matter of measurement.
 
-Each rule of :data:`TIES` runs ``RegCB(ties=...)``, every other parameter at its default,
+Each rule of :data:`TIE_RULES` runs ``RegCB(ties=...)``, every other parameter at its default,
 on the 16 UCI streams (``bench/harness/problems.py``) and the 40 streams of
 ``bench/experiments/unseen_streams.py`` (20 streams and their noisy variants), 5
 repetitions of the harness's protocol each; on the realizable linear problem of the
@@ -53,7 +53,7 @@ from bench.provenance import stamp
 from bench.runs import run_missing
 from regcb_stream import RegCB, defaults
 from regcb_stream.datasets.synthetic import regret_growth
-from regcb_stream.rules import TIES
+from regcb_stream.rules import TIE_RULES
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 UNSEEN_RUNS = ROOT / "results" / "unseen_streams.jsonl"  # the peers on the 40 streams
@@ -116,7 +116,7 @@ def unseen_bars(means: dict) -> list[str]:
     lines = ["", "## Against the peers on the 40 unseen streams", "",
              "The peers' runs of `bench/experiments/unseen_streams.py` "
              "(`results/unseen_streams.jsonl`, its first 5 repetitions: the same problems):"]
-    for ties in TIES:
+    for ties in TIE_RULES:
         ours = {(unseen_streams.DEFAULT, *key[1:]): value for key, value in means.items()
                 if key[0] == ties}
         lines += ["", f"`ties={ties!r}`:", "", *unseen_streams._bars({**peers, **ours})]
@@ -126,7 +126,7 @@ def unseen_bars(means: dict) -> list[str]:
 def report(rows: list[dict], command: str) -> str:
     means = _means(rows)
     largest = growth(rows)
-    eligible = [t for t in TIES if max(largest[t].values()) <= MAX_GROWTH]
+    eligible = [t for t in TIE_RULES if max(largest[t].values()) <= MAX_GROWTH]
     held = {s: choose(means, eligible, s) for s in STREAMS}
     chosen = choose(means, eligible)
     lines = [
@@ -139,15 +139,15 @@ def report(rows: list[dict], command: str) -> str:
         "## Eligibility", "",
         "| ties | largest growth, realizable (20,000 rounds, 8 maps) | largest growth, long "
         "(200,000 rounds, 12 seeds) | eligible |", "|---|---:|---:|:---:|"]
-    for ties in TIES:
+    for ties in TIE_RULES:
         grown = largest[ties]
         lines.append(f"| {ties} | {grown['realizable']:.2f} | {grown['long']:.2f} | "
                      f"{'yes' if ties in eligible else 'no'} |")
     lines += ["", "## Progressive reward per stream (mean of 5 repetitions)", "",
-              "| stream | " + " | ".join(TIES) + " | chosen without its data set | held out |",
-              "|---|" + "---:|" * (len(TIES) + 2)]
+              "| stream | " + " | ".join(TIE_RULES) + " | chosen without its data set | held out |",
+              "|---|" + "---:|" * (len(TIE_RULES) + 2)]
     for stream in STREAMS:
-        values = [means[(t, stream)] for t in TIES]
+        values = [means[(t, stream)] for t in TIE_RULES]
         cells = [f"**{v:.4f}**" if v == max(values) else f"{v:.4f}" for v in values]
         lines.append(f"| {stream} | " + " | ".join(cells)
                      + f" | {held[stream]} | {means[(held[stream], stream)]:.4f} |")
@@ -156,15 +156,15 @@ def report(rows: list[dict], command: str) -> str:
                           ("their noisy variants", unseen_streams.NOISY_STREAMS),
                           ("all 56", STREAMS)):
         lines.append(f"| **mean, {name}** | " + " | ".join(
-            f"{np.mean([means[(t, s)] for s in streams]):.4f}" for t in TIES) + " | | "
+            f"{np.mean([means[(t, s)] for s in streams]):.4f}" for t in TIE_RULES) + " | | "
             f"{np.mean([means[(held[s], s)] for s in streams]):.4f} |")
     lines += ["", "At or above `ties='shared'`: " + "; ".join(
         f"`{t}` on {sum(means[(t, s)] >= means[('shared', s)] for s in STREAMS)}/56 streams, "
         f"the first 500 rounds on "
         f"{sum(means[(t, s, 500)] >= means[('shared', s, 500)] for s in STREAMS)}/56"
-        for t in TIES[1:]) + "."]
+        for t in TIE_RULES[1:]) + "."]
     lines.append("")
-    for t in TIES[1:]:
+    for t in TIE_RULES[1:]:
         lines.append(f"- `{t}` minus `shared`, mean over the 56 streams (its standard error): "
                      + ", ".join(f"{label} {_difference(means, t, rounds)}" for label, rounds
                                  in (("whole runs", None), ("first 500 rounds", 500))))
@@ -178,7 +178,7 @@ def report(rows: list[dict], command: str) -> str:
         f"{s} {means[(chosen, s)] - means[('shared', s)]:+.4f}" for s in gains[:-4:-1])
         + "; the largest losses " + ", ".join(
         f"{s} {means[(chosen, s)] - means[('shared', s)]:+.4f}" for s in gains[:3]) + "."]
-    lines += peers_section(means, TIES, lambda ties: f"`ties={ties!r}`")
+    lines += peers_section(means, TIE_RULES, lambda ties: f"`ties={ties!r}`")
     lines += unseen_bars(means)
     if chosen != defaults.TIES:
         lines += ["", f"`RegCB()`'s ties (`{defaults.TIES}`) are not the rule chosen: set "
@@ -207,9 +207,9 @@ def main(argv=None) -> None:
                         default=str(ROOT / "docs" / "results" / "optimistic_ties.md"))
     args = parser.parse_args(argv)
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    tasks = [(t, "long", seed) for t in TIES for seed in LONG_SEEDS]
-    tasks += [(t, "realizable", m) for t in TIES for m in MAP_SEEDS]
-    tasks += [(t, s, rep) for rep in range(args.reps) for s in STREAMS for t in TIES]
+    tasks = [(t, "long", seed) for t in TIE_RULES for seed in LONG_SEEDS]
+    tasks += [(t, "realizable", m) for t in TIE_RULES for m in MAP_SEEDS]
+    tasks += [(t, s, rep) for rep in range(args.reps) for s in STREAMS for t in TIE_RULES]
     rows, ran = run_missing(args.runs, tasks, run, _task_of, args.jobs)
     print(f"{ran} runs", file=sys.stderr)
     text = report(rows, " ".join(["python -m bench.experiments.optimistic_ties",

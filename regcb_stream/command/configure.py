@@ -48,7 +48,7 @@ def make_learner(args) -> RegCB:
     variant, budget = exploration(vars(args))
     return RegCB(
         variant,
-        ties="shared" if args.vw_compat else TIES,  # (VW's: every tied action)
+        ties=args.ties or ("shared" if args.vw_compat else TIES),  # (VW's: every tied one)
         oracle=oracle,
         schedule=args.schedule,
         reward_range=(-args.cb_max_cost, -args.cb_min_cost),
@@ -164,6 +164,9 @@ def setup(args) -> tuple[RegCB, StreamSettings]:
         raise ValueError(f"-b needs 1 to 32 bits, got {args.bit_precision}")
     if args.ridge_l2 is not None and not args.ridge_l2 > 0:
         raise ValueError(f"--ridge_l2 must be > 0, got {args.ridge_l2}")
+    if args.vw_compat and args.ties not in (None, "shared"):
+        raise ValueError(f"--ties {args.ties}: --vw_compat keeps VW's ties (every tied action "
+                         "probability 1)")
     learner, settings = make_learner(args), stream_settings(args)
     _check_memory(args, settings)
     return learner, settings

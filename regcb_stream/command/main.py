@@ -29,13 +29,14 @@ from regcb_stream.adapt.change import DEFAULT_THRESHOLD
 from regcb_stream.command import configure, resume, shell, vw_flags
 from regcb_stream.command.driver import Driver, StreamSettings
 from regcb_stream.command.progress import ProgressTable
-from regcb_stream.defaults import MODEL_CLASSES, VARIANT, VW_MELLOWNESS
+from regcb_stream.defaults import MODEL_CLASSES, TIES, VARIANT, VW_MELLOWNESS
 from regcb_stream.explore.budget import DEFAULT_GRID
 from regcb_stream.io.hashing import DEFAULT_BITS
 from regcb_stream.io.vw_text import VWParseError
 from regcb_stream.learner import RegCB
 from regcb_stream.oracles.bounded import HEAD
 from regcb_stream.oracles.ridge import MAX_EXACT
+from regcb_stream.rules import TIE_RULES
 
 WORKERS = 2  # --scheduler local's worker processes by default
 EPILOG = """example:
@@ -81,6 +82,7 @@ PARAMETER_FLAGS = {"mellowness": "--mellowness", "beta": "--beta",
                    "hash_bits": "-b", "reward_range": "--cb_min_cost and --cb_max_cost",
                    "forget": "--forget", "change_threshold": "--change_threshold",
                    "l2": "--ridge_l2", "prior": "--ridge_prior", "schedule": "--schedule",
+                   "ties": "--ties",
                    "learning_rate": "-l", "budget candidates": "--auto_budget"}
 #: and its other words for what the flags name
 API_WORDS = {"budget='auto'": "--auto_budget", "VWOracle": "--oracle vw",
@@ -199,6 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
                           "ADF, DSJSON and single-line input (docs/vw_compatibility.md)")
     own.add_argument("--schedule", choices=["online", "sqrt2", "doubling"],
                      help="when the decision state is rebuilt (default online)")
+    own.add_argument("--ties", choices=TIE_RULES,
+                     help="the optimistic variant's actions tied at the lowest cost bound: "
+                          "the one of lowest predicted cost within the cost range (clipped), "
+                          "or of lowest predicted cost (fit), or all alike (shared; "
+                          f"default {TIES}, with --vw_compat shared)")
     own.add_argument("--beta", type=float,
                      help="the paper's constant budget on the normalized risk, instead of "
                           "--mellowness")

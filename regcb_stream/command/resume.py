@@ -20,7 +20,8 @@ import dataclasses
 import json
 
 #: learner flags a resumed run must not change (argparse dest -> flag)
-FIXED = {"oracle": "--oracle", "schedule": "--schedule", "random_seed": "--random_seed",
+FIXED = {"oracle": "--oracle", "schedule": "--schedule", "ties": "--ties",
+         "random_seed": "--random_seed",
          "ridge_l2": "--ridge_l2", "ridge_prior": "--ridge_prior",
          "oracle_memory": "--oracle_memory", "bit_precision": "-b",
          "cb_min_cost": "--cb_min_cost", "cb_max_cost": "--cb_max_cost",
