@@ -97,7 +97,8 @@ def read(data: bytes, label) -> tuple[Old, dict]:
 
 def learner(old: Old) -> RegCB:
     """The learner a format-6 ``RegCB`` was."""
-    params = {name: old[name] for name in PARAMETERS}
+    params = {name: RegCB.ADDED[name] if name in RegCB.ADDED else old[name]
+              for name in PARAMETERS}  # (format 6 came before the names added since)
     params["oracle"] = oracle_spec(params["oracle"])
     params["random_features"] = (random_features(params["random_features"])
                                  if isinstance(params["random_features"], Old)

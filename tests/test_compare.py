@@ -29,10 +29,10 @@ def test_a_vw_row_is_vws_own_explore_eval():
 
 def test_regcb_takes_the_logs_cost_range_unless_its_flags_give_one():
     """The log's costs are -1 and 0: with VW's range [0, 1] and the optimistic prior every
-    bound is clipped to 0 and RegCB plays uniformly (its estimate is then the uniform
-    policy's)."""
+    bound is clipped to 0 and RegCB, its ties shared, plays uniformly (its estimate is then
+    the uniform policy's)."""
     rows = compare(str(needs(LOG)), regcb=["", "--cb_min_cost 0 --cb_max_cost 1 "
-                                           "--ridge_prior optimistic"], vw=[],
+                                           "--ridge_prior optimistic --ties shared"], vw=[],
                    interactions=["UA"])
     defaults, clipped, uniform = rows[0], rows[1], rows[2]
     assert clipped.estimate == pytest.approx(uniform.estimate)
