@@ -36,13 +36,9 @@ class RegCB(Stateful):
 
     Parameters
     ----------
-    variant
-        ``"optimistic"`` (the default) or ``"elimination"``.
-    ties
-        The optimistic rule's actions tied at the largest upper bound (clipped to the
-        reward range, every action whose bound reaches its top): ``"shared"`` evenly, or
-        only those of the largest prediction (``"fit"``) or of the largest prediction
-        clipped to the reward range (``"clipped"``).
+    variant, ties
+        ``"optimistic"`` (the default) or ``"elimination"``; the optimistic rule's ties at
+        the top of the range, ``"clipped"`` (default), ``"fit"`` or ``"shared"``: `rules`.
     oracle
         None: the default ridge oracle, its penalty and prior the model class's;
         ``"ridge"``: the paper's (``l2 = 1``, toward 0); ``"bounded"``; ``"vw"``: VW's
@@ -103,8 +99,8 @@ class RegCB(Stateful):
     ADDED = {"ties": "shared"}  # (model files of version 7 written before `ties`)
 
     def __init__(self, variant: str = defaults.VARIANT, *, ties: str = defaults.TIES,
-                 oracle: str | Oracle | None = None,
-                 beta: float | None = None, schedule: str = defaults.SCHEDULE,
+                 oracle: str | Oracle | None = None, beta: float | None = None,
+                 schedule: str = defaults.SCHEDULE,
                  budget: str | None = None, mellowness: float | None = None,
                  horizon: int | None = None, budget_grid: Sequence[float] = DEFAULT_GRID,
                  reward_range: tuple[float, float] = (0.0, 1.0), seed: int | None = 0,
@@ -113,15 +109,13 @@ class RegCB(Stateful):
                  random_features: int | RandomFeatures | None = None,
                  random_scale: float = 1.0, forget: float = 1.0,
                  change_threshold: float | None = None, select_model: bool = False):
-        self.variant, self.oracle, self.beta, self.schedule = variant, oracle, beta, schedule
-        self.ties = ties
-        self.budget, self.mellowness, self.horizon = budget, mellowness, horizon
-        self.budget_grid, self.reward_range, self.seed = budget_grid, reward_range, seed
+        self.variant, self.ties, self.oracle, self.beta = variant, ties, oracle, beta
+        self.schedule, self.budget, self.mellowness = schedule, budget, mellowness
+        self.horizon, self.budget_grid, self.reward_range = horizon, budget_grid, reward_range
         self.warm_start_epochs, self.allow_out_of_range = warm_start_epochs, allow_out_of_range
         self.cross, self.intercept, self.hash_bits = cross, intercept, hash_bits
-        self.random_features, self.random_scale = random_features, random_scale
-        self.forget, self.change_threshold = forget, change_threshold
-        self.select_model = select_model
+        self.random_features, self.random_scale, self.forget = random_features, random_scale, forget
+        self.change_threshold, self.select_model, self.seed = change_threshold, select_model, seed
         params.check_parameters(self)
         self._model = make_model(Spec.of(params.parameters(self)), select_model)
         self._events: DelayedRewards | None = None  # made at the first event
