@@ -109,8 +109,8 @@ class Rule:
         be None for the optimistic rule)."""
         if not self.optimistic:
             return elimination(low, high, tolerance)
-        fit = {"shared": None, "fit": prediction,
-               "clipped": np.clip(prediction, *reward_range)}[self.ties]
+        fit = (None if self.ties == "shared" else prediction if self.ties == "fit" else
+               np.clip(prediction, *reward_range))
         return optimistic(low, high, tolerance, fit)
 
 
