@@ -46,7 +46,7 @@ import numpy as np
 from bench.experiments import unseen_streams
 from bench.experiments.defaults import LONG_SEEDS, MAX_GROWTH, long_regret
 from bench.experiments.noisy_rewards import peers_section
-from bench.experiments.radial_features import MAP_SEEDS, STREAMS, choose
+from bench.experiments.radial_features import MAP_SEEDS, STREAMS, choose, stream_table
 from bench.harness import problems, protocol
 from bench.harness.regcb_algo import RegCBAlgorithm
 from bench.provenance import stamp
@@ -143,21 +143,7 @@ def report(rows: list[dict], command: str) -> str:
         grown = largest[ties]
         lines.append(f"| {ties} | {grown['realizable']:.2f} | {grown['long']:.2f} | "
                      f"{'yes' if ties in eligible else 'no'} |")
-    lines += ["", "## Progressive reward per stream (mean of 5 repetitions)", "",
-              "| stream | " + " | ".join(TIE_RULES) + " | chosen without its data set | held out |",
-              "|---|" + "---:|" * (len(TIE_RULES) + 2)]
-    for stream in STREAMS:
-        values = [means[(t, stream)] for t in TIE_RULES]
-        cells = [f"**{v:.4f}**" if v == max(values) else f"{v:.4f}" for v in values]
-        lines.append(f"| {stream} | " + " | ".join(cells)
-                     + f" | {held[stream]} | {means[(held[stream], stream)]:.4f} |")
-    for name, streams in (("16 UCI streams", problems.UCI_STREAMS),
-                          ("20 unseen streams", unseen_streams.UNSEEN),
-                          ("their noisy variants", unseen_streams.NOISY_STREAMS),
-                          ("all 56", STREAMS)):
-        lines.append(f"| **mean, {name}** | " + " | ".join(
-            f"{np.mean([means[(t, s)] for s in streams]):.4f}" for t in TIE_RULES) + " | | "
-            f"{np.mean([means[(held[s], s)] for s in streams]):.4f} |")
+    lines += stream_table(means, TIE_RULES, held)
     lines += ["", "At or above `ties='shared'`: " + "; ".join(
         f"`{t}` on {sum(means[(t, s)] >= means[('shared', s)] for s in STREAMS)}/56 streams, "
         f"the first 500 rounds on "

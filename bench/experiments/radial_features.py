@@ -138,6 +138,30 @@ def choose(means: dict, radii, held: str | None = None) -> float:
                                              if held is None or dataset(s) != dataset(held)]))
 
 
+def stream_table(means: dict, settings, held: dict, name=str, short=str) -> list[str]:
+    """The report's table of each setting's mean per stream (``means[(setting, stream)]``,
+    the best in bold), the setting chosen without the stream's data set (``held``) and its
+    mean there, and the means over each group of streams (settings named by ``name`` in
+    the header, by ``short`` in the column of choices)."""
+    lines = ["", "## Progressive reward per stream (mean of 5 repetitions)", "",
+             "| stream | " + " | ".join(name(g) for g in settings)
+             + " | chosen without its data set | held out |",
+             "|---|" + "---:|" * (len(settings) + 2)]
+    for stream in STREAMS:
+        values = [means[(g, stream)] for g in settings]
+        cells = [f"**{v:.4f}**" if v == max(values) else f"{v:.4f}" for v in values]
+        lines.append(f"| {stream} | " + " | ".join(cells)
+                     + f" | {short(held[stream])} | {means[(held[stream], stream)]:.4f} |")
+    for title, streams in (("16 UCI streams", problems.UCI_STREAMS),
+                           ("20 unseen streams", unseen_streams.UNSEEN),
+                           ("their noisy variants", unseen_streams.NOISY_STREAMS),
+                           ("all 56", STREAMS)):
+        lines.append(f"| **mean, {title}** | " + " | ".join(
+            f"{np.mean([means[(g, s)] for s in streams]):.4f}" for g in settings) + " | | "
+            f"{np.mean([means[(held[s], s)] for s in streams]):.4f} |")
+    return lines
+
+
 def report(rows: list[dict], command: str) -> str:
     means = _means(rows)
     rules = eligibility(rows)
@@ -161,22 +185,7 @@ def report(rows: list[dict], command: str) -> str:
         lines.append(f"| {radius:g} | {rule['realizable']:.2f} | {rule['long']:.2f} | "
                      f"{rule['scaled'][0]:+.4f} | {rule['scaled'][1]:+.4f} | "
                      f"{'yes' if rule['eligible'] else 'no'} |")
-    lines += ["", "## Progressive reward per stream (mean of 5 repetitions)", "",
-              "| stream | " + " | ".join(f"radius {r:g}" for r in RADII)
-              + " | chosen without its data set | held out |",
-              "|---|" + "---:|" * (len(RADII) + 2)]
-    for stream in STREAMS:
-        values = [means[(r, stream)] for r in RADII]
-        cells = [f"**{v:.4f}**" if v == max(values) else f"{v:.4f}" for v in values]
-        lines.append(f"| {stream} | " + " | ".join(cells)
-                     + f" | {held[stream]:g} | {means[(held[stream], stream)]:.4f} |")
-    for name, streams in (("16 UCI streams", problems.UCI_STREAMS),
-                          ("20 unseen streams", unseen_streams.UNSEEN),
-                          ("their noisy variants", unseen_streams.NOISY_STREAMS),
-                          ("all 56", STREAMS)):
-        lines.append(f"| **mean, {name}** | " + " | ".join(
-            f"{np.mean([means[(r, s)] for s in streams]):.4f}" for r in RADII) + " | | "
-            f"{np.mean([means[(held[s], s)] for s in streams]):.4f} |")
+    lines += stream_table(means, RADII, held, lambda r: f"radius {r:g}", lambda r: f"{r:g}")
     ahead = {r: sum(means[(r, s)] >= means[(0.0, s)] for s in STREAMS) for r in RADII}
     lines += ["", "At or above radius 0 (the direction alone), streams: " + ", ".join(
         f"radius {r:g}: {ahead[r]}/56" for r in RADII[1:]) + ".", "",

@@ -111,10 +111,6 @@ class Explorer(Stateful):
     # -- state -------------------------------------------------------------------------
 
     @property
-    def optimistic(self) -> bool:
-        return self.rule.optimistic
-
-    @property
     def labels_until_rebuild(self) -> int:
         """Labels still to learn before the decision state is rebuilt (the epoch's end)."""
         return self._next_rebuild - self.n_labels

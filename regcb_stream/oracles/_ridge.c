@@ -433,6 +433,11 @@ static inline double clip(double x, double lo, double hi) {
  * shared, or broken by the fit p or by the fit clipped to [lo, hi] (`rules.py`) */
 enum { ELIMINATION, OPTIMISTIC, OPTIMISTIC_FIT, OPTIMISTIC_CLIPPED_FIT };
 
+/* What breaks an optimistic rule's ties: the fit p, or (OPTIMISTIC_CLIPPED_FIT) clipped */
+static inline double tie_fit(int rule, double p, double lo, double hi) {
+    return rule == OPTIMISTIC_FIT ? p : clip(p, lo, hi);
+}
+
 /* The rule's distribution from the clipped bounds and the fit p, ties within tol */
 static void decide(const double *p, const double *low, const double *high, Py_ssize_t K,
                    int rule, double lo, double hi, double tol, double *pmf) {
@@ -446,13 +451,13 @@ static void decide(const double *p, const double *low, const double *high, Py_ss
     if (rule >= OPTIMISTIC_FIT)
         for (Py_ssize_t k = 0; k < K; k++)
             if (high[k] >= best - tol) {
-                double fit = rule == OPTIMISTIC_FIT ? p[k] : clip(p[k], lo, hi);
+                double fit = tie_fit(rule, p[k], lo, hi);
                 if (fit > top) top = fit;
             }
     Py_ssize_t count = 0;
     for (Py_ssize_t k = 0; k < K; k++) {
-        double fit = rule == OPTIMISTIC_FIT ? p[k] : clip(p[k], lo, hi);
-        pmf[k] = high[k] >= best - tol && (top == -INFINITY || fit >= top - tol);
+        pmf[k] = high[k] >= best - tol
+                 && (top == -INFINITY || tie_fit(rule, p[k], lo, hi) >= top - tol);
         count += pmf[k] != 0.0;
     }
     double share = 1.0 / (double)count;  /* (NaN everywhere for NaN bounds, as 0 / 0) */
