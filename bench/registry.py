@@ -107,6 +107,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     # reads defaults' report and unseen_streams' runs (the peers of both stream sets)
     _experiment("optimistic_ties", inputs=("defaults", "unseen_streams"),
                 data=("results/optimistic_ties.jsonl",)),
+    _experiment("feature_budget", inputs=("defaults", "unseen_streams"),
+                data=("results/feature_budget.jsonl",)),
     _experiment("input_forms", data=("results/input_forms.jsonl",)),
     _experiment("slots_quality", data=("results/slots_quality.jsonl",)),  # issue 47
     _experiment("vw_slot_files"),  # clones VW's repository

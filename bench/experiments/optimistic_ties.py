@@ -12,16 +12,10 @@ over them. Breaking those ties by the fit plays the tied action of the largest p
 above the top still tie). Any maximizer of the upper bound keeps the algorithm's regret
 bound; which one is a matter of measurement.
 
-Each rule of :data:`TIE_RULES` runs ``RegCB(ties=...)``, every other parameter at its default,
-on the 16 UCI streams (``bench/harness/problems.py``) and the 40 streams of
-``bench/experiments/unseen_streams.py`` (20 streams and their noisy variants), 5
-repetitions of the harness's protocol each; on the realizable linear problem of the
-defaults' bar (K = 5, d = 10, 20,000 rounds, :data:`MAP_SEEDS`: each seed draws another map;
-the optimistic variant: elimination has no such ties); and on its long form (200,000
-rounds, twelve seeds: the long-horizon rule of ``bench/experiments/defaults.py``). A rule is
-eligible if its regret growth R(T)/R(T/2) is at most 1.6 on every realizable run and every
-long seed. Among the eligible, the rule is chosen by leaving each data set out in turn (a
-stream and its noisy variant: the best mean on the other streams, scored on the two).
+Each rule of :data:`TIE_RULES` runs ``RegCB(ties=...)`` as
+``bench/experiments/setting_study.py`` runs a setting's values (the 56 public streams, the
+realizable problem and its long form; the optimistic variant: elimination has no such
+ties), and is chosen as it chooses them.
 
 From the repository root::
 
@@ -34,115 +28,40 @@ Runs are kept in ``results/optimistic_ties.jsonl`` (resumable); writes
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import sys
-import time
-from collections import defaultdict
 
 import numpy as np
 
-from bench.experiments import unseen_streams
-from bench.experiments.defaults import LONG_SEEDS, MAX_GROWTH, long_regret
+from bench.experiments import setting_study
 from bench.experiments.noisy_rewards import peers_section
-from bench.experiments.radial_features import MAP_SEEDS, STREAMS, choose, stream_table
-from bench.harness import problems, protocol
-from bench.harness.regcb_algo import RegCBAlgorithm
+from bench.experiments.radial_features import STREAMS, stream_table
 from bench.provenance import stamp
 from bench.runs import run_missing
-from regcb_stream import RegCB, defaults
-from regcb_stream.datasets.synthetic import regret_growth
+from regcb_stream import defaults
 from regcb_stream.rules import TIE_RULES
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-UNSEEN_RUNS = ROOT / "results" / "unseen_streams.jsonl"  # the peers on the 40 streams
 
 
 def run(task: tuple) -> dict:
-    """One (ties, stream, repetition): progressive reward and the first rounds'; stream
-    ``"realizable"`` (repetition: map seed) or ``"long"`` (repetition: seed): regret
-    growth."""
-    ties, stream, rep = task
-    record = {"ties": ties, "stream": stream, "rep": rep}
-    start = time.perf_counter()
-    if stream == "realizable":
-        record["growth"] = regret_growth(RegCB(ties=ties, seed=rep))
-    elif stream == "long":
-        half, whole = long_regret(RegCB(ties=ties, seed=rep), rep)
-        record["growth"] = whole / half
-    else:
-        problem = (problems.load_problem if stream in problems.UCI_STREAMS
-                   else unseen_streams.load_problem)(stream, rep)
-        algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
-        algo.learner = RegCB(ties=ties, seed=rep)
-        result = protocol.run_protocol(algo, problem, rep)
-        record.update(progressive=result["progressive"], early=result["early"])
-    record["seconds"] = time.perf_counter() - start
-    return record
-
-
-def _means(rows: list[dict]) -> dict:
-    """Mean progressive reward per (ties, stream), and per (ties, stream, rounds) over a
-    run's first rounds."""
-    values = defaultdict(list)
-    for r in rows:
-        if "progressive" in r:
-            values[(r["ties"], r["stream"])].append(r["progressive"])
-            for rounds, value in r["early"].items():
-                values[(r["ties"], r["stream"], int(rounds))].append(value)
-    return {key: float(np.mean(v)) for key, v in values.items()}
-
-
-def growth(rows: list[dict]) -> dict:
-    """Per rule: its largest regret growth on the realizable runs and on the long seeds."""
-    largest = defaultdict(lambda: defaultdict(float))
-    for r in rows:
-        if "growth" in r:
-            largest[r["ties"]][r["stream"]] = max(largest[r["ties"]][r["stream"]], r["growth"])
-    return largest
-
-
-def unseen_bars(means: dict) -> list[str]:
-    """Issue 45's bars on the 40 unseen streams for each rule, against the peers' runs of
-    ``bench/experiments/unseen_streams.py`` (if they are here)."""
-    if not UNSEEN_RUNS.exists():
-        return []
-    peers = unseen_streams.mean_rewards(
-        [json.loads(line) for line in UNSEEN_RUNS.read_text(encoding="utf-8").splitlines()], 5)
-    for s in unseen_streams.EVERY:
-        peers[(unseen_streams.ENVELOPE, s)] = max(
-            peers[(unseen_streams.RUN_OF[n], s)] for n in unseen_streams.VW_TUNED)
-    lines = ["", "## Against the peers on the 40 unseen streams", "",
-             "The peers' runs of `bench/experiments/unseen_streams.py` "
-             "(`results/unseen_streams.jsonl`, its first 5 repetitions: the same problems):"]
-    for ties in TIE_RULES:
-        ours = {(unseen_streams.DEFAULT, *key[1:]): value for key, value in means.items()
-                if key[0] == ties}
-        lines += ["", f"`ties={ties!r}`:", "", *unseen_streams._bars({**peers, **ours})]
-    return lines
+    """One (ties, stream, repetition): `setting_study.run`."""
+    return setting_study.run("ties", task)
 
 
 def report(rows: list[dict], command: str) -> str:
-    means = _means(rows)
-    largest = growth(rows)
-    eligible = [t for t in TIE_RULES if max(largest[t].values()) <= MAX_GROWTH]
-    held = {s: choose(means, eligible, s) for s in STREAMS}
-    chosen = choose(means, eligible)
+    means = setting_study.means(rows, "ties")
+    largest = setting_study.growth(rows, "ties")
+    held, chosen = setting_study.held_out(means, setting_study.eligible(largest, TIE_RULES))
     lines = [
         "# The optimistic rule's ties at the top of the reward range (`RegCB(ties=...)`)", "",
         f"- command: `{command}`",
         f"- {stamp()}; {len(rows)} runs, {sum(r['seconds'] for r in rows):.0f} s of runs",
         "- protocol, streams and rule: the docstring of "
         "`bench/experiments/optimistic_ties.py`; `RegCB(ties=...)` with every other "
-        f"default; `RegCB()`'s ties now: `{defaults.TIES!r}`", "",
-        "## Eligibility", "",
-        "| ties | largest growth, realizable (20,000 rounds, 8 maps) | largest growth, long "
-        "(200,000 rounds, 12 seeds) | eligible |", "|---|---:|---:|:---:|"]
-    for ties in TIE_RULES:
-        grown = largest[ties]
-        lines.append(f"| {ties} | {grown['realizable']:.2f} | {grown['long']:.2f} | "
-                     f"{'yes' if ties in eligible else 'no'} |")
+        f"default; `RegCB()`'s ties now: `{defaults.TIES!r}`"]
+    lines += setting_study.eligibility_table(largest, TIE_RULES)
     lines += stream_table(means, TIE_RULES, held)
     lines += ["", "At or above `ties='shared'`: " + "; ".join(
         f"`{t}` on {sum(means[(t, s)] >= means[('shared', s)] for s in STREAMS)}/56 streams, "
@@ -152,8 +71,9 @@ def report(rows: list[dict], command: str) -> str:
     lines.append("")
     for t in TIE_RULES[1:]:
         lines.append(f"- `{t}` minus `shared`, mean over the 56 streams (its standard error): "
-                     + ", ".join(f"{label} {_difference(means, t, rounds)}" for label, rounds
-                                 in (("whole runs", None), ("first 500 rounds", 500))))
+                     + ", ".join(f"{label} {setting_study.difference(means, t, 'shared', rounds)}"
+                                 for label, rounds in (("whole runs", None),
+                                                       ("first 500 rounds", 500))))
     lines += ["", f"Chosen on all 56 streams among the eligible: **`{chosen}`**; leaving each "
               f"stream's data set out, `{chosen}` is chosen on "
               f"{sum(h == chosen for h in held.values())} of 56 (held-out mean "
@@ -165,19 +85,11 @@ def report(rows: list[dict], command: str) -> str:
         + "; the largest losses " + ", ".join(
         f"{s} {means[(chosen, s)] - means[('shared', s)]:+.4f}" for s in gains[:3]) + "."]
     lines += peers_section(means, TIE_RULES, lambda ties: f"`ties={ties!r}`")
-    lines += unseen_bars(means)
+    lines += setting_study.unseen_bars(means, TIE_RULES, lambda ties: f"`ties={ties!r}`")
     if chosen != defaults.TIES:
         lines += ["", f"`RegCB()`'s ties (`{defaults.TIES}`) are not the rule chosen: set "
                   "`TIES` in `regcb_stream/defaults.py`."]
     return "\n".join(lines) + "\n"
-
-
-def _difference(means: dict, ties: str, rounds: int | None) -> str:
-    """The mean over the streams of ``ties``' mean minus ``shared``'s, and its standard
-    error (over whole runs, or their first ``rounds``)."""
-    tail = () if rounds is None else (rounds,)
-    d = np.array([means[(ties, s, *tail)] - means[("shared", s, *tail)] for s in STREAMS])
-    return f"{d.mean():+.4f} ({d.std(ddof=1) / np.sqrt(len(d)):.4f})"
 
 
 def _task_of(record: dict) -> tuple:
@@ -193,10 +105,8 @@ def main(argv=None) -> None:
                         default=str(ROOT / "docs" / "results" / "optimistic_ties.md"))
     args = parser.parse_args(argv)
     os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    tasks = [(t, "long", seed) for t in TIE_RULES for seed in LONG_SEEDS]
-    tasks += [(t, "realizable", m) for t in TIE_RULES for m in MAP_SEEDS]
-    tasks += [(t, s, rep) for rep in range(args.reps) for s in STREAMS for t in TIE_RULES]
-    rows, ran = run_missing(args.runs, tasks, run, _task_of, args.jobs)
+    rows, ran = run_missing(args.runs, setting_study.tasks(TIE_RULES, args.reps), run,
+                            _task_of, args.jobs)
     print(f"{ran} runs", file=sys.stderr)
     text = report(rows, " ".join(["python -m bench.experiments.optimistic_ties",
                                   *(argv or sys.argv[1:])]))

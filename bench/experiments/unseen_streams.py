@@ -427,6 +427,8 @@ def _bars(means: dict[tuple[str, str], float]) -> list[str]:
              f"{peers}/{len(EVERY)} ({peers / len(EVERY):.0%}; the bar 95 %)"]
     for rounds in protocol.EARLY_ROUNDS:
         streams = [s for s in EVERY if (DEFAULT, s, rounds) in means]
+        if not streams:
+            continue
         ahead = [s for s in streams if means[(DEFAULT, s, rounds)] >= means[(LINUCB, s, rounds)]]
         lines.append(f"- first {rounds:,} rounds (progressive reward over them): at or above "
                      f"`LinUCBDisjoint()` on {len(ahead)}/{len(streams)} streams "
