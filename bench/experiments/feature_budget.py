@@ -63,7 +63,8 @@ def report(rows: list[dict], command: str) -> str:
         "- protocol, streams and rule: the docstrings of `bench/experiments/feature_budget.py`"
         " and `bench/experiments/setting_study.py`; `RegCB(mellowness=...)` with every other "
         f"default; the class's mellowness now: {defaults.MODEL_CLASSES[CLASS].mellowness:g}"]
-    lines += setting_study.eligibility_table(largest, MELLOWNESS, lambda m: f"{m:g}")
+    lines += setting_study.eligibility_table(largest, MELLOWNESS, "mellowness",
+                                              lambda m: f"{m:g}")
     lines += stream_table(means, MELLOWNESS, held, label, lambda m: f"{m:g}")
     lines.append("")
     for m in MELLOWNESS[1:]:

@@ -61,7 +61,7 @@ def report(rows: list[dict], command: str) -> str:
         "- protocol, streams and rule: the docstring of "
         "`bench/experiments/optimistic_ties.py`; `RegCB(ties=...)` with every other "
         f"default; `RegCB()`'s ties now: `{defaults.TIES!r}`"]
-    lines += setting_study.eligibility_table(largest, TIE_RULES)
+    lines += setting_study.eligibility_table(largest, TIE_RULES, "ties")
     lines += stream_table(means, TIE_RULES, held)
     lines += ["", "At or above `ties='shared'`: " + "; ".join(
         f"`{t}` on {sum(means[(t, s)] >= means[('shared', s)] for s in STREAMS)}/56 streams, "

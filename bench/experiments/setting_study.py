@@ -97,9 +97,10 @@ def eligible(largest: dict, values) -> list:
     return [v for v in values if max(largest[v].values()) <= MAX_GROWTH]
 
 
-def eligibility_table(largest: dict, values, name=str) -> list[str]:
+def eligibility_table(largest: dict, values, setting: str, name=str) -> list[str]:
+    """The report's table of each value's largest growth and eligibility."""
     lines = ["", "## Eligibility", "",
-             "| value | largest growth, realizable (20,000 rounds, 8 maps) | largest growth, "
+             f"| {setting} | largest growth, realizable (20,000 rounds, 8 maps) | largest growth, "
              "long (200,000 rounds, 12 seeds) | eligible |", "|---|---:|---:|:---:|"]
     ok = eligible(largest, values)
     for v in values:
@@ -114,11 +115,12 @@ def held_out(means_: dict, values) -> tuple[dict, object]:
 
 
 def difference(means_: dict, value, base, rounds: int | None = None) -> str:
-    """The mean over the 56 streams of ``value``'s mean minus ``base``'s, and its standard
-    error (over whole runs, or their first ``rounds``)."""
+    """The mean over the streams of ``value``'s mean minus ``base``'s, and its standard
+    error (over whole runs, or their first ``rounds``: the streams that long)."""
     tail = () if rounds is None else (rounds,)
-    d = np.array([means_[(value, s, *tail)] - means_[(base, s, *tail)] for s in STREAMS])
-    return f"{d.mean():+.4f} ({d.std(ddof=1) / np.sqrt(len(d)):.4f})"
+    d = np.array([means_[(value, s, *tail)] - means_[(base, s, *tail)] for s in STREAMS
+                  if (base, s, *tail) in means_])
+    return f"{d.mean():+.4f} ({d.std(ddof=1) / np.sqrt(len(d)):.4f}, {len(d)} streams)"
 
 
 def unseen_peers() -> tuple[dict, str]:
