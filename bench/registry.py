@@ -109,6 +109,9 @@ EXPERIMENTS: tuple[Experiment, ...] = (
                 data=("results/optimistic_ties.jsonl",)),
     _experiment("feature_budget", inputs=("defaults", "unseen_streams"),
                 data=("results/feature_budget.jsonl",)),
+    # reads unseen_streams' report (VW's winner per stream)
+    _experiment("fresh_envelope", inputs=("unseen_streams",),
+                data=("results/fresh_envelope.jsonl",)),
     _experiment("input_forms", data=("results/input_forms.jsonl",)),
     _experiment("slots_quality", data=("results/slots_quality.jsonl",)),  # issue 47
     _experiment("vw_slot_files"),  # clones VW's repository
