@@ -7,7 +7,7 @@ the long realizable problem (1.67 to 1.79 at 200,000 rounds for 1e-3 and 3e-4). 
 is now chosen by each learner from its labels (``l2="gcv"``, ``docs/results/noisy_rewards.md``),
 and the streams where ``RegCB()`` trails VW's tuned envelope are all noisy ones where VW's
 winner explores little (mellowness 1e-7 or 1e-8, or epsilon 1e-8). Each value of
-:data:`MELLOWNESS` runs ``RegCB(mellowness=...)`` as ``bench/experiments/setting_study.py``
+:data:`MELLOWNESS` runs ``RegCB(mellowness=...)`` as ``bench/setting_study.py``
 runs a setting's values (the 56 public streams, the realizable problem and its long form)
 and is chosen as it chooses them.
 
@@ -28,7 +28,7 @@ import sys
 
 import numpy as np
 
-from bench.experiments import setting_study
+from bench import setting_study
 from bench.experiments.noisy_rewards import peers_section
 from bench.experiments.radial_features import STREAMS, stream_table
 from bench.provenance import stamp
@@ -61,7 +61,7 @@ def report(rows: list[dict], command: str) -> str:
         f"- command: `{command}`",
         f"- {stamp()}; {len(rows)} runs, {sum(r['seconds'] for r in rows):.0f} s of runs",
         "- protocol, streams and rule: the docstrings of `bench/experiments/feature_budget.py`"
-        " and `bench/experiments/setting_study.py`; `RegCB(mellowness=...)` with every other "
+        " and `bench/setting_study.py`; `RegCB(mellowness=...)` with every other "
         f"default; the class's mellowness now: {defaults.MODEL_CLASSES[CLASS].mellowness:g}"]
     lines += setting_study.eligibility_table(largest, MELLOWNESS, "mellowness",
                                               lambda m: f"{m:g}")

@@ -28,7 +28,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from bench.experiments import setting_study, unseen_streams
+from bench import setting_study
+from bench.experiments import unseen_streams
 from bench.provenance import stamp
 from bench.runs import run_missing
 

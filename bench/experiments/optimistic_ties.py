@@ -13,7 +13,7 @@ above the top still tie). Any maximizer of the upper bound keeps the algorithm's
 bound; which one is a matter of measurement.
 
 Each rule of :data:`TIE_RULES` runs ``RegCB(ties=...)`` as
-``bench/experiments/setting_study.py`` runs a setting's values (the 56 public streams, the
+``bench/setting_study.py`` runs a setting's values (the 56 public streams, the
 realizable problem and its long form; the optimistic variant: elimination has no such
 ties), and is chosen as it chooses them.
 
@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from bench.experiments import setting_study
+from bench import setting_study
 from bench.experiments.noisy_rewards import peers_section
 from bench.experiments.radial_features import STREAMS, stream_table
 from bench.provenance import stamp
