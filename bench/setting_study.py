@@ -32,7 +32,7 @@ from bench.harness.regcb_algo import RegCBAlgorithm
 from regcb_stream import RegCB
 from regcb_stream.datasets.synthetic import regret_growth
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 UNSEEN_RUNS = ROOT / "results" / "unseen_streams.jsonl"  # the peers on the 40 streams
 UNSEEN_REPORT = ROOT / "docs" / "results" / "unseen_streams.md"
 

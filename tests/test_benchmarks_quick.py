@@ -244,3 +244,24 @@ def test_registry_lists_and_selects_in_its_order(capsys) -> None:
     assert registry.BY_NAME["gb5_speed_issue"].command[1:3] == ["-m", "bench.experiments.gb5_speed"]
     with pytest.raises(SystemExit):
         registry.selected(["no_such_experiment"])
+
+
+def test_a_study_of_one_setting_reads_the_unseen_peers_and_chooses_by_held_out_means() -> None:
+    """`setting_study`: the peers of the 40 unseen streams from unseen_streams' report when
+    its runs are not here, VW's winner per stream as fresh_envelope reads it, and the
+    value chosen without each stream's data set."""
+    from bench import setting_study as ss
+    from bench.experiments import fresh_envelope as fe
+
+    peers, _ = ss.unseen_peers()
+    winners = fe.winners()
+    assert set(winners) == set(us.EVERY)
+    for stream, (name, value) in winners.items():
+        assert name in us.VW_TUNED and peers[(us.ENVELOPE, stream)] == value
+        assert all((peer, stream) in peers for peer in (us.DEFAULT, us.LINUCB, *us.VW_DEFAULTS))
+    means = {(v, s): v * (2.0 if s == "letter" else 1.0) for v in (1, 2) for s in ss.STREAMS}
+    means |= {(3, s): 10.0 if s == "letter" else 0.0 for s in ss.STREAMS}
+    held, chosen = ss.held_out(means, [1, 2, 3])
+    assert chosen == 2 and held["letter"] == 2 and held["vehicle"] == 2
+    assert ss.eligible({1: {"long": 1.2, "realizable": 1.7}, 2: {"long": 1.3,
+                                                                "realizable": 1.5}}, [1, 2]) == [2]
