@@ -182,11 +182,21 @@ class Model(Stateful):
 
     def _one_row(self, context) -> bool:
         """Whether one context takes the one-row compiled calls: a float vector of the
-        dense contexts' length, actions that are labels, an oracle that has them."""
+        dense contexts' length (`_vector`), actions that are labels, an oracle that has
+        them."""
         return (self.explorer.one_row and type(context) is np.ndarray and context.ndim == 1
                 and context.dtype == np.float64 and context.flags.c_contiguous
-                and context.size == self.encoder.dense_dim
+                and context.size == self.encoder.vector_width
                 and self.rows.actions.joint is False)
+
+    def _vector(self, context):
+        """A dict that is a dense context (`FeatureEncoder.named_vector`) as its vector,
+        for the one-row calls (the same rows, so the same numbers); any other context as
+        it is."""
+        if type(context) is dict and self.explorer.one_row and (
+                vector := self.encoder.named_vector(context)) is not None:
+            return vector
+        return context
 
     def _values(self, context: np.ndarray) -> np.ndarray:
         """A dense context's features after the intercept (its random features appended,
@@ -201,11 +211,11 @@ class Model(Stateful):
 
     def decide(self, context, actions: Sequence) -> Decision:
         """Bounds, plausible set and distribution for one context."""
-        explorer = self.explorer
+        explorer, vector = self.explorer, self._vector(context)
         if explorer.n_frozen and explorer.budget.selector is None and self._one_row(
-                context) and (models := self.rows.actions.known(actions)) is not None:
+                vector) and (models := self.rows.actions.known(actions)) is not None:
             out = np.empty((4, len(models)))
-            if explorer.budget.draw_dense(explorer, self._values(context), models,
+            if explorer.budget.draw_dense(explorer, self._values(vector), models,
                                           self.spec.intercept, 0.0, out) is not None:
                 return Decision(*out)
         block = self.decisions([context], actions)
@@ -223,15 +233,15 @@ class Model(Stateful):
              ) -> tuple[object, float, dict]:
         """Sample an action with a uniform of ``rng``: the action, its probability and
         the keyword arguments of ``learn``."""
-        explorer = self.explorer
-        if self._one_row(context) and (models := self.rows.actions.known(actions)) is not None \
+        explorer, vector = self.explorer, self._vector(context)
+        if self._one_row(vector) and (models := self.rows.actions.known(actions)) is not None \
                 and explorer.budget.ready(explorer):
-            values = self._values(context)
+            values = self._values(vector)
             drawn = explorer.budget.draw_dense(explorer, values, models, self.spec.intercept,
                                                rng.random())
             if drawn is not None:  # (None: a value is not finite; decide says which)
                 if len(drawn) > 3:  # (the candidates' distributions, as decide keeps them)
-                    self._last = (context.copy(), list(actions), drawn[3])
+                    self._last = (snapshot(context), list(actions), drawn[3])
                 return actions[drawn[0]], drawn[1], drawn[2]
         decision = self.decide(context, actions)
         cdf = decision.pmf.cumsum()  # `rules.sample`'s draw, for one row
@@ -252,9 +262,9 @@ class Model(Stateful):
             known = action in labels
         except TypeError:  # (unhashable: the general path says what actions must be)
             known = False
-        if known and self._one_row(context) and explorer.schedule == "online":
-            values = context if self.encoder.expand is None else self.encoder.expanded(
-                context)
+        if known and self._one_row(vector := self._vector(context)) and (
+                explorer.schedule == "online"):
+            values = vector if self.encoder.expand is None else self.encoder.expanded(vector)
             fitted = explorer.learn_dense(values, self.spec.intercept, labels[action],
                                           reward, weight, scored)
             if fitted is not None:  # learned and rebuilt at once

@@ -204,6 +204,28 @@ def test_dict_contexts_of_the_same_numbers_get_the_same_model_as_arrays():
     assert learner.encoder.dim == 1 + 16 + 64 + 1
 
 
+def test_a_dict_of_the_first_contexts_names_takes_the_dense_calls_with_the_same_numbers():
+    """From the second example on, a dict of exactly the first context's names (in its
+    order) is decided and learned as the array of its values (`named_vector`): the same
+    numbers as the general path, which other dicts keep taking (names in another order,
+    a value that is not a number, a name first seen later), and a model file keeps it."""
+    names = tuple(f"f{j}" for j in range(16))
+    dicts = [dict(zip(names, map(float, x))) for x in X[:300]]
+    arrays = per_example(RegCB(seed=1), X[:300])
+    learner = RegCB(seed=1)
+    assert per_example(learner, dicts[:150], rewards=R[:150]) == arrays[:150]
+    assert learner.encoder.vector_names() == names
+    assert learner.encoder.named_vector(dict(reversed(dicts[150].items()))) is None
+    assert learner.encoder.named_vector({**dicts[150], "f3": "1"}) is None
+    with pytest.raises(TypeError, match="'f3' has value '1'"):
+        learner.predict({**dicts[150], "f3": "1"}, ACTIONS)
+    loaded, _ = loads(dumps(learner, {}))
+    reordered = [dict(reversed(d.items())) if t % 2 else d for t, d in enumerate(dicts[150:])]
+    assert per_example(loaded, reordered, rewards=R[150:300]) == arrays[150:]
+    per_example(loaded, [{**dicts[0], "late": 1.0}], rewards=R[:1])
+    assert loaded.encoder.vector_names() is None and loaded.encoder.vector_width is None
+
+
 def test_indicator_dicts_and_joint_actions_keep_the_linear_model():
     """Dicts whose values are all 1 (words, one-hot categories), action feature dicts and
     an oracle given: as with random_features=0."""

@@ -84,7 +84,7 @@ class FeatureEncoder(Stateful):
         "wave_columns": "_wave_columns",
         "waves_at": "_waves_at",
     }
-    TRANSIENT = {"_expanded": None, "_wave_position": None}
+    TRANSIENT = {"_expanded": None, "_wave_position": None, "_names": None}
     ADDED = {"wave_columns": None, "waves_at": None}  # (model files of before them)
 
 
@@ -108,6 +108,7 @@ class FeatureEncoder(Stateful):
         self._wave_columns: np.ndarray | None = None
         self._waves_at: int | None = None
         self._wave_position: np.ndarray | None = None  # column -> its place in the input
+        self._names: tuple | None = None  # (n_named, the dense names), `vector_names`
 
     @property
     def dim(self) -> int:
@@ -126,6 +127,47 @@ class FeatureEncoder(Stateful):
     def dense_dim(self) -> int | None:
         """The length of dense contexts, while the features are those alone (else None)."""
         return None if self._n_named else self._input_width
+
+    @property
+    def vector_width(self) -> int | None:
+        """The length of the float vectors the one-row compiled calls take: the dense
+        contexts', or the count of `vector_names` (else None)."""
+        if self._n_named:
+            names = self.vector_names()
+            return None if names is None else len(names)
+        return self._input_width
+
+    def vector_names(self) -> tuple | None:
+        """The names of a named context that is a dense one: while the only named columns
+        are the first context's (columns 1..d, in its order) and its random features after
+        them, a dict of exactly these names, in this order, is the dense vector of its
+        values (`named_vector`); else None."""
+        if self._names is None or self._names[0] != self._n_named:
+            names = None
+            columns, d = self._wave_columns, 0 if self._wave_columns is None else len(
+                self._wave_columns)
+            if (d and self.hash_bits is None and self._dense_dim is None
+                    and self._waves_at == 1 + d and self._n_named == d + self.expand.n_features
+                    and (columns == np.arange(1, d + 1)).all()):
+                at = {column: key for key, column in self._index["x"].items()}
+                names = tuple(at[c] for c in range(1, d + 1)) if len(at) == d else None
+            self._names = (self._n_named, names)
+        return self._names[1]
+
+    def named_vector(self, context: dict) -> np.ndarray | None:
+        """A dict of exactly `vector_names` (in their order, every value a finite number)
+        as the float vector of its values: the dense context it encodes as (the same
+        row); else None (the general path, which names what is wrong)."""
+        names = self.vector_names()
+        if names is None or len(context) != len(names) or tuple(context) != names:
+            return None
+        values = list(context.values())
+        try:
+            if not math.isfinite(math.fsum(values)):
+                return None
+            return np.array(values, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            return None
 
     def context(self, context) -> np.ndarray:
         """Encode one context as a vector of the current dimension."""
