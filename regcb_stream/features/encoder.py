@@ -27,6 +27,7 @@ ValueError: context feature 1 is nan: features must be finite numbers
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -338,20 +339,27 @@ class FeatureEncoder(Stateful):
             self._without_expansion("actions given as encoded rows (the joint class)")
             index, value = self.encoded_sparse(actions)
             return index.reshape(-1, index.shape[-1]), value.reshape(-1, value.shape[-1])
+        if len(contexts) == 1 and self._slots is not None and self.cross and (
+                rows := self._hashed_rows(*self._shared_items(contexts[0]), actions)):
+            return rows  # (one context's rows, its actions alike: arrays at once)
         if played:
             items = [self.joint_items(c, [a])[0] for c, a in zip(contexts, actions)]
         else:
             items = [row for c in contexts for row in self.joint_items(c, actions)]
         return self.sparse(items)
 
-    def joint_items(self, context, actions: Sequence[Mapping]) -> list[tuple[list, list]]:
-        """(columns, values) of each (context, action) pair, no intercept."""
+    def _shared_items(self, context) -> tuple[list, list]:
+        """The keys and values of a context of the joint class (a dict, or a dense
+        vector's positions)."""
         self._without_expansion("actions given as feature dicts (the joint class)")
         if isinstance(context, Mapping):
-            shared_keys, shared_values = _checked_items(context)
-        else:
-            shared_values = _dense_values(context).tolist()
-            shared_keys = list(range(len(shared_values)))
+            return _checked_items(context)
+        shared_values = _dense_values(context).tolist()
+        return list(range(len(shared_values))), shared_values
+
+    def joint_items(self, context, actions: Sequence[Mapping]) -> list[tuple[list, list]]:
+        """(columns, values) of each (context, action) pair, no intercept."""
+        shared_keys, shared_values = self._shared_items(context)
         if self._slots is not None and self.cross:
             return self._hashed_items(shared_keys, shared_values, actions)
         shared_columns = self._columns("x", shared_keys)
@@ -389,6 +397,34 @@ class FeatureEncoder(Stateful):
             rows.append((head + columns[at:at + width], value))
             at += width
         return rows
+
+    def _hashed_rows(self, shared_keys: list, shared_values: list, actions: Sequence[Mapping]
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+        """`sparse` of `_hashed_items` (the same keys, registered in the same order, and the
+        same values) computed as arrays, when every action has as many features and every
+        value is a Python float (products as Python computes them); else None."""
+        own = [_checked_items(action) for action in actions]
+        k, m, s = len(own), len(own[0][0]) if own else 0, len(shared_keys)
+        if not own or any(len(keys) != m for keys, _ in own) or not {
+                type(v) for v in itertools.chain(shared_values, *(v for _, v in own))} <= {
+                float}:
+            return None
+        shared = np.array([_name_hash(key) for key in shared_keys], np.uint64)
+        hashes = np.array([[_name_hash(key) for key in keys] for keys, _ in own],
+                          np.uint64).reshape(k, m)
+        crosses = shared[None, :, None] * np.uint64(FNV_PRIME) ^ hashes[:, None, :]
+        keys = np.concatenate([hashes, crosses.reshape(k, s * m)], axis=1)
+        columns, fresh = self._slots(np.concatenate([shared, keys.ravel()]),
+                                     1 + (self._dense_dim or 0) + self._n_named)
+        self._n_named += fresh
+        sv = np.array(shared_values, float)
+        av = np.array([values for _, values in own], float).reshape(k, m)
+        index = np.zeros((k, 1 + s + keys.shape[1]), np.intp)
+        value = np.empty(index.shape)
+        index[:, 1:1 + s], index[:, 1 + s:] = columns[:s], columns[s:].reshape(k, -1)
+        value[:, 0], value[:, 1:1 + s], value[:, 1 + s:1 + s + m] = self.intercept, sv, av
+        value[:, 1 + s + m:] = (sv[None, :, None] * av[:, None, :]).reshape(k, s * m)
+        return index, value
 
     def _columns(self, kind: str, keys: list) -> list[int]:
         """Columns of feature keys of one kind, registering new keys."""
