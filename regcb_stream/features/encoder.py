@@ -26,15 +26,14 @@ ValueError: context feature 1 is nan: features must be finite numbers
 
 from __future__ import annotations
 
-import functools
-import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from regcb_stream.io.hashing import FNV_PRIME, cross_hash, feature_hash, mask
+from regcb_stream.features.crosses import hashed_items, hashed_rows, name_hash
+from regcb_stream.io.hashing import cross_hash, mask
 from regcb_stream.state import Stateful
 
 try:
@@ -340,7 +339,8 @@ class FeatureEncoder(Stateful):
             index, value = self.encoded_sparse(actions)
             return index.reshape(-1, index.shape[-1]), value.reshape(-1, value.shape[-1])
         if len(contexts) == 1 and self._slots is not None and self.cross and (
-                rows := self._hashed_rows(*self._shared_items(contexts[0]), actions)):
+                rows := self._hashed(hashed_rows, *self._shared_items(contexts[0]), actions,
+                                     self.intercept)):
             return rows  # (one context's rows, its actions alike: arrays at once)
         if played:
             items = [self.joint_items(c, [a])[0] for c, a in zip(contexts, actions)]
@@ -361,7 +361,7 @@ class FeatureEncoder(Stateful):
         """(columns, values) of each (context, action) pair, no intercept."""
         shared_keys, shared_values = self._shared_items(context)
         if self._slots is not None and self.cross:
-            return self._hashed_items(shared_keys, shared_values, actions)
+            return self._hashed(hashed_items, shared_keys, shared_values, actions)
         shared_columns = self._columns("x", shared_keys)
         rows = []
         for action in actions:
@@ -374,57 +374,14 @@ class FeatureEncoder(Stateful):
             rows.append((columns, values))
         return rows
 
-    def _hashed_items(self, shared_keys: list, shared_values: list,
-                      actions: Sequence[Mapping]) -> list[tuple[list, list]]:
-        """`joint_items` with VW's hashes and crosses: the hashes of every row in one
-        array (the context's, then each action's own and crosses, in `joint_items`' order)
-        and their columns in one pass, so new slots are numbered as one row at a time
-        would number them."""
-        shared = np.array([_name_hash(k) for k in shared_keys], np.uint64)
-        parts, values = [shared], []
-        for action in actions:
-            keys, own = _checked_items(action)
-            hashes = np.array([_name_hash(k) for k in keys], np.uint64)
-            parts += [hashes, (shared[:, None] * np.uint64(FNV_PRIME) ^ hashes).ravel()]
-            values.append(shared_values + own + [sv * av for sv in shared_values for av in own])
-        columns, fresh = self._slots(np.concatenate(parts),
-                                     1 + (self._dense_dim or 0) + self._n_named)
-        self._n_named += fresh
-        columns = columns.tolist()
-        head, at, rows = columns[:len(shared)], len(shared), []
-        for part, value in zip(range(1, len(parts), 2), values):
-            width = len(parts[part]) + len(parts[part + 1])
-            rows.append((head + columns[at:at + width], value))
-            at += width
-        return rows
-
-    def _hashed_rows(self, shared_keys: list, shared_values: list, actions: Sequence[Mapping]
-                     ) -> tuple[np.ndarray, np.ndarray] | None:
-        """`sparse` of `_hashed_items` (the same keys, registered in the same order, and the
-        same values) computed as arrays, when every action has as many features and every
-        value is a Python float (products as Python computes them); else None."""
+    def _hashed(self, crossing, shared_keys: list, shared_values: list,
+                actions: Sequence[Mapping], *args):
+        """`crosses.hashed_items` or `crosses.hashed_rows` of checked actions, their new
+        slots numbered after this encoder's columns."""
         own = [_checked_items(action) for action in actions]
-        k, m, s = len(own), len(own[0][0]) if own else 0, len(shared_keys)
-        if not own or any(len(keys) != m for keys, _ in own) or not {
-                type(v) for v in itertools.chain(shared_values, *(v for _, v in own))} <= {
-                float}:
-            return None
-        shared = np.array([_name_hash(key) for key in shared_keys], np.uint64)
-        hashes = np.array([[_name_hash(key) for key in keys] for keys, _ in own],
-                          np.uint64).reshape(k, m)
-        crosses = shared[None, :, None] * np.uint64(FNV_PRIME) ^ hashes[:, None, :]
-        keys = np.concatenate([hashes, crosses.reshape(k, s * m)], axis=1)
-        columns, fresh = self._slots(np.concatenate([shared, keys.ravel()]),
-                                     1 + (self._dense_dim or 0) + self._n_named)
+        out, fresh = crossing(self._slots, self.dim, shared_keys, shared_values, own, *args)
         self._n_named += fresh
-        sv = np.array(shared_values, float)
-        av = np.array([values for _, values in own], float).reshape(k, m)
-        index = np.zeros((k, 1 + s + keys.shape[1]), np.intp)
-        value = np.empty(index.shape)
-        index[:, 1:1 + s], index[:, 1 + s:] = columns[:s], columns[s:].reshape(k, -1)
-        value[:, 0], value[:, 1:1 + s], value[:, 1 + s:1 + s + m] = self.intercept, sv, av
-        value[:, 1 + s + m:] = (sv[None, :, None] * av[:, None, :]).reshape(k, s * m)
-        return index, value
+        return out
 
     def _columns(self, kind: str, keys: list) -> list[int]:
         """Columns of feature keys of one kind, registering new keys."""
@@ -444,9 +401,9 @@ class FeatureEncoder(Stateful):
     def _hashed_columns(self, kind: str, keys) -> np.ndarray:
         """Columns of keys by their VW hashes (``kind`` "h": the hashes themselves)."""
         if kind == "xa":
-            hashes = [cross_hash(_name_hash(s), _name_hash(a)) for s, a in keys]
+            hashes = [cross_hash(name_hash(s), name_hash(a)) for s, a in keys]
         elif kind != "h":
-            hashes = [_name_hash(key) for key in keys]
+            hashes = [name_hash(key) for key in keys]
         else:
             hashes = keys
         columns, fresh = self._slots(np.asarray(hashes, dtype=np.uint64),
@@ -504,16 +461,6 @@ def named_dense(values: np.ndarray) -> bool:
     (True, False)
     """
     return 0 < len(values) <= MAX_DENSE_NAMES and bool((values != 1).any())
-
-
-@functools.lru_cache(maxsize=1 << 16)  # (names repeat: murmur in Python costs ~10 us)
-def _name_hash(key) -> int:
-    """VW's hash of a feature named ``key`` in the default namespace: a name of digits
-    hashes to its number, so an int key (a slot, from ``iter_vw(hash_bits=...)``) stays
-    itself."""
-    if isinstance(key, (int, np.integer)) and 0 <= key < 2**32:
-        return int(key)
-    return feature_hash(0, str(key))
 
 
 class SlotColumns(Stateful):

@@ -1,0 +1,84 @@
+"""The joint class's rows with VW's hashes and crosses (``hash_bits`` with ``cross``).
+
+A (context, action) row holds the context's features, the action's own and every cross of
+the two, keyed as VW keys them: a name's hash (`name_hash`) and a cross's
+``hash(s) * FNV_PRIME ^ hash(a)``. The keys of a context with its actions (the context's,
+then each action's own and crosses, context-major) become columns in one pass of the
+encoder's `SlotColumns`, so new slots are numbered as one row at a time would number them.
+`hashed_items` gives the rows as lists; `hashed_rows` the same rows as arrays, when every
+action has as many features.
+
+>>> from regcb_stream.features.encoder import SlotColumns
+>>> rows, fresh = hashed_items(SlotColumns(bits=8), 1, ["u"], [2.0], [(["a"], [1.0])])
+>>> len(rows[0][0]), rows[0][1], fresh
+(3, [2.0, 1.0, 2.0], 3)
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+
+from regcb_stream.io.hashing import FNV_PRIME, feature_hash
+
+_FNV = np.uint64(FNV_PRIME)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # (names repeat: murmur in Python costs ~10 us)
+def name_hash(key) -> int:
+    """VW's hash of a feature named ``key`` in the default namespace: a name of digits
+    hashes to its number, so an int key (a slot, from ``iter_vw(hash_bits=...)``) stays
+    itself."""
+    if isinstance(key, (int, np.integer)) and 0 <= key < 2**32:
+        return int(key)
+    return feature_hash(0, str(key))
+
+
+def hashed_items(slots, first: int, shared_keys: list, shared_values: list, own: list
+                 ) -> tuple[list[tuple[list, list]], int]:
+    """The (columns, values) of each row of a context (its keys and values) with each
+    action (``own``: its checked keys and values), no intercept; new slots numbered from
+    ``first``. Returns the rows and how many slots are new."""
+    shared = np.array([name_hash(k) for k in shared_keys], np.uint64)
+    parts, values = [shared], []
+    for keys, own_values in own:
+        hashes = np.array([name_hash(k) for k in keys], np.uint64)
+        parts += [hashes, (shared[:, None] * _FNV ^ hashes).ravel()]
+        values.append(shared_values + own_values
+                      + [sv * av for sv in shared_values for av in own_values])
+    columns, fresh = slots(np.concatenate(parts), first)
+    columns = columns.tolist()
+    head, at, rows = columns[:len(shared)], len(shared), []
+    for part, value in zip(range(1, len(parts), 2), values):
+        width = len(parts[part]) + len(parts[part + 1])
+        rows.append((head + columns[at:at + width], value))
+        at += width
+    return rows, fresh
+
+
+def hashed_rows(slots, first: int, shared_keys: list, shared_values: list, own: list,
+                intercept: float) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
+    """`hashed_items` as padded ``(index, value)`` arrays with the intercept as column 0
+    (the same keys, registered in the same order, and the same values), when every action
+    has as many features and every value is a Python float (products as Python computes
+    them); else None (no slot registered)."""
+    k, m, s = len(own), len(own[0][0]) if own else 0, len(shared_keys)
+    if not own or any(len(keys) != m for keys, _ in own) or not {
+            type(v) for v in itertools.chain(shared_values, *(v for _, v in own))} <= {float}:
+        return None, 0
+    shared = np.array([name_hash(key) for key in shared_keys], np.uint64)
+    hashes = np.array([[name_hash(key) for key in keys] for keys, _ in own],
+                      np.uint64).reshape(k, m)
+    crosses = shared[None, :, None] * _FNV ^ hashes[:, None, :]
+    keys = np.concatenate([hashes, crosses.reshape(k, s * m)], axis=1)
+    columns, fresh = slots(np.concatenate([shared, keys.ravel()]), first)
+    sv = np.array(shared_values, float)
+    av = np.array([values for _, values in own], float).reshape(k, m)
+    index = np.zeros((k, 1 + s + keys.shape[1]), np.intp)
+    value = np.empty(index.shape)
+    index[:, 1:1 + s], index[:, 1 + s:] = columns[:s], columns[s:].reshape(k, -1)
+    value[:, 0], value[:, 1:1 + s], value[:, 1 + s:1 + s + m] = intercept, sv, av
+    value[:, 1 + s + m:] = (sv[None, :, None] * av[:, None, :]).reshape(k, s * m)
+    return (index, value), fresh
