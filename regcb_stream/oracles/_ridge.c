@@ -258,7 +258,7 @@ static int split_row(const Blocks *B, const int64_t *index, const double *value,
 }
 
 /* x^T M x of a symmetric n x n matrix, each pair once */
-WIDE static double quadratic(const double *m, const double *x, Py_ssize_t n) {
+static double quadratic(const double *m, const double *x, Py_ssize_t n) {
     double v = 0.0;
     for (Py_ssize_t l = 0; l < n; l++)
         if (x[l] != 0.0)
@@ -291,7 +291,7 @@ static void scratch_free(Scratch *t) {
 }
 
 /* w = z_S - F_j^T z_G, for the split row in t */
-WIDE static void shared_residual(const Blocks *B, int64_t j, Py_ssize_t ng, Scratch *t) {
+static void shared_residual(const Blocks *B, int64_t j, Py_ssize_t ng, Scratch *t) {
     Py_ssize_t s = B->s;
     memcpy(t->w, t->zs, s * sizeof(double));
     if (j < 0) return;
@@ -304,8 +304,8 @@ WIDE static void shared_residual(const Blocks *B, int64_t j, Py_ssize_t ng, Scra
 }
 
 /* prediction (without the prior) and x^T A^-1 x of one row; 0 if it does not fit */
-WIDE static int block_moments(const Blocks *B, const int64_t *index, const double *value,
-                              Py_ssize_t L, Scratch *t, double *pred, double *var) {
+static int block_moments(const Blocks *B, const int64_t *index, const double *value,
+                         Py_ssize_t L, Scratch *t, double *pred, double *var) {
     int64_t j;
     Py_ssize_t ng;
     if (!split_row(B, index, value, L, t->zs, t->gp, t->gv, &ng, &j)) return 0;
@@ -328,9 +328,9 @@ WIDE static int block_moments(const Blocks *B, const int64_t *index, const doubl
 
 /* The blocks' update by one row already added to a and b (weight, residual); 0 if the
  * row does not fit */
-WIDE static int block_learn(const Blocks *B, const double *a, const double *bvec,
-                            Py_ssize_t D, const int64_t *index, const double *value,
-                            Py_ssize_t L, double weight, double residual, Scratch *t) {
+static int block_learn(const Blocks *B, const double *a, const double *bvec, Py_ssize_t D,
+                       const int64_t *index, const double *value, Py_ssize_t L,
+                       double weight, double residual, Scratch *t) {
     Py_ssize_t s = B->s, ng;
     int64_t j;
     if (!split_row(B, index, value, L, t->zs, t->gp, t->gv, &ng, &j)) return 0;
