@@ -146,8 +146,9 @@ class FeatureEncoder(Stateful):
             names = None
             columns, d = self._wave_columns, 0 if self._wave_columns is None else len(
                 self._wave_columns)
-            if (d and self.hash_bits is None and self._dense_dim is None
-                    and self._waves_at == 1 + d and self._n_named == d + self.expand.n_features
+            if (d and self.expand is not None and self.hash_bits is None
+                    and self._dense_dim is None and self._waves_at == 1 + d
+                    and self._n_named == d + self.expand.n_features
                     and (columns == np.arange(1, d + 1)).all()):
                 at = {column: key for key, column in self._index["x"].items()}
                 names = tuple(at[c] for c in range(1, d + 1)) if len(at) == d else None
