@@ -163,7 +163,7 @@ def configurations() -> list[dict]:
         _ours("per-example", run_per_example, variant, schedule)
         for variant, schedule in PER_EXAMPLE
     ]
-    rows += [  # with model selection, and the linear model alone (not barred)
+    rows += [  # model selection and the linear model alone (not barred); dict contexts
         _ours("per-example", run_per_example, variant, "online", **options)
         for options in ({"select_model": True}, {"random_features": 0}, {"dicts": True})
         for variant in VARIANTS
