@@ -339,10 +339,12 @@ class FeatureEncoder(Stateful):
             self._without_expansion("actions given as encoded rows (the joint class)")
             index, value = self.encoded_sparse(actions)
             return index.reshape(-1, index.shape[-1]), value.reshape(-1, value.shape[-1])
-        if len(contexts) == 1 and self._slots is not None and self.cross and (
-                rows := self._hashed(hashed_rows, *self._shared_items(contexts[0]), actions,
-                                     self.intercept)):
-            return rows  # (one context's rows, its actions alike: arrays at once)
+        if len(contexts) == 1 and self._slots is not None and self.cross:
+            shared = self._shared_items(contexts[0])  # (one context: its rows at once)
+            own = [_checked_items(action) for action in actions]
+            rows = self._hashed(hashed_rows, *shared, own, self.intercept)
+            return rows if rows is not None else self.sparse(
+                self._hashed(hashed_items, *shared, own))
         if played:
             items = [self.joint_items(c, [a])[0] for c, a in zip(contexts, actions)]
         else:
@@ -362,7 +364,8 @@ class FeatureEncoder(Stateful):
         """(columns, values) of each (context, action) pair, no intercept."""
         shared_keys, shared_values = self._shared_items(context)
         if self._slots is not None and self.cross:
-            return self._hashed(hashed_items, shared_keys, shared_values, actions)
+            return self._hashed(hashed_items, shared_keys, shared_values,
+                                [_checked_items(action) for action in actions])
         shared_columns = self._columns("x", shared_keys)
         rows = []
         for action in actions:
@@ -375,11 +378,9 @@ class FeatureEncoder(Stateful):
             rows.append((columns, values))
         return rows
 
-    def _hashed(self, crossing, shared_keys: list, shared_values: list,
-                actions: Sequence[Mapping], *args):
-        """`crosses.hashed_items` or `crosses.hashed_rows` of checked actions, their new
-        slots numbered after this encoder's columns."""
-        own = [_checked_items(action) for action in actions]
+    def _hashed(self, crossing, shared_keys: list, shared_values: list, own: list, *args):
+        """`crosses.hashed_items` or `crosses.hashed_rows` of checked actions (``own``), their
+        new slots numbered after this encoder's columns."""
         out, fresh = crossing(self._slots, self.dim, shared_keys, shared_values, own, *args)
         self._n_named += fresh
         return out
