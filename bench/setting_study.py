@@ -17,8 +17,11 @@ on the other streams, scored on the two).
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import pathlib
+import sys
 import time
 from collections import defaultdict
 
@@ -29,6 +32,7 @@ from bench.experiments.defaults import LONG_SEEDS, MAX_GROWTH, long_regret
 from bench.experiments.radial_features import MAP_SEEDS, STREAMS, choose
 from bench.harness import problems, protocol
 from bench.harness.regcb_algo import RegCBAlgorithm
+from bench.runs import run_missing
 from regcb_stream import RegCB
 from regcb_stream.datasets.synthetic import regret_growth
 
@@ -121,6 +125,56 @@ def difference(means_: dict, value, base, rounds: int | None = None) -> str:
     d = np.array([means_[(value, s, *tail)] - means_[(base, s, *tail)] for s in STREAMS
                   if (base, s, *tail) in means_])
     return f"{d.mean():+.4f} ({d.std(ddof=1) / np.sqrt(len(d)):.4f}, {len(d)} streams)"
+
+
+def choice_lines(means_: dict, held: dict, chosen, base, label) -> list[str]:
+    """The report's lines on the value chosen on all 56 streams and by leaving each data
+    set out, against ``base`` (each value named by ``label``), and the streams it moves
+    most."""
+    lines = ["", f"Chosen on all 56 streams among the eligible: **{label(chosen)}**; leaving "
+             f"each stream's data set out, {label(chosen)} is chosen on "
+             f"{sum(h == chosen for h in held.values())} of 56 (held-out mean "
+             f"{np.mean([means_[(held[s], s)] for s in STREAMS]):.4f}, against "
+             f"{np.mean([means_[(base, s)] for s in STREAMS]):.4f} for {label(base)})."]
+    if chosen != base:
+        gains = sorted(STREAMS, key=lambda s: means_[(chosen, s)] - means_[(base, s)])
+        lines += ["", f"{label(chosen)} against {label(base)}, per stream: the largest gains "
+                  + ", ".join(f"{s} {means_[(chosen, s)] - means_[(base, s)]:+.4f}"
+                              for s in gains[:-4:-1])
+                  + "; the largest losses " + ", ".join(
+                      f"{s} {means_[(chosen, s)] - means_[(base, s)]:+.4f}" for s in gains[:3])
+                  + "."]
+    return lines
+
+
+def main(module: str, description: str, setting: str, values, report, argv=None) -> None:
+    """A study's command: run the missing (value, stream, repetition) tasks of ``setting``
+    (``results/<name>.jsonl``, resumable), then write its ``report(rows, command)`` to
+    ``docs/results/<name>.md`` and print it."""
+    name = module.rsplit(".", 1)[-1]
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--runs", default=str(ROOT / "results" / f"{name}.jsonl"))
+    parser.add_argument("--output", default=str(ROOT / "docs" / "results" / f"{name}.md"))
+    args = parser.parse_args(argv)
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    rows, ran = run_missing(args.runs, tasks(values, args.reps), _Run(setting),
+                            lambda r: (r[setting], r["stream"], r["rep"]), args.jobs)
+    print(f"{ran} runs", file=sys.stderr)
+    text = report(rows, " ".join([f"python -m {module}", *(argv or sys.argv[1:])]))
+    pathlib.Path(args.output).write_text(text, encoding="utf-8")
+    print(text)
+
+
+class _Run:
+    """`run` of one setting, as the pool's processes take it (a picklable callable)."""
+
+    def __init__(self, setting: str):
+        self.setting = setting
+
+    def __call__(self, task: tuple) -> dict:
+        return run(self.setting, task)
 
 
 def unseen_peers() -> tuple[dict, str]:

@@ -21,29 +21,15 @@ Runs are kept in ``results/feature_budget.jsonl`` (resumable); writes
 
 from __future__ import annotations
 
-import argparse
-import os
-import pathlib
-import sys
-
-import numpy as np
-
 from bench import setting_study
 from bench.experiments.noisy_rewards import peers_section
-from bench.experiments.radial_features import STREAMS, stream_table
+from bench.experiments.radial_features import stream_table
 from bench.provenance import stamp
-from bench.runs import run_missing
 from regcb_stream import defaults
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 CLASS = "random features"
 MELLOWNESS = (3e-3, 1e-3, 6e-4)  # the first: the class's default before this study
 BEFORE = MELLOWNESS[0]
-
-
-def run(task: tuple) -> dict:
-    """One (mellowness, stream, repetition): `setting_study.run`."""
-    return setting_study.run("mellowness", task)
 
 
 def label(m: float) -> str:
@@ -73,19 +59,7 @@ def report(rows: list[dict], command: str) -> str:
                          f"{what} {setting_study.difference(means, m, BEFORE, rounds)}"
                          for what, rounds in (("whole runs", None), ("first 500 rounds", 500),
                                               ("first 2,000 rounds", 2000))))
-    lines += ["", f"Chosen on all 56 streams among the eligible: **{label(chosen)}**; leaving "
-              f"each stream's data set out, it is chosen on "
-              f"{sum(h == chosen for h in held.values())} of 56 (held-out mean "
-              f"{np.mean([means[(held[s], s)] for s in STREAMS]):.4f}, against "
-              f"{np.mean([means[(BEFORE, s)] for s in STREAMS]):.4f} for {label(BEFORE)})."]
-    if chosen != BEFORE:
-        gains = sorted(STREAMS, key=lambda s: means[(chosen, s)] - means[(BEFORE, s)])
-        lines += ["", f"{label(chosen)} against {label(BEFORE)}, per stream: the largest "
-                  "gains " + ", ".join(f"{s} {means[(chosen, s)] - means[(BEFORE, s)]:+.4f}"
-                                       for s in gains[:-4:-1])
-                  + "; the largest losses " + ", ".join(
-                      f"{s} {means[(chosen, s)] - means[(BEFORE, s)]:+.4f}" for s in gains[:3])
-                  + "."]
+    lines += setting_study.choice_lines(means, held, chosen, BEFORE, label)
     lines += peers_section(means, MELLOWNESS, label)
     lines += setting_study.unseen_bars(means, MELLOWNESS, label)
     if chosen != defaults.MODEL_CLASSES[CLASS].mellowness:
@@ -94,25 +68,9 @@ def report(rows: list[dict], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _task_of(record: dict) -> tuple:
-    return record["mellowness"], record["stream"], record["rep"]
-
-
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--runs", default=str(ROOT / "results" / "feature_budget.jsonl"))
-    parser.add_argument("--output", default=str(ROOT / "docs" / "results" / "feature_budget.md"))
-    args = parser.parse_args(argv)
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    rows, ran = run_missing(args.runs, setting_study.tasks(MELLOWNESS, args.reps), run,
-                            _task_of, args.jobs)
-    print(f"{ran} runs", file=sys.stderr)
-    text = report(rows, " ".join(["python -m bench.experiments.feature_budget",
-                                  *(argv or sys.argv[1:])]))
-    pathlib.Path(args.output).write_text(text, encoding="utf-8")
-    print(text)
+    setting_study.main(__spec__.name, __doc__.split("\n\n")[0], "mellowness", MELLOWNESS,
+                       report, argv)
 
 
 if __name__ == "__main__":

@@ -27,27 +27,12 @@ Runs are kept in ``results/optimistic_ties.jsonl`` (resumable); writes
 
 from __future__ import annotations
 
-import argparse
-import os
-import pathlib
-import sys
-
-import numpy as np
-
 from bench import setting_study
 from bench.experiments.noisy_rewards import peers_section
 from bench.experiments.radial_features import STREAMS, stream_table
 from bench.provenance import stamp
-from bench.runs import run_missing
 from regcb_stream import defaults
 from regcb_stream.rules import TIE_RULES
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def run(task: tuple) -> dict:
-    """One (ties, stream, repetition): `setting_study.run`."""
-    return setting_study.run("ties", task)
 
 
 def report(rows: list[dict], command: str) -> str:
@@ -74,16 +59,7 @@ def report(rows: list[dict], command: str) -> str:
                      + ", ".join(f"{label} {setting_study.difference(means, t, 'shared', rounds)}"
                                  for label, rounds in (("whole runs", None),
                                                        ("first 500 rounds", 500))))
-    lines += ["", f"Chosen on all 56 streams among the eligible: **`{chosen}`**; leaving each "
-              f"stream's data set out, `{chosen}` is chosen on "
-              f"{sum(h == chosen for h in held.values())} of 56 (held-out mean "
-              f"{np.mean([means[(held[s], s)] for s in STREAMS]):.4f}, against "
-              f"{np.mean([means[('shared', s)] for s in STREAMS]):.4f} for `shared`)."]
-    gains = sorted(STREAMS, key=lambda s: means[(chosen, s)] - means[("shared", s)])
-    lines += ["", f"`{chosen}` against `shared`, per stream: the largest gains " + ", ".join(
-        f"{s} {means[(chosen, s)] - means[('shared', s)]:+.4f}" for s in gains[:-4:-1])
-        + "; the largest losses " + ", ".join(
-        f"{s} {means[(chosen, s)] - means[('shared', s)]:+.4f}" for s in gains[:3]) + "."]
+    lines += setting_study.choice_lines(means, held, chosen, "shared", lambda t: f"`{t}`")
     lines += peers_section(means, TIE_RULES, lambda ties: f"`ties={ties!r}`")
     lines += setting_study.unseen_bars(means, TIE_RULES, lambda ties: f"`ties={ties!r}`")
     if chosen != defaults.TIES:
@@ -92,26 +68,9 @@ def report(rows: list[dict], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _task_of(record: dict) -> tuple:
-    return record["ties"], record["stream"], record["rep"]
-
-
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--runs", default=str(ROOT / "results" / "optimistic_ties.jsonl"))
-    parser.add_argument("--output",
-                        default=str(ROOT / "docs" / "results" / "optimistic_ties.md"))
-    args = parser.parse_args(argv)
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
-    rows, ran = run_missing(args.runs, setting_study.tasks(TIE_RULES, args.reps), run,
-                            _task_of, args.jobs)
-    print(f"{ran} runs", file=sys.stderr)
-    text = report(rows, " ".join(["python -m bench.experiments.optimistic_ties",
-                                  *(argv or sys.argv[1:])]))
-    pathlib.Path(args.output).write_text(text, encoding="utf-8")
-    print(text)
+    setting_study.main(__spec__.name, __doc__.split("\n\n")[0], "ties", TIE_RULES, report,
+                       argv)
 
 
 if __name__ == "__main__":
