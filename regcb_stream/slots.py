@@ -10,7 +10,12 @@ class: actions as feature dicts) learn what each position and each slot's featur
 each action's reward. The probability of each slot's action is its own decision's, given
 the earlier slots' (what VW logs per slot), and each slot's reward is learned as a label of
 its own; a slot whose reward is not known (``None``) is left out. The functions take the
-learner and use only its public ``decide``, ``rng`` and ``learn``.
+learner and use only its public ``decide``, ``rng`` and ``learn``, or, where the learner
+has a compiled loop whose decisions carry each row's ``x^T A^-1 x`` (the exact ridge, a
+fixed budget), its ``replay``: every slot's rows over the whole pool in one call, each
+slot's bounds then those of the actions it is offered, with the budget for as many; so
+the decisions of many examples are one block (`replay_slots`, the command's), with the
+numbers of one example at a time.
 
 >>> from regcb_stream import RegCB
 >>> learner = RegCB(seed=0)
@@ -31,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from regcb_stream import rules
+from regcb_stream.features.encoder import EncodedRows
 
 SLOT_INDEX = "slot_index"  # the feature of a slot's position (VW: _ccb_slot_index)
 
@@ -104,6 +110,9 @@ def predict_slots(learner, context, actions: Sequence, slots: Sequence[Slot]
     """Decide each slot in order: a `SlotDecision` per slot (None for a slot no action is
     left for). ``slots``: `Slot` (or a dict of the slot's features)."""
     slots = _as_slots(slots)
+    round_ = SlotRound(context, actions, slots, [None] * len(slots))
+    if _in_block(round_) and _compiled(learner):
+        return _block(learner, [round_], learn=False)[0]
     decisions, taken = [], set()
     for position, slot in enumerate(slots):
         pool, indices = offered(actions, slots, position, taken)
@@ -139,3 +148,148 @@ def learn_slots(learner, context, actions: Sequence, slots: Sequence[Slot],
         pool = actions if slot.actions is None else slot.actions
         learner.learn(slot_context(context, slot, position), pool[index], reward, prob,
                       weight=weight, **info)
+
+
+class SlotRound(NamedTuple):
+    """One multi-slot example of a log: as `predict_slots` and `learn_slots` take it,
+    ``labels`` a ``(index, probability, reward)`` per slot (None: nothing to learn)."""
+
+    context: object
+    actions: Sequence
+    slots: Sequence[Slot]
+    labels: Sequence[tuple | None]
+    weight: float = 1.0
+
+
+def replay_slots(learner, rounds: Sequence[SlotRound], learn: bool = True
+                 ) -> list[list[SlotDecision | None]]:
+    """Each round decided as `predict_slots` decides it, then (``learn``) its labels
+    learned as `learn_slots` learns them, in order; the decisions of each. Runs of
+    conditional rounds (slots that choose in the pool, none naming the actions it
+    includes) with pools of one size are one block in the learner's compiled loop where it
+    has one (`RegCB.replay`: each slot's rows over the whole pool, the labels after them,
+    and from each row's ``x^T A^-1 x`` the bounds of the actions the slot is offered, with
+    its own budget); any other round goes alone.
+
+    >>> from regcb_stream import RegCB
+    >>> actions = [{"item=a": 1.0}, {"item=b": 1.0}, {"item=c": 1.0}]
+    >>> rounds = [SlotRound({"user": 1.0}, actions, [Slot(), Slot()], [(0, 0.5, 1.0), None])
+    ...           for _ in range(3)]
+    >>> decisions = replay_slots(RegCB(seed=0), rounds)
+    >>> [len(d.pmf) for d in decisions[-1]], len(decisions)
+    ([3, 2], 3)
+    """
+    out, start = [], 0
+    while start < len(rounds):
+        stop = start + 1
+        if _in_block(rounds[start]) and _compiled(learner):
+            pool = len(rounds[start].actions)
+            while stop < len(rounds) and _in_block(rounds[stop]) and len(
+                    rounds[stop].actions) == pool:
+                stop += 1
+            out += _block(learner, rounds[start:stop], learn)
+        else:
+            context, actions, slots, labels, weight = rounds[start]
+            decisions = predict_slots(learner, context, actions, slots)
+            if learn:
+                learn_slots(learner, context, actions, slots, [
+                    None if label is None else label[:2] for label in labels],
+                    [None if label is None else label[2] for label in labels], weight)
+            out.append(decisions)
+        start = stop
+    return out
+
+
+def _in_block(round_: SlotRound) -> bool:
+    """Whether a round's slots all choose in the pool, none naming what it includes."""
+    return bool(round_.actions) and all(
+        isinstance(slot, Mapping) or slot is None or slot.actions is None
+        and slot.include is None for slot in round_.slots)
+
+
+def _compiled(learner) -> bool:
+    """Whether the learner decides and learns blocks in a compiled loop whose decisions
+    carry ``x^T A^-1 x`` (a fixed budget; the model class settled by a first example)."""
+    explorer = learner.model.explorer
+    return (learner.model_class is not None and explorer.compiled_replay
+            and explorer.capabilities.widths and explorer.budget.selector is None)
+
+
+def _block(learner, rounds: Sequence[SlotRound], learn: bool
+           ) -> list[list[SlotDecision | None]]:
+    """Rounds with pools of one size in one `RegCB.replay`: each round's slot rows (no
+    label), then its labelled slots' rows again (their labels); then each slot's decision
+    from its rows' fit and ``x^T A^-1 x``, slot by slot across the rounds."""
+    encoder, k = learner.encoder, len(rounds[0].actions)
+    rows, played, rewards, probs, weights, decided = [], [], [], [], [], []
+    for context, actions, slots, labels, weight in rounds:
+        slots = _as_slots(slots)
+        index, value = encoder.joint_rows([slot_context(context, slot, j)
+                                           for j, slot in enumerate(slots)], actions)
+        own = list(zip(index.reshape(len(slots), k, -1), value.reshape(len(slots), k, -1)))
+        decided.append(len(rows))
+        rows += own
+        played += [-1] * len(own)
+        rewards += [0.0] * len(own)
+        probs += [1.0] * len(own)
+        weights += [1.0] * len(own)
+        for j, label in enumerate(labels if learn else ()):
+            if label is not None:
+                rows.append(own[j])
+                played.append(label[0])
+                probs.append(label[1])
+                rewards.append(label[2])
+                weights.append(weight)
+    width = max(index.shape[1] for index, _ in rows)
+    index = np.zeros((len(rows), k, width - 1), np.intp)
+    value = np.zeros(index.shape)
+    for i, (columns, values) in enumerate(rows):  # (no intercept: EncodedRows add it)
+        index[i, :, :columns.shape[1] - 1] = columns[:, 1:]
+        value[i, :, :values.shape[1] - 1] = values[:, 1:]
+    before = learner.n_labels
+    decision = learner.replay(np.empty((len(rows), 0)), EncodedRows(index, value),
+                              np.array(played), np.array(rewards), np.array(probs),
+                              np.array(weights))
+    counts = before + np.cumsum([0] + [sum(label is not None for label in r.labels)
+                                       if learn else 0 for r in rounds[:-1]])
+    return _slot_decisions(learner, rounds, decision, np.array(decided), counts)
+
+
+def _slot_decisions(learner, rounds, decision, decided: np.ndarray, counts: np.ndarray
+                    ) -> list[list[SlotDecision | None]]:
+    """Each round's slot decisions from its slots' rows (``decided[r] + j``: slot ``j`` of
+    round ``r``), the labels learned before each round ``counts``: slot by slot across
+    the rounds, each slot's bounds over the actions the earlier slots left, its budget
+    for as many, the rule's distribution and the draw (`predict_slots`'s numbers)."""
+    explorer, (lo, hi) = learner.model.explorer, learner.reward_range
+    n, k = len(rounds), len(rounds[0].actions)
+    n_slots = np.array([min(len(r.slots), k) for r in rounds])
+    order = np.zeros((n, int(n_slots.max())), np.intp)  # each decided slot's uniform
+    order[np.arange(n_slots.max()) < n_slots[:, None]] = np.arange(n_slots.sum())
+    uniforms = learner.rng.random(int(n_slots.sum()))
+    taken = np.zeros((n, k), bool)
+    out = [[None] * len(r.slots) for r in rounds]
+    for j in range(order.shape[1]):
+        live = np.flatnonzero(n_slots > j)
+        at = decided[live] + j
+        offered = ~taken[live]
+        prediction = decision.prediction[at][offered].reshape(len(live), k - j)
+        variance = decision.variance[at][offered].reshape(len(live), k - j)
+        budget = explorer.budget.loss(explorer, counts[live], k - j)[:, None]
+        radius = np.sqrt(np.where(budget > 0.0, budget, 0.0) * variance)
+        low, high = (_clip(prediction + sign * radius, lo, hi) for sign in (-1.0, 1.0))
+        pmf = explorer.rule(low, high, explorer.tolerance, prediction, (lo, hi))
+        pmf[np.isnan(budget[:, 0])] = 1.0 / (k - j)
+        drawn = rules.sample(pmf, uniforms[order[live, j]])
+        indices = np.flatnonzero(offered.ravel()).reshape(len(live), k - j) % k
+        chosen = indices[np.arange(len(live)), drawn]
+        taken[live, chosen] = True
+        for r, row, pick, offer in zip(live.tolist(), pmf, drawn.tolist(), indices.tolist()):
+            out[r][j] = SlotDecision(offer[pick], float(row[pick]), row, tuple(offer), {})
+    return out
+
+
+def _clip(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """``x`` clipped to ``[lo, hi]`` as the compiled loop clips (NaN: ``lo``)."""
+    x = np.where(x >= lo, x, lo)
+    return np.where(x <= hi, x, hi)

@@ -19,7 +19,15 @@ from regcb_stream.io.dsjson import iter_slots_dsjson
 from regcb_stream.io.vw_slots import iter_slots
 from regcb_stream.io.vw_text import VWParseError
 from regcb_stream.persist import load_model, save_model
-from regcb_stream.slots import Slot, SlotDecision, learn_slots, offered, predict_slots
+from regcb_stream.slots import (
+    Slot,
+    SlotDecision,
+    SlotRound,
+    learn_slots,
+    offered,
+    predict_slots,
+    replay_slots,
+)
 
 ACTIONS = [{f"item={i}": 1.0, f"kind={i % 2}": 1.0} for i in range(5)]
 
@@ -92,6 +100,45 @@ def test_learning_per_slot_finds_each_users_best_first_action():
     for user in (0, 1):
         first = predict_slots(learner, {f"user={user}": 1.0}, ACTIONS, [Slot(), Slot()])[0]
         assert first.pmf[first.offered.index(2 + user)] > 0.9
+
+
+def logged_rounds(n: int, seed: int) -> list[SlotRound]:
+    """Logged rounds of every form: pools of 3 to 5 actions, 1 to 6 slots (more than the
+    actions, some), slots naming what they include, slates, slots without a label."""
+    rng, rounds = np.random.default_rng(seed), []
+    for _ in range(n):
+        actions = ACTIONS[:int(rng.integers(3, 6))]
+        slots = [Slot({f"s{j}": float(rng.normal())}, None,
+                      [0, 2] if rng.random() < 0.05 else None)
+                 for j in range(int(rng.integers(1, 7)))]
+        if rng.random() < 0.05:  # a slate
+            slots = [Slot(actions=actions[:2]), Slot(actions=actions[1:3])]
+        labels = [None if rng.random() < 0.2 else (
+            int(rng.integers(2 if slot.actions else len(actions))), 0.5, float(rng.random()))
+            for slot in slots]
+        rounds.append(SlotRound({"u": float(rng.normal()), "v=1": 1.0}, actions, slots,
+                                labels, float(rng.choice([1.0, 2.0]))))
+    return rounds
+
+
+@pytest.mark.parametrize("options", [{}, {"hash_bits": 18}, {"variant": "elimination"},
+                                     {"budget": "auto"}])
+def test_replay_slots_decides_and_learns_as_predict_then_learn_slots_in_any_blocks(options):
+    rounds = logged_rounds(300, 0)
+    one, alone = RegCB(seed=4, **options), []
+    for context, actions, slots, labels, weight in rounds:
+        alone.append(predict_slots(one, context, actions, slots))
+        learn_slots(one, context, actions, slots, [label and label[:2] for label in labels],
+                    [label and label[2] for label in labels], weight)
+    for size in (1, 16, len(rounds)):
+        learner = RegCB(seed=4, **options)
+        blocks = [replay_slots(learner, rounds[i:i + size])
+                  for i in range(0, len(rounds), size)]
+        decided = [slots for block in blocks for slots in block]
+        assert [[d and (d.index, d.prob, d.offered, d.pmf.tolist()) for d in slots]
+                for slots in decided] == [[d and (d.index, d.prob, d.offered, d.pmf.tolist())
+                                           for d in slots] for slots in alone]
+        assert learner.n_labels == one.n_labels
 
 
 def test_unobserved_slots_are_left_out_and_lengths_must_agree():

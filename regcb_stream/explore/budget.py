@@ -137,8 +137,8 @@ class FixedBudget(Stateful):
         oracle, k = explorer.oracle, phi.shape[1]
         budget = self.loss(explorer, explorer.n_frozen, k)
         if explorer.capabilities.online_loop:
-            return Decision(*oracle.decisions(phi, models, budget, explorer.rule,
-                                              explorer.reward_range, explorer.tolerance))
+            return oracle.decisions(phi, models, budget, explorer.rule,
+                                    explorer.reward_range, explorer.tolerance)
         prediction, low, high = oracle.bounds(phi, models, budget)
         low, high = clip_bounds(low, high, explorer.reward_range)
         return Decision(explorer.rule(low, high, explorer.tolerance, prediction,
@@ -160,10 +160,10 @@ class FixedBudget(Stateful):
     def replay(self, explorer, rows, models, played, rewards, probs, weights, counts):
         """A block in the oracle's compiled online loop (``counts``: the labels before each
         rebuild)."""
-        return Decision(*explorer.oracle.replay_online(
+        return explorer.oracle.replay_online(
             rows, models, played, rewards, weights,
             self.loss(explorer, counts, rows.shape[1]), explorer.rule,
-            explorer.reward_range, explorer.tolerance))
+            explorer.reward_range, explorer.tolerance)
 
     def score(self, candidates, probs, rewards, reward_range) -> None:
         """Labels score nothing."""
@@ -225,9 +225,9 @@ class AutoBudget(Stateful):
     def replay(self, explorer, rows, models, played, rewards, probs, weights, counts):
         lo, hi = explorer.reward_range
         scales = self.selector.radius_scales(counts, rows.shape[1], hi - lo)
-        return Decision(*explorer.oracle.replay_auto(
+        return explorer.oracle.replay_auto(
             rows, models, played, rewards, weights, probs, scales, self.selector,
-            explorer.rule, explorer.reward_range, explorer.tolerance))
+            explorer.rule, explorer.reward_range, explorer.tolerance)
 
     def score(self, candidates, probs, rewards, reward_range) -> None:
         """Score the candidates with labels: ``candidates`` ``(n, J)`` are their

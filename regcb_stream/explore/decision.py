@@ -25,6 +25,8 @@ class Decision:
     low: np.ndarray
     high: np.ndarray
     candidates: np.ndarray | None = None  # with budget="auto": each candidate's pmf (.., J, K)
+    variance: np.ndarray | None = None  # x^T A^-1 x of each row: the width before the budget
+    # (the exact ridge's compiled loop; None elsewhere)
 
     @property
     def width(self) -> np.ndarray:
@@ -40,17 +42,19 @@ class Decision:
 
     def row(self, i: int) -> Decision:
         """The decision of row ``i`` of a block."""
-        return Decision(self.pmf[i], self.prediction[i], self.low[i], self.high[i],
-                        None if self.candidates is None else self.candidates[i])
+        return self.take(i)
 
     def take(self, rows) -> Decision:
         """The decisions of rows ``rows`` of a block."""
         return Decision(self.pmf[rows], self.prediction[rows], self.low[rows],
-                        self.high[rows], None if self.candidates is None
-                        else self.candidates[rows])
+                        self.high[rows], *(None if part is None else part[rows]
+                                           for part in (self.candidates, self.variance)))
 
 
 def stacked(decisions: list[Decision]) -> Decision:
-    """Blocks of decisions one after another (without the candidates' distributions)."""
+    """Blocks of decisions one after another (without the candidates' distributions; the
+    variances when each block has them)."""
+    variances = [d.variance for d in decisions]
     return Decision(*(np.concatenate(parts) for parts in zip(
-        *((d.pmf, d.prediction, d.low, d.high) for d in decisions))))
+        *((d.pmf, d.prediction, d.low, d.high) for d in decisions))),
+        variance=None if any(v is None for v in variances) else np.concatenate(variances))

@@ -58,27 +58,37 @@ def hashed_items(slots, first: int, shared_keys: list, shared_values: list, own:
     return rows, fresh
 
 
-def hashed_rows(slots, first: int, shared_keys: list, shared_values: list, own: list,
-                intercept: float) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
-    """`hashed_items` as padded ``(index, value)`` arrays with the intercept as column 0
-    (the same keys, registered in the same order, and the same values), when every action
-    has as many features and every value is a Python float (products as Python computes
-    them); else None (no slot registered)."""
-    k, m, s = len(own), len(own[0][0]) if own else 0, len(shared_keys)
+def hashed_rows(slots, first: int, contexts: list, own: list, intercept: float
+                ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
+    """`hashed_items` of each context (its keys and values) as padded ``(index, value)``
+    arrays, a row per (context, action), context-major, with the intercept as column 0
+    (the same keys, registered in the same order, context after context, and the same
+    values), when every action has as many features and every value is a Python float
+    (products as Python computes them); else None (no slot registered)."""
+    k, m = len(own), len(own[0][0]) if own else 0
     if not own or any(len(keys) != m for keys, _ in own) or not {
-            type(v) for v in itertools.chain(shared_values, *(v for _, v in own))} <= {float}:
+            type(v) for v in itertools.chain(*(v for _, v in contexts), *(v for _, v in own))
+    } <= {float}:
         return None, 0
-    shared = np.array([name_hash(key) for key in shared_keys], np.uint64)
     hashes = np.array([[name_hash(key) for key in keys] for keys, _ in own],
                       np.uint64).reshape(k, m)
-    crosses = shared[None, :, None] * _FNV ^ hashes[:, None, :]
-    keys = np.concatenate([hashes, crosses.reshape(k, s * m)], axis=1)
-    columns, fresh = slots(np.concatenate([shared, keys.ravel()]), first)
-    sv = np.array(shared_values, float)
+    parts = []
+    for keys, _ in contexts:
+        shared = np.array([name_hash(key) for key in keys], np.uint64)
+        crosses = shared[None, :, None] * _FNV ^ hashes[:, None, :]
+        parts += [shared, np.concatenate([hashes, crosses.reshape(k, -1)], axis=1).ravel()]
+    columns, fresh = slots(np.concatenate(parts), first)
     av = np.array([values for _, values in own], float).reshape(k, m)
-    index = np.zeros((k, 1 + s + keys.shape[1]), np.intp)
-    value = np.empty(index.shape)
-    index[:, 1:1 + s], index[:, 1 + s:] = columns[:s], columns[s:].reshape(k, -1)
-    value[:, 0], value[:, 1:1 + s], value[:, 1 + s:1 + s + m] = intercept, sv, av
-    value[:, 1 + s + m:] = (sv[None, :, None] * av[:, None, :]).reshape(k, s * m)
-    return (index, value), fresh
+    width = 1 + m + max(len(keys) for keys, _ in contexts) * (1 + m)
+    index = np.zeros((len(contexts), k, width), np.intp)
+    value = np.zeros(index.shape)
+    value[..., 0], at = intercept, 0
+    for row, (keys, values) in enumerate(contexts):
+        s, sv = len(keys), np.array(values, float)
+        end = 1 + s + m + s * m
+        index[row, :, 1:1 + s] = columns[at:at + s]
+        index[row, :, 1 + s:end] = columns[at + s:at + s + k * (end - 1 - s)].reshape(k, -1)
+        at += s + k * (end - 1 - s)
+        value[row, :, 1:1 + s], value[row, :, 1 + s:1 + s + m] = sv, av
+        value[row, :, 1 + s + m:end] = (sv[None, :, None] * av[:, None, :]).reshape(k, s * m)
+    return (index.reshape(-1, width), value.reshape(-1, width)), fresh

@@ -339,12 +339,13 @@ class FeatureEncoder(Stateful):
             self._without_expansion("actions given as encoded rows (the joint class)")
             index, value = self.encoded_sparse(actions)
             return index.reshape(-1, index.shape[-1]), value.reshape(-1, value.shape[-1])
-        if len(contexts) == 1 and self._slots is not None and self.cross:
-            shared = self._shared_items(contexts[0])  # (one context: its rows at once)
+        if self._slots is not None and self.cross and (len(contexts) == 1 or not played):
+            shared = [self._shared_items(context) for context in contexts]  # (at once)
             own = [_checked_items(action) for action in actions]
-            rows = self._hashed(hashed_rows, *shared, own, self.intercept)
-            return rows if rows is not None else self.sparse(
-                self._hashed(hashed_items, *shared, own))
+            rows = self._hashed(hashed_rows, shared, own, self.intercept)
+            return rows if rows is not None else self.sparse([
+                row for keys, values in shared
+                for row in self._hashed(hashed_items, keys, values, own)])
         if played:
             items = [self.joint_items(c, [a])[0] for c, a in zip(contexts, actions)]
         else:
@@ -378,10 +379,10 @@ class FeatureEncoder(Stateful):
             rows.append((columns, values))
         return rows
 
-    def _hashed(self, crossing, shared_keys: list, shared_values: list, own: list, *args):
-        """`crosses.hashed_items` or `crosses.hashed_rows` of checked actions (``own``), their
-        new slots numbered after this encoder's columns."""
-        out, fresh = crossing(self._slots, self.dim, shared_keys, shared_values, own, *args)
+    def _hashed(self, crossing, *args):
+        """`crosses.hashed_items` or `crosses.hashed_rows` of contexts and checked actions,
+        their new slots numbered after this encoder's columns."""
+        out, fresh = crossing(self._slots, self.dim, *args)
         self._n_named += fresh
         return out
 

@@ -1015,14 +1015,15 @@ static PyObject *py_learn_dense(PyObject *self, PyObject *args) {
 PyDoc_STRVAR(run_online_doc,
 "run_online(a, b, a_inv, theta, updates, models, index, value, played, reward, weight,\n"
 "           budget, pmf, pred, low, high, start, n, R, K, L, D, rule, refresh,\n"
-"           prior, lo, hi, tol) -> (stop, learned)\n"
+"           prior, lo, hi, tol[, blocks, selector, var]) -> (stop, learned, stale)\n"
 "Examples start..n-1 in order: bounds with budget[labels learned so far in the call]\n"
 "(uniform play while that budget is NaN: no label yet), the rule's distribution, then\n"
 "the label of played[i] >= 0 learned and the decision state rebuilt (online schedule).\n"
 "Stops after an example whose model has had `refresh` rank-one updates since its last\n"
 "fresh inverse, its row added to the Gram matrix only, or (with the joint model's\n"
 "blocks) before an example with a row outside them; returns (examples done, labels\n"
-"learned, that model, or -2 for a row outside the blocks, or -1).");
+"learned, that model, or -2 for a row outside the blocks, or -1). var (n, K), if\n"
+"given: each decision's x^T A^-1 x, the width before the budget.");
 
 /* The automatic budget in the online loop (budget.BudgetSelector, one rebuild per label):
  * candidate j's radius is sqrt_grid[j] * scale[labels learned] (NaN: uniform play), the
@@ -1113,18 +1114,24 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     Py_ssize_t start, n, R, K, L, D, refresh;
     int rule;
     double prior, lo, hi, tol;
-    PyObject *blocks = Py_None, *selector = Py_None;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnindddd|OO", &a, &b,
+    PyObject *blocks = Py_None, *selector = Py_None, *var_out = Py_None;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnindddd|OOO", &a, &b,
                           &a_inv, &theta, &updates, &models, &index, &value, &played,
                           &reward, &weight, &budget, &pmf, &pred, &low, &high, &start, &n,
                           &R, &K, &L, &D, &rule, &refresh, &prior, &lo, &hi, &tol,
-                          &blocks, &selector))
+                          &blocks, &selector, &var_out))
         return NULL;
+    Py_buffer widths = {0};  /* var_out's: each decision's x^T A^-1 x */
+    if (var_out != Py_None && PyObject_GetBuffer(var_out, &widths, PyBUF_WRITABLE) < 0) {
+        RELEASE(&a, &b, &a_inv, &theta, &updates, &models, &index, &value, &played, &reward,
+                &weight, &budget, &pmf, &pred, &low, &high);
+        return NULL;
+    }
     Auto au_, *au = selector == Py_None ? NULL : &au_;
     if (au && !auto_open(selector, n, K, au)) {
         auto_close(au, 0);
         RELEASE(&a, &b, &a_inv, &theta, &updates, &models, &index, &value, &played, &reward,
-                &weight, &budget, &pmf, &pred, &low, &high);
+                &weight, &budget, &pmf, &pred, &low, &high, &widths);
         return NULL;
     }
     Blocks blk;
@@ -1134,7 +1141,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     if (blocked && !get_blocks(blocks, D, &blk, block_bufs)) {
         if (au) auto_close(au, 0);
         RELEASE(&a, &b, &a_inv, &theta, &updates, &models, &index, &value, &played, &reward,
-                &weight, &budget, &pmf, &pred, &low, &high);
+                &weight, &budget, &pmf, &pred, &low, &high, &widths);
         return NULL;
     }
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double));
@@ -1144,7 +1151,8 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
              expect(&played, n, 8, "played") &&
              expect(&reward, n, 8, "reward") && expect(&weight, n, 8, "weight") &&
              expect(&pmf, n * K, 8, "pmf") && expect(&pred, n * K, 8, "pred") &&
-             expect(&low, n * K, 8, "low") && expect(&high, n * K, 8, "high");
+             expect(&low, n * K, 8, "low") && expect(&high, n * K, 8, "high") &&
+             (!widths.obj || expect(&widths, n * K, 8, "var"));
     const int64_t *model = models.buf, *act = played.buf;
     ok = ok && models_ok(model, K, M) && labels_ok(act, start, n, K, au ? &au->scale : &budget);
     if (ok && blocked && (M != 1 || !scratch_alloc(&t, &blk, L))) {
@@ -1185,6 +1193,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
                 stale = -2;
                 break;
             }
+            if (widths.obj) memcpy((double *)widths.buf + i * K, var, K * sizeof(double));
             if (au)
                 auto_decide(au, p, var, K, learned, rule, lo, hi, tol, lw, hg, pm);
             else
@@ -1212,7 +1221,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     PyMem_Free(spread);
     if (au) ok = auto_close(au, ok);
     RELEASE(&a, &b, &a_inv, &theta, &updates, &models, &index, &value, &played, &reward,
-            &weight, &budget, &pmf, &pred, &low, &high);
+            &weight, &budget, &pmf, &pred, &low, &high, &widths);
     if (!ok) return NULL;
     return Py_BuildValue("nnn", i, learned, stale);
 }

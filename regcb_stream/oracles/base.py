@@ -20,7 +20,9 @@ features, or dense arrays), and which of these it has:
   square root times ``sqrt(budget)`` is the bounds' half-width (the automatic budget
   derives every candidate's bounds from one such call);
 - ``online_loop``: ``decisions`` and ``replay_online``, a compiled loop that decides and
-  learns a block of rows in order (`regcb_stream.oracles.loop`);
+  learns a block of rows in order (`regcb_stream.oracles.loop`); with ``widths``, its
+  decisions carry each row's ``phi^T A^-1 phi`` (`Decision.variance`), from which the
+  bounds of another budget follow (a slot's, `regcb_stream.slots`);
 - ``one_row``: ``predict_dense``, ``predict_auto`` and ``learn_dense``, one dense
   context's decision or label in one compiled call (the Python API's per-example path);
   ``auto_loop``: ``replay_auto``, the online loop with the automatic budget;
@@ -63,6 +65,7 @@ class Capabilities:
     rows: str = "dense"  # "sparse": SparseRows as they are; "pairs": nonzero columns; "dense"
     ellipsoid: bool = False
     online_loop: bool = False
+    widths: bool = False
     one_row: bool = False
     auto_loop: bool = False
     pieces: bool = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from regcb_stream.explore.decision import Decision
 from regcb_stream.features.rows import SparseRows
 from regcb_stream.rules import Rule
 
@@ -23,8 +24,8 @@ class OnlineLoop:
     def decisions(self, phi, models, budget: float, rule: Rule,
                   reward_range: tuple[float, float], tolerance: float):
         """The decision ``rule``'s distributions (`regcb_stream.rules.Rule`), predictions
-        and clipped bounds of a block of rows under the frozen fit, ``(n, K)`` each, in
-        the compiled loop (``budget`` NaN: uniform play)."""
+        and clipped bounds of a block of rows under the frozen fit, ``(n, K)`` each (a
+        `Decision`), in the compiled loop (``budget`` NaN: uniform play)."""
         n = len(phi.value if isinstance(phi, SparseRows) else phi)
         played, unused = (_NO_LABEL, _UNUSED) if n == 1 else (np.full(n, -1, np.int64),
                                                                 np.zeros(n))
@@ -39,7 +40,7 @@ class OnlineLoop:
         ``played[i]``: the column learned after example ``i``'s decision (-1: none),
         ``budgets[j]``: the budget after ``j`` more labels (NaN: uniform play); ``options``:
         the oracle's own (``_loop``'s). Returns the distributions, predictions and clipped
-        bounds, ``(n, K)`` each."""
+        bounds, ``(n, K)`` each (a `Decision`)."""
         self.rebuild()  # nothing may be pending when the loop starts
         return self._run(phi, models, np.ascontiguousarray(played, dtype=np.int64),
                          np.ascontiguousarray(rewards, dtype=float),
@@ -51,9 +52,11 @@ class OnlineLoop:
              tolerance, **options):
         index, value = kernel_rows(phi)
         models = self._model_ids(models)
-        out = np.empty((4, len(value), len(models)))
-        return self._loop(index, value, models, played, rewards, weights, budgets, rule,
-                          reward_range, tolerance, out, **options)
+        out = np.empty((5 if self.capabilities.widths else 4, len(value), len(models)))
+        pmf, prediction, low, high, *variance = self._loop(
+            index, value, models, played, rewards, weights, budgets, rule, reward_range,
+            tolerance, out, **options)
+        return Decision(pmf, prediction, low, high, variance=variance[0] if variance else None)
 
     def _model_ids(self, models) -> np.ndarray:
         """Model ids as a contiguous int64 array (from an array or a slice)."""

@@ -164,8 +164,8 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
     def capabilities(self) -> Capabilities:
         compiled = self.compiled
         return Capabilities(rows="sparse", ellipsoid=True, online_loop=compiled,
-                            one_row=compiled, auto_loop=compiled, pieces=True, ridge=True,
-                            relabel=True, hands_over=True)
+                            widths=compiled, one_row=compiled, auto_loop=compiled,
+                            pieces=True, ridge=True, relabel=True, hands_over=True)
 
     @property
     def n_models(self) -> int:
@@ -390,9 +390,9 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
             start, learned, stale = _ridge.run_online(
                 self._a, self._b, self._a_inv, self._theta, self._updates, models,
                 index[rows] if index.size else index, value[rows], played[rows],
-                rewards[rows], scaled[rows], budgets, *out[:, rows],
+                rewards[rows], scaled[rows], budgets, *out[:4, rows],
                 start, stop, r, k, width, self.dim, rule.code, self.refresh_every,
-                self.prior_mean, *reward_range, tolerance, blocks, spec)
+                self.prior_mean, *reward_range, tolerance, blocks, spec, out[4, rows])
             if scoring is not None:
                 scoring[0].loop_done(learned)
             budgets = budgets[learned:]
