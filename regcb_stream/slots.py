@@ -36,7 +36,6 @@ from typing import NamedTuple
 import numpy as np
 
 from regcb_stream import rules
-from regcb_stream.features.encoder import EncodedRows
 
 SLOT_INDEX = "slot_index"  # the feature of a slot's position (VW: _ccb_slot_index)
 
@@ -220,34 +219,23 @@ def _block(learner, rounds: Sequence[SlotRound], learn: bool
     """Rounds with pools of one size in one `RegCB.replay`: each round's slot rows (no
     label), then its labelled slots' rows again (their labels); then each slot's decision
     from its rows' fit and ``x^T A^-1 x``, slot by slot across the rounds."""
-    encoder, k = learner.encoder, len(rounds[0].actions)
-    rows, played, rewards, probs, weights, decided = [], [], [], [], [], []
-    for context, actions, slots, labels, weight in rounds:
-        slots = _as_slots(slots)
-        index, value = encoder.joint_rows([slot_context(context, slot, j)
-                                           for j, slot in enumerate(slots)], actions)
-        own = list(zip(index.reshape(len(slots), k, -1), value.reshape(len(slots), k, -1)))
-        decided.append(len(rows))
-        rows += own
-        played += [-1] * len(own)
-        rewards += [0.0] * len(own)
-        probs += [1.0] * len(own)
-        weights += [1.0] * len(own)
-        for j, label in enumerate(labels if learn else ()):
-            if label is not None:
-                rows.append(own[j])
-                played.append(label[0])
-                probs.append(label[1])
-                rewards.append(label[2])
-                weights.append(weight)
-    width = max(index.shape[1] for index, _ in rows)
-    index = np.zeros((len(rows), k, width - 1), np.intp)
-    value = np.zeros(index.shape)
-    for i, (columns, values) in enumerate(rows):  # (no intercept: EncodedRows add it)
-        index[i, :, :columns.shape[1] - 1] = columns[:, 1:]
-        value[i, :, :values.shape[1] - 1] = values[:, 1:]
+    slots = [_as_slots(r.slots) for r in rounds]
+    encoded = learner.encoder.joint_rounds([
+        ([slot_context(r.context, slot, j) for j, slot in enumerate(own)], r.actions)
+        for r, own in zip(rounds, slots)])
+    order, played, rewards, probs, weights, decided = [], [], [], [], [], []
+    first = 0  # each round's first slot row in encoded
+    for r, own in zip(rounds, slots):
+        decided.append(len(order))
+        labelled = [j for j, label in enumerate(r.labels) if label is not None and learn]
+        order += [*range(first, first + len(own)), *(first + j for j in labelled)]
+        played += [-1] * len(own) + [r.labels[j][0] for j in labelled]
+        probs += [1.0] * len(own) + [r.labels[j][1] for j in labelled]
+        rewards += [0.0] * len(own) + [r.labels[j][2] for j in labelled]
+        weights += [1.0] * len(own) + [r.weight] * len(labelled)
+        first += len(own)
     before = learner.n_labels
-    decision = learner.replay(np.empty((len(rows), 0)), EncodedRows(index, value),
+    decision = learner.replay(np.empty((len(order), 0)), encoded[np.array(order)],
                               np.array(played), np.array(rewards), np.array(probs),
                               np.array(weights))
     counts = before + np.cumsum([0] + [sum(label is not None for label in r.labels)

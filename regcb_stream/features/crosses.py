@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -92,3 +94,90 @@ def hashed_rows(slots, first: int, contexts: list, own: list, intercept: float
         value[row, :, 1:1 + s], value[row, :, 1 + s:1 + s + m] = sv, av
         value[row, :, 1 + s + m:end] = (sv[None, :, None] * av[:, None, :]).reshape(k, s * m)
     return (index.reshape(-1, width), value.reshape(-1, width)), fresh
+
+
+class Layout(NamedTuple):
+    """Where the joint rows of a round (contexts, each with every action of a pool) take
+    their keys and values from, given only the features' names: the round's keys in the
+    order they are registered (`hashed_rows`' order), and for each entry of each row
+    ``(contexts K, L)``, no intercept, its key's position (``-1``: padding) and the two
+    positions in the round's values ``u`` whose product it is, ``u = [1, 0, each
+    context's values, each action's]`` (a single value times ``u[0]``; padding ``u[1]``)."""
+
+    keys: np.ndarray
+    where: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+
+
+@functools.lru_cache(maxsize=1 << 10)  # (a stream's rounds repeat their names)
+def layout(contexts: tuple[tuple, ...], actions: tuple[tuple, ...]) -> Layout:
+    """The `Layout` of a round whose contexts and actions have these feature names."""
+    own = [np.array([name_hash(key) for key in keys], np.uint64) for keys in actions]
+    starts = 2 + np.cumsum([0] + [len(keys) for keys in contexts])  # each context's in u
+    at = int(starts[-1]) + np.cumsum([0] + [len(keys) for keys in actions])  # each action's
+    parts, rows, first = [], [], 0
+    for c, keys in enumerate(contexts):
+        s = len(keys)
+        shared = np.array([name_hash(key) for key in keys], np.uint64)
+        parts.append(shared)
+        head, first = np.arange(first, first + s), first + s
+        for a, hashes in enumerate(own):
+            m = len(hashes)
+            parts += [hashes, (shared[:, None] * _FNV ^ hashes[None, :]).ravel()]
+            mine, first = np.arange(first, first + m * (1 + s)), first + m * (1 + s)
+            sv = starts[c] + np.arange(s)
+            av = at[a] + np.arange(m)
+            rows.append((np.concatenate([head, mine]),
+                         np.concatenate([sv, av, np.repeat(sv, m)]),
+                         np.concatenate([np.zeros(s + m, np.intp), np.tile(av, s)])))
+    width = max(len(where) for where, _, _ in rows)
+    where, left, right = np.full((3, len(rows), width), -1, np.intp)
+    left[:], right[:] = 1, 0
+    for r, (w, lt, rt) in enumerate(rows):
+        where[r, :len(w)], left[r, :len(w)], right[r, :len(w)] = w, lt, rt
+    return Layout(np.concatenate(parts), where, left, right)
+
+
+def hashed_rounds(register, rows_of, rounds) -> tuple[np.ndarray, np.ndarray]:
+    """The joint rows of rounds, each ``(contexts, actions)`` (dicts, every round with as
+    many actions), without the intercept, ``(contexts of every round, K, L)``: a round
+    whose values are all finite Python floats by its names' `layout` (its keys numbered by
+    ``register(keys) -> columns``, its values one product per entry, vectorized over the
+    rounds of one layout), any other (every one without ``register``) by
+    ``rows_of(contexts, actions)`` (the encoder's `joint_rows`, intercept first), each in
+    turn, so that keys are numbered as one round at a time would number them."""
+    parts, numbered = [], {}
+    for contexts, actions in rounds:
+        values = [v for features in (*contexts, *actions) for v in features.values()]
+        if register is None or not ({type(v) for v in values} <= {float}
+                                    and math.isfinite(math.fsum(values))):
+            index, value = rows_of(contexts, actions)
+            parts.append((index[:, 1:], value[:, 1:], len(contexts)))
+            continue
+        names = tuple(tuple(c) for c in contexts), tuple(tuple(a) for a in actions)
+        if names not in numbered:
+            numbered[names] = np.append(register(layout(*names).keys), 0)  # (-1: padding)
+        parts.append((names, values, len(contexts)))
+    k = len(rounds[0][1])
+    width = max(p[0].shape[-1] if isinstance(p[0], np.ndarray) else
+                layout(*p[0]).where.shape[1] for p in parts)
+    rows = np.cumsum([0] + [p[2] for p in parts])
+    index = np.zeros((rows[-1], k, width), np.intp)
+    value = np.zeros(index.shape)
+    groups: dict[tuple, list[int]] = {}
+    for r, part in enumerate(parts):
+        if isinstance(part[0], np.ndarray):
+            index[rows[r]:rows[r + 1], :, :part[0].shape[1]] = part[0].reshape(part[2], k, -1)
+            value[rows[r]:rows[r + 1], :, :part[1].shape[1]] = part[1].reshape(part[2], k, -1)
+        else:
+            groups.setdefault(part[0], []).append(r)
+    for names, members in groups.items():
+        shape = layout(*names)
+        s, w = len(names[0]), shape.where.shape[1]
+        u = np.array([[1.0, 0.0, *parts[r][1]] for r in members])
+        at = (rows[members][:, None] + np.arange(s)).ravel()
+        index[at, :, :w] = np.tile(numbered[names][shape.where].reshape(s, k, w),
+                                   (len(members), 1, 1))
+        value[at, :, :w] = (u[:, shape.left] * u[:, shape.right]).reshape(-1, k, w)
+    return index, value

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from regcb_stream.features.crosses import hashed_items, hashed_rows, name_hash
+from regcb_stream.features.crosses import hashed_items, hashed_rounds, hashed_rows, name_hash
 from regcb_stream.io.hashing import cross_hash, mask
 from regcb_stream.state import Stateful
 
@@ -351,6 +351,18 @@ class FeatureEncoder(Stateful):
         else:
             items = [row for c in contexts for row in self.joint_items(c, actions)]
         return self.sparse(items)
+
+    def joint_rounds(self, rounds) -> EncodedRows:
+        """The joint rows of rounds, each ``(contexts, actions)`` (dicts; every round with
+        as many actions), ``(contexts of every round, K, L)``, as `joint_rows` of each
+        round in turn gives them (the same columns, numbered in the same order, the same
+        values), without the intercept: with hashed crosses, many rounds at once
+        (`crosses.hashed_rounds`)."""
+        register = None
+        if self._slots is not None and self.cross:
+            self._without_expansion("actions given as feature dicts (the joint class)")
+            register = lambda keys: self._hashed(lambda slots, first: slots(keys, first))  # noqa: E731
+        return EncodedRows(*hashed_rounds(register, self.joint_rows, rounds))
 
     def _shared_items(self, context) -> tuple[list, list]:
         """The keys and values of a context of the joint class (a dict, or a dense

@@ -30,6 +30,7 @@ it). Features are parsed as VW text's (`vw_features.parse_namespaces`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
@@ -116,10 +117,10 @@ def parse_example(block: list[tuple[int, str]]) -> SlotsExample:
     """One example from its numbered lines; `VWParseError` naming the line at fault."""
     kind, seen_shared = None, False
     shared, cost, tag = (), None, None
-    actions, action_slots, slots = [], [], []
+    actions, action_slots, slots, slot_lines = [], [], [], []
     for no, text in block:
         try:
-            words, tag_of_line, body = _head(text)
+            words, tag_of_line, features = _line(text)
             if kind is None:
                 kind = words[0] if words and words[0] in KINDS else None
             if not words or words[0] != kind:
@@ -129,7 +130,6 @@ def parse_example(block: list[tuple[int, str]]) -> SlotsExample:
             if len(words) < 2 or words[1] not in ("shared", "action", "slot"):
                 raise FieldError("type", f"{kind} lines are '{kind} shared', '{kind} action' "
                                  f"or '{kind} slot'")
-            features = parse_namespaces(body)
             role, rest = words[1], words[2:]
             if role == "shared":
                 if seen_shared:
@@ -149,14 +149,21 @@ def parse_example(block: list[tuple[int, str]]) -> SlotsExample:
                     action_slots.append(_slot_id(rest))
             else:
                 slots.append(_slot(kind, rest, features, tag_of_line))
+                slot_lines.append((no, text))
         except FieldError as error:
             raise VWParseError(no, text, error.rule, error.detail) from None
     example = SlotsExample(kind, shared, tuple(actions),
                            tuple(action_slots) if kind == "slates" else None, tuple(slots),
                            cost, tag, block[0][0])
-    slot_lines = [(no, text) for no, text in block if _is_slot(text)]
     check(example, lambda j: block[0] if j is None else slot_lines[j])
     return example
+
+
+@functools.lru_cache(maxsize=1 << 12)  # (the action and slot lines of a stream repeat:
+def _line(text: str) -> tuple[tuple[str, ...], str | None, Features]:  # each read once)
+    """A line's label words, tag and features (`FieldError` for a line without them)."""
+    words, tag, body = _head(text)
+    return tuple(words), tag, parse_namespaces(body)
 
 
 def _head(text: str) -> tuple[list[str], str | None, str]:
@@ -175,7 +182,9 @@ def _slot_id(rest: list[str]) -> int:
     return int(rest[0])
 
 
-def _slot(kind: str, rest: list[str], features: Features, tag: str | None) -> SlotLine:
+@functools.lru_cache(maxsize=1 << 12)
+def _slot(kind: str, rest: tuple[str, ...], features: Features, tag: str | None
+          ) -> SlotLine:
     """A slot line's label: CCB ``[a:c:p[,a:p...]] [i,j...]``, slates ``[a:p[,a:p...]]``."""
     if len(rest) > (2 if kind == "ccb" else 1):
         raise FieldError("label", "ccb slot [action:cost:probability[,action:probability"
@@ -256,11 +265,6 @@ def check(example: SlotsExample, where) -> None:
             if action >= size:
                 fail("action_range", f"action {action} is outside the slot's {size} "
                      "actions (0-based)", j)
-
-
-def _is_slot(text: str) -> bool:
-    words = text[:text.find("|")].split()
-    return len(words) > 1 and words[1] == "slot"
 
 
 def feature_dict(features: Features) -> dict[str, float]:
