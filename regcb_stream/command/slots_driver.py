@@ -21,6 +21,7 @@ and learned.
 from __future__ import annotations
 
 import contextlib
+import functools
 
 from regcb_stream.command.driver import MAX_BLOCK, ExampleError, warn_cost_range
 from regcb_stream.io.dsjson import iter_slots_dsjson
@@ -114,8 +115,8 @@ class SlotsDriver:
         """An example as the learner takes it (costs negated: rewards; a slate's cost
         learned for every slot with an outcome)."""
         context = feature_dict(example.shared)
-        actions = [feature_dict(action) for action in example.actions]
-        slots = [Slot(feature_dict(line.features), None if example.kind == "ccb" else [
+        actions = [_repeated(action) for action in example.actions]
+        slots = [Slot(_repeated(line.features), None if example.kind == "ccb" else [
             actions[a] for a in example.slot_actions(j)], line.include)
             for j, line in enumerate(example.slots)]
         costs = self._costs(example)
@@ -168,4 +169,10 @@ def _line(decision: SlotDecision | None) -> str:
     """A slot's ``-p`` line: its drawn action first, then the others in order."""
     if decision is None:
         return "\n"
-    return ",".join([f"{a}:{format_prob(p)}" for a, p in decision.drawn_first()]) + "\n"
+    return ",".join([f"{a}:{_prob(p)}" for a, p in decision.drawn_first()]) + "\n"
+
+
+# the features of the lines a stream repeats (actions, slots), as one dict each (read,
+# never changed, by the learner), and the probabilities it prints, each made once
+_repeated = functools.lru_cache(maxsize=1 << 12)(feature_dict)
+_prob = functools.lru_cache(maxsize=1 << 12)(format_prob)
