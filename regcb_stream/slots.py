@@ -11,7 +11,7 @@ each action's reward. The probability of each slot's action is its own decision'
 the earlier slots' (what VW logs per slot), and each slot's reward is learned as a label of
 its own; a slot whose reward is not known (``None``) is left out. The functions take the
 learner and use only its public ``decide``, ``rng`` and ``learn``, or, where the learner
-has a compiled loop whose decisions carry each row's ``x^T A^-1 x`` (the exact ridge, a
+has a compiled loop whose decisions carry each row's ``x^T A^-1 x`` (a ridge oracle, a
 fixed budget), its ``replay``: every slot's rows over the whole pool in one call, each
 slot's bounds then those of the actions it is offered, with the budget for as many; so
 the decisions of many examples are one block (`replay_slots`, the command's), with the

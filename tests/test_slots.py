@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from vowpalwabbit import Workspace
 
-from regcb_stream import RegCB
+from regcb_stream import RegCB, RidgeOracle
 from regcb_stream.evaluation.ope import UniformPolicy, evaluate_slots
 from regcb_stream.io.dsjson import iter_slots_dsjson
 from regcb_stream.io.vw_slots import iter_slots
@@ -122,7 +122,8 @@ def logged_rounds(n: int, seed: int) -> list[SlotRound]:
 
 
 @pytest.mark.parametrize("options", [{}, {"hash_bits": 18}, {"variant": "elimination"},
-                                     {"budget": "auto"}])
+                                     {"budget": "auto"}, {"oracle": "bounded"},
+                                     {"oracle": RidgeOracle(max_exact=2000)}])  # (hands over)
 def test_replay_slots_decides_and_learns_as_predict_then_learn_slots_in_any_blocks(options):
     rounds = logged_rounds(300, 0)
     one, alone = RegCB(seed=4, **options), []
@@ -139,6 +140,7 @@ def test_replay_slots_decides_and_learns_as_predict_then_learn_slots_in_any_bloc
                 for slots in decided] == [[d and (d.index, d.prob, d.offered, d.pmf.tolist())
                                            for d in slots] for slots in alone]
         assert learner.n_labels == one.n_labels
+        assert learner.oracle_in_use == one.oracle_in_use
 
 
 def test_unobserved_slots_are_left_out_and_lengths_must_agree():

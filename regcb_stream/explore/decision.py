@@ -26,7 +26,7 @@ class Decision:
     high: np.ndarray
     candidates: np.ndarray | None = None  # with budget="auto": each candidate's pmf (.., J, K)
     variance: np.ndarray | None = None  # x^T A^-1 x of each row: the width before the budget
-    # (the exact ridge's compiled loop; None elsewhere)
+    # (the ridge oracles' compiled loops; None elsewhere)
 
     @property
     def width(self) -> np.ndarray:

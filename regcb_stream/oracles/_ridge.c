@@ -1494,11 +1494,12 @@ static PyObject *py_bounded_learn(PyObject *self, PyObject *args) {
 PyDoc_STRVAR(bounded_run_doc,
 "bounded_run(hinv, hgram, htheta, prec, theta, updates, tail, l2, models, index, value,\n"
 "            played, reward, weight, budget, pmf, pred, low, high, start, n, R, K, L, h, S,\n"
-"            rule, refresh, prior, lo, hi, tol) -> (stop, learned, stale)\n"
+"            rule, refresh, prior, lo, hi, tol[, var]) -> (stop, learned, stale)\n"
 "run_online for the bounded ridge: examples start..n-1 in order, bounds with\n"
 "budget[labels so far] (uniform play while it is NaN), the rule's distribution, then the\n"
 "label of played[i] >= 0 learned at once; stops after a label that makes its model's\n"
-"head due a fresh inverse (stale: that model, else -1).");
+"head due a fresh inverse (stale: that model, else -1); var (n, K), if given: each\n"
+"decision's x^T A^-1 x.");
 
 static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
     Py_buffer hinv = {0}, hgram = {0}, htheta = {0}, prec = {0}, theta = {0}, up = {0},
@@ -1507,12 +1508,19 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
     Py_ssize_t start, n, R, K, L, h, S, refresh, M;
     int rule;
     double l2, prior, lo, hi, tol;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*w*dy*y*y*y*y*y*y*w*w*w*w*nnnnnnnindddd", &hinv,
+    PyObject *var_out = Py_None;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*w*dy*y*y*y*y*y*y*w*w*w*w*nnnnnnnindddd|O", &hinv,
                           &hgram, &htheta, &prec, &theta, &up, &tail, &l2, &models, &index,
                           &value, &played, &reward, &weight, &budget, &pmf, &pred, &low, &high,
                           &start, &n, &R, &K, &L, &h, &S, &rule, &refresh, &prior, &lo,
-                          &hi, &tol))
+                          &hi, &tol, &var_out))
         return NULL;
+    Py_buffer widths = {0};  /* var_out's: each decision's x^T A^-1 x */
+    if (var_out != Py_None && PyObject_GetBuffer(var_out, &widths, PyBUF_WRITABLE) < 0) {
+        RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &tail, &models, &index, &value,
+                &played, &reward, &weight, &budget, &pmf, &pred, &low, &high);
+        return NULL;
+    }
     Bounded B;
     int ok = bounded_rows_ok(&index, &value, n * R, L, S) &&
              bounded_open(&B, &hinv, &hgram, &htheta, &prec, &theta, &up, &tail, l2, h, S, L,
@@ -1522,7 +1530,7 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
          expect(&reward, n, 8, "reward") && expect(&weight, n, 8, "weight") &&
          expect(&pmf, n * K, 8, "pmf") && expect(&pred, n * K, 8, "pred") &&
          expect(&low, n * K, 8, "low") && expect(&high, n * K, 8, "high") &&
-         models_ok(models.buf, K, M);
+         (!widths.obj || expect(&widths, n * K, 8, "var")) && models_ok(models.buf, K, M);
     const int64_t *model = models.buf, *act = played.buf;
     ok = ok && labels_ok(act, start, n, K, &budget);
     double *var = ok ? PyMem_Malloc(K * sizeof(double)) : NULL;
@@ -1542,6 +1550,7 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
                                     var + k);
                 p[k] += prior;
             }
+            if (widths.obj) memcpy((double *)widths.buf + i * K, var, K * sizeof(double));
             decision(p, var, K, bud[learned], lo, hi, rule, tol,
                      (double *)low.buf + i * K, (double *)high.buf + i * K,
                      (double *)pmf.buf + i * K);
@@ -1559,7 +1568,7 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
     if (opened) bounded_close(&B);
     PyMem_Free(var);
     RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &tail, &models, &index, &value,
-            &played, &reward, &weight, &budget, &pmf, &pred, &low, &high);
+            &played, &reward, &weight, &budget, &pmf, &pred, &low, &high, &widths);
     if (!ok) return NULL;
     return Py_BuildValue("nnn", i, learned, stale);
 }

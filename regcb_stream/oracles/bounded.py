@@ -134,7 +134,7 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(rows="sparse", ellipsoid=True, online_loop=self.compiled,
-                            ridge=True)
+                            widths=self.compiled, ridge=True)
 
     @property
     def n_models(self) -> int:
@@ -308,9 +308,9 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
         stop, learned, stale = _ridge.bounded_run(
             self._hinv, self._hgram, self._htheta, self._prec, self._theta, self._updates,
             self._tail, float(self._l2), models, index, value, played, rewards, weights,
-            budgets, *out, start, n, r, k, width,
+            budgets, *out[:4], start, n, r, k, width,
             self._hinv.shape[1], self._theta.shape[1], rule.code, self.refresh_every,
-            self.prior_mean, *reward_range, tolerance)
+            self.prior_mean, *reward_range, tolerance, out[4] if len(out) > 4 else None)
         if stale >= 0:
             self._invert(stale)
         return stop, learned
