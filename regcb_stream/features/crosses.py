@@ -147,15 +147,19 @@ def hashed_rounds(register, rows_of, rounds) -> tuple[np.ndarray, np.ndarray]:
     rounds of one layout), any other (every one without ``register``) by
     ``rows_of(contexts, actions)`` (the encoder's `joint_rows`, intercept first), each in
     turn, so that keys are numbered as one round at a time would number them."""
-    parts, numbered = [], {}
+    parts, numbered, pools = [], {}, {}
     for contexts, actions in rounds:
-        values = [v for features in (*contexts, *actions) for v in features.values()]
-        if register is None or not ({type(v) for v in values} <= {float}
-                                    and math.isfinite(math.fsum(values))):
+        pool = pools.get(key := tuple(map(id, actions)))  # (the dicts live while this runs)
+        if pool is None:
+            values = [v for action in actions for v in action.values()]
+            pools[key] = pool = (tuple(map(tuple, actions)), values, _floats(values))
+        values = [v for context in contexts for v in context.values()]
+        if register is None or not (pool[2] and _floats(values)):
             index, value = rows_of(contexts, actions)
             parts.append((index[:, 1:], value[:, 1:], len(contexts)))
             continue
-        names = tuple(tuple(c) for c in contexts), tuple(tuple(a) for a in actions)
+        values += pool[1]
+        names = tuple(map(tuple, contexts)), pool[0]
         if names not in numbered:
             numbered[names] = np.append(register(layout(*names).keys), 0)  # (-1: padding)
         parts.append((names, values, len(contexts)))
@@ -181,3 +185,8 @@ def hashed_rounds(register, rows_of, rounds) -> tuple[np.ndarray, np.ndarray]:
                                    (len(members), 1, 1))
         value[at, :, :w] = (u[:, shape.left] * u[:, shape.right]).reshape(-1, k, w)
     return index, value
+
+
+def _floats(values: list) -> bool:
+    """Whether every value is a finite Python float."""
+    return {type(v) for v in values} <= {float} and math.isfinite(math.fsum(values))
