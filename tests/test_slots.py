@@ -103,12 +103,16 @@ def test_learning_per_slot_finds_each_users_best_first_action():
 
 
 def logged_rounds(n: int, seed: int) -> list[SlotRound]:
-    """Logged rounds of every form: pools of 3 to 5 actions, 1 to 6 slots (more than the
-    actions, some), slots naming what they include, slates, slots without a label."""
+    """Logged rounds of every form: pools of 3 to 5 actions (one with a feature more,
+    some), 1 to 6 slots (more than the actions, some; with one feature or two), slots
+    naming what they include, slates, slots without a label."""
     rng, rounds = np.random.default_rng(seed), []
     for _ in range(n):
         actions = ACTIONS[:int(rng.integers(3, 6))]
-        slots = [Slot({f"s{j}": float(rng.normal())}, None,
+        if rng.random() < 0.05:  # an action with a feature more
+            actions = [*actions[:-1], {**actions[-1], "new=1": 1.0}]
+        slots = [Slot({f"s{j}": float(rng.normal()), **({"wide": 2.0} if rng.random() < 0.3
+                                                       else {})}, None,
                       [0, 2] if rng.random() < 0.05 else None)
                  for j in range(int(rng.integers(1, 7)))]
         if rng.random() < 0.05:  # a slate

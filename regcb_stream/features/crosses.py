@@ -110,33 +110,35 @@ class Layout(NamedTuple):
     right: np.ndarray
 
 
-@functools.lru_cache(maxsize=1 << 10)  # (a stream's rounds repeat their names)
+@functools.lru_cache(maxsize=1 << 8)  # (a stream's rounds repeat their names)
 def layout(contexts: tuple[tuple, ...], actions: tuple[tuple, ...]) -> Layout:
-    """The `Layout` of a round whose contexts and actions have these feature names."""
-    own = [np.array([name_hash(key) for key in keys], np.uint64) for keys in actions]
+    """The `Layout` of a round whose contexts and actions (as many features each) have
+    these feature names."""
+    k, m = len(actions), len(actions[0])
+    own = np.array([[name_hash(key) for key in keys] for keys in actions],
+                    np.uint64).reshape(k, m)
     starts = 2 + np.cumsum([0] + [len(keys) for keys in contexts])  # each context's in u
-    at = int(starts[-1]) + np.cumsum([0] + [len(keys) for keys in actions])  # each action's
-    parts, rows, first = [], [], 0
+    av = starts[-1] + np.arange(k * m).reshape(k, m)  # each action's values in u
+    parts, where, left, right, first = [], [], [], [], 0
     for c, keys in enumerate(contexts):
         s = len(keys)
         shared = np.array([name_hash(key) for key in keys], np.uint64)
-        parts.append(shared)
-        head, first = np.arange(first, first + s), first + s
-        for a, hashes in enumerate(own):
-            m = len(hashes)
-            parts += [hashes, (shared[:, None] * _FNV ^ hashes[None, :]).ravel()]
-            mine, first = np.arange(first, first + m * (1 + s)), first + m * (1 + s)
-            sv = starts[c] + np.arange(s)
-            av = at[a] + np.arange(m)
-            rows.append((np.concatenate([head, mine]),
-                         np.concatenate([sv, av, np.repeat(sv, m)]),
-                         np.concatenate([np.zeros(s + m, np.intp), np.tile(av, s)])))
-    width = max(len(where) for where, _, _ in rows)
-    where, left, right = np.full((3, len(rows), width), -1, np.intp)
-    left[:], right[:] = 1, 0
-    for r, (w, lt, rt) in enumerate(rows):
-        where[r, :len(w)], left[r, :len(w)], right[r, :len(w)] = w, lt, rt
-    return Layout(np.concatenate(parts), where, left, right)
+        crosses = (shared[None, :, None] * _FNV ^ own[:, None, :]).reshape(k, s * m)
+        parts += [shared, np.concatenate([own, crosses], axis=1).ravel()]
+        sv = np.broadcast_to(starts[c] + np.arange(s), (k, s))
+        mine = first + s + np.arange(k * m * (1 + s)).reshape(k, -1)
+        where.append(np.concatenate([np.broadcast_to(first + np.arange(s), (k, s)), mine], 1))
+        left.append(np.concatenate([sv, av, np.repeat(sv, m, axis=1)], axis=1))
+        right.append(np.concatenate([np.zeros((k, s + m), np.intp),
+                                     np.tile(av, (1, s))], axis=1))
+        first += s + k * m * (1 + s)
+    width = max(w.shape[1] for w in where)
+    out = np.full((3, len(contexts) * k, width), -1, np.intp)
+    out[1], out[2] = 1, 0  # (padding: u[1] * u[0] = 0)
+    for c, rows in enumerate(zip(where, left, right)):
+        for o, part in zip(out, rows):
+            o[c * k:(c + 1) * k, :part.shape[1]] = part
+    return Layout(np.concatenate(parts), *out)
 
 
 def hashed_rounds(register, rows_of, rounds) -> tuple[np.ndarray, np.ndarray]:
@@ -154,7 +156,8 @@ def hashed_rounds(register, rows_of, rounds) -> tuple[np.ndarray, np.ndarray]:
             values = [v for action in actions for v in action.values()]
             pools[key] = pool = (tuple(map(tuple, actions)), values, _floats(values))
         values = [v for context in contexts for v in context.values()]
-        if register is None or not (pool[2] and _floats(values)):
+        if register is None or not (pool[2] and _floats(values)) or len(
+                set(map(len, actions))) > 1:
             index, value = rows_of(contexts, actions)
             parts.append((index[:, 1:], value[:, 1:], len(contexts)))
             continue
