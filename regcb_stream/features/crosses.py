@@ -117,28 +117,50 @@ def layout(contexts: tuple[tuple, ...], actions: tuple[tuple, ...]) -> Layout:
     k, m = len(actions), len(actions[0])
     own = np.array([[name_hash(key) for key in keys] for keys in actions],
                     np.uint64).reshape(k, m)
-    starts = 2 + np.cumsum([0] + [len(keys) for keys in contexts])  # each context's in u
-    av = starts[-1] + np.arange(k * m).reshape(k, m)  # each action's values in u
-    parts, where, left, right, first = [], [], [], [], 0
-    for c, keys in enumerate(contexts):
-        s = len(keys)
-        shared = np.array([name_hash(key) for key in keys], np.uint64)
-        crosses = (shared[None, :, None] * _FNV ^ own[:, None, :]).reshape(k, s * m)
-        parts += [shared, np.concatenate([own, crosses], axis=1).ravel()]
-        sv = np.broadcast_to(starts[c] + np.arange(s), (k, s))
-        mine = first + s + np.arange(k * m * (1 + s)).reshape(k, -1)
-        where.append(np.concatenate([np.broadcast_to(first + np.arange(s), (k, s)), mine], 1))
-        left.append(np.concatenate([sv, av, np.repeat(sv, m, axis=1)], axis=1))
-        right.append(np.concatenate([np.zeros((k, s + m), np.intp),
-                                     np.tile(av, (1, s))], axis=1))
-        first += s + k * m * (1 + s)
-    width = max(w.shape[1] for w in where)
-    out = np.full((3, len(contexts) * k, width), -1, np.intp)
-    out[1], out[2] = 1, 0  # (padding: u[1] * u[0] = 0)
-    for c, rows in enumerate(zip(where, left, right)):
-        for o, part in zip(out, rows):
-            o[c * k:(c + 1) * k, :part.shape[1]] = part
-    return Layout(np.concatenate(parts), *out)
+    widths = {len(keys) for keys in contexts}
+    if len(widths) > 1:  # one layout per context, stacked
+        parts = [_context_layout(keys, own, 2 + sum(map(len, contexts[:c])),
+                                 2 + sum(map(len, contexts)))
+                 for c, keys in enumerate(contexts)]
+        offsets = np.cumsum([0] + [len(part.keys) for part in parts])
+        width = max(part.where.shape[-1] for part in parts)
+        out = np.full((3, len(contexts), k, width), -1, np.intp)
+        out[1], out[2] = 1, 0  # (padding: u[1] * u[0] = 0)
+        for c, (part, offset) in enumerate(zip(parts, offsets)):
+            w = part.where.shape[-1]
+            out[0, c, :, :w] = part.where + offset
+            out[1, c, :, :w], out[2, c, :, :w] = part.left, part.right
+        return Layout(np.concatenate([part.keys for part in parts]),
+                      *out.reshape(3, len(contexts) * k, width))
+    keys = np.array([[name_hash(key) for key in names] for names in contexts], np.uint64)
+    whole = _context_layout(keys, own, 2 + keys.shape[1] * np.arange(len(contexts)),
+                            2 + keys.size)
+    return Layout(whole.keys, *(a.reshape(-1, a.shape[-1]) for a in whole[1:]))
+
+
+def _context_layout(shared, own: np.ndarray, start, actions_start: int) -> Layout:
+    """The `Layout` of contexts with as many features each (their hashes ``shared``, ``(C,
+    s)``; or one context's names) and the actions' hashes ``own`` ``(K, m)``, the
+    contexts' values from ``start`` in ``u`` (one per context), the actions' from
+    ``actions_start``: arrays ``(C, K, L)`` (``(K, L)`` for one context's names)."""
+    one = not isinstance(shared, np.ndarray)
+    if one:
+        shared = np.array([[name_hash(key) for key in shared]], np.uint64).reshape(1, -1)
+    (n, s), (k, m) = shared.shape, own.shape
+    block = s + k * m * (1 + s)  # each context's keys: its own, then each action's
+    crosses = (shared[:, None, :, None] * _FNV ^ own[None, :, None, :]).reshape(n, k, s * m)
+    keys = np.concatenate([shared, np.concatenate(
+        [np.broadcast_to(own, (n, k, m)), crosses], axis=2).reshape(n, -1)], axis=1)
+    first = block * np.arange(n)[:, None, None]
+    where = np.concatenate([np.broadcast_to(first + np.arange(s), (n, k, s)),
+                            first + s + np.arange(k * m * (1 + s)).reshape(k, -1)], axis=2)
+    sv = np.broadcast_to(np.asarray(start).reshape(-1, 1, 1) + np.arange(s), (n, k, s))
+    av = np.broadcast_to(actions_start + np.arange(k * m).reshape(k, m), (n, k, m))
+    left = np.concatenate([sv, av, np.repeat(sv, m, axis=2)], axis=2)
+    right = np.concatenate([np.zeros((n, k, s + m), np.intp), np.tile(av, (1, 1, s))],
+                           axis=2)
+    layout_ = Layout(keys.ravel(), where, left, right)
+    return Layout(layout_.keys, *(a[0] for a in layout_[1:])) if one else layout_
 
 
 def hashed_rounds(register, rows_of, rounds) -> tuple[np.ndarray, np.ndarray]:
