@@ -139,14 +139,22 @@ def learn_slots(learner, context, actions: Sequence, slots: Sequence[Slot],
     if not len(decisions) == len(rewards) == len(slots):
         raise ValueError(f"{len(slots)} slots, {len(decisions)} decisions and "
                          f"{len(rewards)} rewards: give one of each per slot")
-    for position, (slot, decision, reward) in enumerate(zip(slots, decisions, rewards)):
-        if decision is None or reward is None:
-            continue
-        index, prob = decision[0], decision[1]
+    learned = [(position, slot, actions if slot.actions is None else slot.actions, decision)
+               for position, (slot, decision, reward) in enumerate(zip(slots, decisions, rewards))
+               if decision is not None and reward is not None]  # (each checked, then learned)
+    played = [_played(decision[0], pool, position) for position, _, pool, decision in learned]
+    for (position, slot, pool, decision), index in zip(learned, played):
         info = decision.info if isinstance(decision, SlotDecision) else {}
-        pool = actions if slot.actions is None else slot.actions
-        learner.learn(slot_context(context, slot, position), pool[index], reward, prob,
-                      weight=weight, **info)
+        learner.learn(slot_context(context, slot, position), pool[index], rewards[position],
+                      decision[1], weight=weight, **info)
+
+
+def _played(index, pool: Sequence, position: int) -> int:
+    """A slot's logged action: an index among its ``pool`` (else a ``ValueError``)."""
+    if not (isinstance(index, (int, np.integer)) and 0 <= index < len(pool)):
+        raise ValueError(f"slot {position}: the logged action {index!r} is not an index "
+                         f"among its {len(pool)} actions")
+    return int(index)
 
 
 class SlotRound(NamedTuple):
@@ -229,7 +237,7 @@ def _block(learner, rounds: Sequence[SlotRound], learn: bool
         decided.append(len(order))
         labelled = [j for j, label in enumerate(r.labels) if label is not None and learn]
         order += [*range(first, first + len(own)), *(first + j for j in labelled)]
-        played += [-1] * len(own) + [r.labels[j][0] for j in labelled]
+        played += [-1] * len(own) + [_played(r.labels[j][0], r.actions, j) for j in labelled]
         probs += [1.0] * len(own) + [r.labels[j][1] for j in labelled]
         rewards += [0.0] * len(own) + [r.labels[j][2] for j in labelled]
         weights += [1.0] * len(own) + [r.weight] * len(labelled)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -155,6 +156,21 @@ def test_unobserved_slots_are_left_out_and_lengths_must_agree():
     assert learner.n_labels == 1
     with pytest.raises(ValueError, match="one of each per slot"):
         learn_slots(learner, {"u": 1.0}, ACTIONS, slots, decisions, [1.0])
+
+
+@pytest.mark.parametrize("index", [-1, 5, 1.5])
+def test_a_logged_action_outside_the_slots_actions_is_refused_by_name(index):
+    learner, slots = RegCB(seed=0), [Slot(), Slot()]
+    message = f"slot 1: the logged action {index!r} is not an index among its 5 actions"
+    with pytest.raises(ValueError, match=re.escape(message)):  # (slot 0 not learned)
+        learn_slots(learner, {"u": 1.0}, ACTIONS, slots, [(0, 0.5), (index, 0.5)], [1.0, 0.0])
+    assert learner.n_labels == 0
+    replay_slots(learner, [SlotRound({"u": 1.0}, ACTIONS, slots, [None, None])])
+    labels = learner.n_labels
+    with pytest.raises(ValueError, match=re.escape(message)):  # (a block: nothing learned)
+        replay_slots(learner, [SlotRound({"u": 1.0}, ACTIONS, slots,
+                                         [(0, 0.5, 1.0), (index, 0.5, 0.0)])])
+    assert learner.n_labels == labels
 
 
 # -- VW's text formats ---------------------------------------------------------------------
