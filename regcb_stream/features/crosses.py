@@ -185,12 +185,13 @@ def hashed_rounds(register, rows_of, rounds) -> tuple[np.ndarray, np.ndarray]:
             continue
         values += pool[1]
         names = tuple(map(tuple, contexts)), pool[0]
-        if names not in numbered:
-            numbered[names] = np.append(register(layout(*names).keys), 0)  # (-1: padding)
+        if names not in numbered:  # its layout, and its keys' columns (-1: padding, 0)
+            shape = layout(*names)
+            numbered[names] = shape, np.append(register(shape.keys), 0)
         parts.append((names, values, len(contexts)))
     k = len(rounds[0][1])
     width = max(p[0].shape[-1] if isinstance(p[0], np.ndarray) else
-                layout(*p[0]).where.shape[1] for p in parts)
+                numbered[p[0]][0].where.shape[1] for p in parts)
     rows = np.cumsum([0] + [p[2] for p in parts])
     index = np.zeros((rows[-1], k, width), np.intp)
     value = np.zeros(index.shape)
@@ -202,12 +203,11 @@ def hashed_rounds(register, rows_of, rounds) -> tuple[np.ndarray, np.ndarray]:
         else:
             groups.setdefault(part[0], []).append(r)
     for names, members in groups.items():
-        shape = layout(*names)
+        shape, columns = numbered[names]
         s, w = len(names[0]), shape.where.shape[1]
         u = np.array([[1.0, 0.0, *parts[r][1]] for r in members])
         at = (rows[members][:, None] + np.arange(s)).ravel()
-        index[at, :, :w] = np.tile(numbered[names][shape.where].reshape(s, k, w),
-                                   (len(members), 1, 1))
+        index[at, :, :w] = np.tile(columns[shape.where].reshape(s, k, w), (len(members), 1, 1))
         value[at, :, :w] = (u[:, shape.left] * u[:, shape.right]).reshape(-1, k, w)
     return index, value
 
