@@ -3,7 +3,8 @@
 Each path runs once under Linux ``perf`` (sampling at ``--frequency`` Hz, whole process):
 the command with its default flags on letter from stdin (single-line ``--cb_explore 26
 --regcb``, ADF ``--cb_explore_adf -q sa --regcb``, DSJSON ``--dsjson`` on VW's
-``dsjson_cb.json`` repeated), and ``RegCB()``'s Python API on letter's arrays (per example:
+``dsjson_cb.json`` repeated, CCB ``--ccb_explore_adf`` on `slots_speed`'s stream of 3 slots
+and 10 actions), and ``RegCB()``'s Python API on letter's arrays (per example:
 ``predict`` then ``learn``; in blocks: ``predict_many`` then ``learn_many`` per epoch of the
 ``sqrt2`` schedule). Every sample is put in a stage by the function it fell in (`STAGES`),
 and a stage's samples over the examples give its microseconds per example. Start-up is
@@ -15,8 +16,8 @@ lines (touching each byte once); arithmetic, the multiply-adds the model needs p
 (`multiply_adds`) at the rate of numpy's single-thread matrix product on this machine, and
 at a quarter of it: our kernels give the same numbers on every machine, so they use neither
 fused multiply-adds nor vectors wider than four doubles. Beside each command path, VW's
-whole process with the same flags on the same file, and what twice its speed (issue 46's
-bar) leaves for an example after our start-up.
+whole process with the same flags on the same file, and what its bar (twice VW's speed,
+issue 46's; VW's speed for CCB, issue 47's) leaves for an example after our start-up.
 
 From the repository root (needs ``perf``)::
 
@@ -44,6 +45,7 @@ import numpy as np
 
 from bench.experiments.command_speed import VW, letter
 from bench.experiments.dsjson_speed import repeat_real
+from bench.experiments.slots_speed import ACTIONS, SHARED, SLOTS, write_log
 from regcb_stream.datasets.logs import write_logged_stream
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -86,7 +88,15 @@ def multiply_adds(path: str) -> int:
     columns and a group of ``b = 1 + d`` (the action's feature and its crosses); a decision
     is the shared part once and each action's ``s b + b (b + 1) / 2 + s + b``, a label the
     touched Gram block and the blocks' update, ``O((s + b)^2)``. DSJSON: the same blocks
-    with the file's features."""
+    with the file's features. CCB: each slot's rows over the pool (``c = SHARED + 2``
+    context columns: the shared line, the slot's feature and its position; 2 of an action;
+    their crosses) decided, and each slot's label a rank-one update of the joint model's
+    inverse over its ``D`` columns (every name of the stream and their crosses)."""
+    if path == "CCB":
+        context, own = SHARED + 2, 2
+        row = 1 + context + own + context * own
+        dim = 1 + SHARED + 2 * SLOTS + ACTIONS + 3 + (SHARED + 2 * SLOTS) * (ACTIONS + 3)
+        return SLOTS * ACTIONS * (row * (row + 1) // 2 + row) + SLOTS * (dim * row + dim**2)
     if path in ("single-line", "Python, per example", "Python, in blocks"):
         dim = 1 + D_CONTEXT + D_RANDOM
         decide = K * (dim * (dim + 1) // 2 + dim)
@@ -155,6 +165,8 @@ def files(folder: pathlib.Path, n: int) -> dict[str, pathlib.Path]:
         write_logged_stream(out[fmt], X, R, adf=fmt == "adf", seed=0)
     out["dsjson"] = folder / "events.json"
     repeat_real(out["dsjson"], n)
+    out["ccb"] = folder / "ccb.dat"
+    write_log(out["ccb"], n)
     return out
 
 
@@ -189,16 +201,19 @@ def measure(n: int, frequency: int, folder: pathlib.Path) -> dict:
     data = files(folder, n)
     out = folder / "predictions.txt"
     command = [sys.executable, "-m", "regcb_stream"]
-    paths = {  # name -> (our flags or the API's loop, stdin, VW's flags (None: no VW run))
-        "single-line": ("--cb_explore 26 --regcb", data["single"], "--cb_explore 26 --regcb"),
+    paths = {  # name -> (our flags or the API's loop, stdin, VW's flags (None: no VW run),
+        # the bar: times VW's speed)
+        "single-line": ("--cb_explore 26 --regcb", data["single"], "--cb_explore 26 --regcb",
+                        2),
         "ADF": ("--cb_explore_adf -q sa --regcb", data["adf"],
-                "--cb_explore_adf -q sa --regcb"),
-        "DSJSON": ("--dsjson", data["dsjson"], "--cb_explore_adf --dsjson"),
-        "Python, per example": ("per example", None, None),
-        "Python, in blocks": ("in blocks", None, None),
+                "--cb_explore_adf -q sa --regcb", 2),
+        "DSJSON": ("--dsjson", data["dsjson"], "--cb_explore_adf --dsjson", 2),
+        "CCB": ("--ccb_explore_adf", data["ccb"], "--ccb_explore_adf", 1),
+        "Python, per example": ("per example", None, None, 2),
+        "Python, in blocks": ("in blocks", None, None, 2),
     }
     rows = {}
-    for name, (spec, stdin, vw_flags) in paths.items():
+    for name, (spec, stdin, vw_flags, bar) in paths.items():
         if stdin:  # (start-up: an empty input; the API's: one round)
             cmd = start_cmd = [*command, *spec.split(), "-p", str(out), "--quiet"]
         else:
@@ -210,7 +225,7 @@ def measure(n: int, frequency: int, folder: pathlib.Path) -> dict:
         whole, startup = wall(cmd, stdin), wall(start_cmd, None)
         vw = vw_flags and wall([sys.executable, "-c", VW,
                                 f"{vw_flags} -d {stdin} -p {out} --quiet"], None)
-        rows[name] = {"stages": stages, "wall": whole, "startup": startup,
+        rows[name] = {"stages": stages, "wall": whole, "startup": startup, "bar": bar,
                       "per_example": (whole - startup) / n * 1e6, "vw": vw,
                       "bytes": stdin.stat().st_size / n if stdin else 0.0,
                       "multiply_adds": multiply_adds(name)}
@@ -228,7 +243,8 @@ def report(results: dict, args, seconds: float) -> str:
         f"{platform.python_version()}, numpy {np.__version__}, load average "
         f"{os.getloadavg()[0]:.2f} at the end; {seconds:.0f} s in all). Letter (K = 26, "
         f"d = 16) logged by a uniform policy, {n:,} examples; DSJSON: VW's `dsjson_cb.json` "
-        "repeated. Default flags; `perf record` samples of the whole process, each put in the "
+        "repeated; CCB: `slots_speed`'s stream (3 slots, 10 actions). Default flags; "
+        "`perf record` samples of the whole process, each put in the "
         "stage of the function it fell in (`STAGES` in the script), start-up's samples (the "
         "same process on an empty input) taken off. The whole-process times are medians of "
         "3 runs without the profiler: the stages' sum and them differ by the machine's "
@@ -258,11 +274,13 @@ def report(results: dict, args, seconds: float) -> str:
             "",
         ]
         if row["vw"]:
-            need = (row["vw"] / 2 - row["startup"]) / n * 1e6
+            bar = row["bar"]
+            need = (row["vw"] / bar - row["startup"]) / n * 1e6
             lines += [
                 f"VW with the same flags reads the file in {row['vw']:.2f} s (median of 3): "
-                f"{row['vw'] / row['wall']:.2f}× ours here. Twice VW's speed needs ours in "
-                f"{row['vw'] / 2:.2f} s: after our start-up, "
+                f"{row['vw'] / row['wall']:.2f}× ours here. "
+                f"{'Twice VW' if bar == 2 else 'VW'}'s speed needs ours in "
+                f"{row['vw'] / bar:.2f} s: after our start-up, "
                 + (f"{need:.1f} µs an example." if need > 0 else "less than nothing."),
                 "",
             ]
