@@ -162,11 +162,13 @@ class Model(Stateful):
 
     # -- rows --------------------------------------------------------------------------
 
-    def decisions(self, contexts, actions: Sequence) -> Block:
-        """The rows of a block of decisions, the oracle grown to hold them."""
+    def decisions(self, contexts, actions: Sequence, grow: bool = True) -> Block:
+        """The rows of a block of decisions, the oracle grown to hold them (``grow``
+        False: not yet, `grow_to` grows it row by row)."""
         block = self.rows.decisions(contexts, actions)
         self._settle()
-        self._grow(max(self.rows.actions.n_models, 1))
+        if grow:
+            self._grow(max(self.rows.actions.n_models, 1))
         return block
 
     def labels(self, contexts, actions: Sequence) -> Block:
@@ -176,9 +178,25 @@ class Model(Stateful):
         self._grow(max(self.rows.actions.n_models, 1))
         return block
 
-    def _grow(self, n_models: int) -> None:
+    def _grow(self, n_models: int, dim: int | None = None) -> None:
         encoder = self.encoder
-        self.explorer.grow(n_models, encoder.dim, encoder.max_dim)
+        self.explorer.grow(n_models, encoder.dim if dim is None else dim, encoder.max_dim)
+
+    def grow_to(self, dim: int) -> None:
+        """The oracle grown to ``dim`` columns: those of a block's rows up to one of them
+        (`dims_in_force`), as one example at a time grows it."""
+        self._grow(max(self.rows.actions.n_models, 1), dim)
+
+    def dims_in_force(self, block: Block) -> np.ndarray:
+        """The columns each row of a block was decided with, one example at a time: those
+        numbered up to its own (columns are numbered in the rows' order), at least the
+        oracle's before the block."""
+        rows, dim = block.rows, self.explorer.dim
+        if rows.index is None:  # (dense rows: every column, from the first)
+            return np.full(len(rows.value), max(dim, self.encoder.dim))
+        index = rows.index
+        last = index.max(axis=tuple(range(1, index.ndim)), initial=0) + 1
+        return np.maximum(np.maximum.accumulate(last), dim)
 
     def _one_row(self, context) -> bool:
         """Whether one context takes the one-row compiled calls: a float vector of the

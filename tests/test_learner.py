@@ -394,6 +394,30 @@ def test_block_decisions_equal_one_at_a_time(variant):
     assert probs.tolist() == [p for _, p, _ in drawn]
 
 
+@pytest.mark.parametrize("joint", [False, True])
+def test_a_replayed_log_whose_features_keep_coming_has_the_numbers_of_one_at_a_time(joint):
+    """An id in every context: columns are added all along, and the oracle grows as one
+    example at a time grows it (its inverse taken afresh at that size, its hand-over to the
+    bounded ridge at that example), however the log is cut into blocks."""
+    rng, n = np.random.default_rng(0), 500
+    contexts = [{f"id={rng.integers(10**6)}": 1.0, "x": float(rng.normal())}
+                for _ in range(n)]
+    actions = [{"a=0": 1.0}, {"a=1": 1.0}, {"a=2": 1.0}] if joint else ["a", "b", "c"]
+    played, rewards = rng.integers(3, size=n), rng.random(n)
+
+    def replayed(size: int) -> tuple:
+        learner = RegCB(hash_bits=18, seed=0, oracle=RidgeOracle(max_exact=200_000))
+        parts = [learner.replay(contexts[i:i + size], actions, played[i:i + size],
+                                rewards[i:i + size], np.full(len(played[i:i + size]), 1 / 3))
+                 for i in range(0, n, size)]
+        return learner.oracle_in_use, *(np.concatenate([getattr(d, part) for d in parts])
+                                        .tobytes() for part in ("pmf", "low", "high"))
+
+    one = replayed(1)
+    assert one[0].startswith("bounded")  # (handed over on the way)
+    assert replayed(7) == one and replayed(n) == one
+
+
 @pytest.mark.parametrize("schedule", ["online", "sqrt2", "doubling"])
 def test_learning_a_block_equals_learning_one_at_a_time(schedule):
     X, _, rewards = LinearProblem.make(seed=4).sample(300, seed=5)

@@ -99,6 +99,12 @@ class Oracle(ABC):
         """Make room for ``n_models`` models over ``dim`` features (new ones start empty;
         ``max_dim``: the most features there can be, when hashing bounds them)."""
 
+    def widens(self, dim: int) -> bool:
+        """Whether growing to ``dim`` features changes the numbers of what follows (the
+        size of an inverse taken afresh, a refresh interval), so that a block's rows must
+        grow it one row at a time, as one example at a time does (`stream.replay`)."""
+        return True
+
     @abstractmethod
     def learn(self, x, model: int, y: float, weight: float = 1.0) -> None:
         """Learn one labelled example ``x`` (a dense row ``(D,)``, or an ``(index,

@@ -166,6 +166,10 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
         return sum(a.nbytes for a in (self._hinv, self._hgram, self._htheta, self._prec,
                                       self._theta))
 
+    def widens(self, dim: int) -> bool:
+        """Only while the head has room: the tail's columns are each their own."""
+        return min(dim, self.head) > self._hinv.shape[1]
+
     def grow(self, n_models: int, dim: int, max_dim: int | None = None) -> None:
         """Add empty models and unseen features (the head takes them while it has room;
         the tail's arrays grow by a quarter more than needed, up to ``max_dim``)."""

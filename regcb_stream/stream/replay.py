@@ -32,17 +32,24 @@ def replay(model, contexts, actions, played, rewards, probs, weights) -> Decisio
         room = explorer.replay_room if compiled else explorer.labels_until_rebuild
         rows = labelled[first:first + room]
         stop = int(rows[-1]) + 1 if len(rows) == room else n
-        block = slice(start, stop)
-        first += len(rows)
         if compiled:
-            if whole is None:
-                whole = model.decisions(contexts[start:], actions[start:] if encoded
-                                        else actions), start
-            (all_rows, at) = whole
+            if whole is None:  # (the oracle grown as one example at a time grows it)
+                all_rows = model.decisions(contexts[start:], actions[start:] if encoded
+                                           else actions, grow=False)
+                whole = all_rows, start, model.dims_in_force(all_rows)
+            (all_rows, at, dims) = whole
+            model.grow_to(int(dims[start - at]))
+            wider = np.flatnonzero(dims[start - at:stop - at] != dims[start - at])
+            if len(wider) and model.explorer.oracle.widens(int(dims[start - at + wider[0]])):
+                stop = start + int(wider[0])  # (the next part grows it for its first row)
+            else:  # (the columns of the rows to come change no number: room for them now)
+                model.grow_to(int(dims[stop - at - 1]))
+            block = slice(start, stop)
             decision = model.explorer.replay(all_rows.take(slice(start - at, stop - at)),
                                              played[block], rewards[block], probs[block],
                                              weights[block])
         else:
+            block = slice(start, stop)
             rows_of_block = model.decisions(contexts[block], actions[block] if encoded
                                             else actions)
             decision = model.explorer.decide(*rows_of_block)
@@ -53,7 +60,7 @@ def replay(model, contexts, actions, played, rewards, probs, weights) -> Decisio
                     None if decision.candidates is None
                     else decision.candidates[rows - start, :, played[rows]])
         decisions.append(decision)
-        start = stop
+        first, start = int(np.searchsorted(labelled, stop)), stop
     return stacked(decisions)
 
 
