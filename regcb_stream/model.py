@@ -194,7 +194,7 @@ class Model(Stateful):
         rows, dim = block.rows, self.explorer.dim
         if rows.index is None:  # (dense rows: every column, from the first)
             return np.full(len(rows.value), max(dim, self.encoder.dim))
-        index = rows.index
+        index = rows.index[:, :1] if rows.index.strides[1] == 0 else rows.index  # (shared)
         last = index.max(axis=tuple(range(1, index.ndim)), initial=0) + 1
         return np.maximum(np.maximum.accumulate(last), dim)
 

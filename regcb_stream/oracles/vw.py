@@ -126,6 +126,10 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
     def grow(self, n_models: int, dim: int, max_dim: int | None = None) -> None:
         self._state.grow(n_models, dim, max_dim)
 
+    def widens(self, dim: int) -> bool:
+        """Never: each weight's state is its own (a new feature's starts at zero)."""
+        return False
+
     def learn(self, x, model: int, y: float, weight: float = 1.0) -> None:
         """VW's ``gd`` update on one example (``x``: nonzero ``(index, value)`` arrays), with
         weight ``weight * events / actions``."""
