@@ -172,10 +172,11 @@ class Model(Stateful):
         return block
 
     def labels(self, contexts, actions: Sequence) -> Block:
-        """The rows of a block of labels, the oracle grown to hold them."""
+        """The rows of a block of labels, the oracle grown to hold them (to the columns in
+        force at the last of them: rows decided before were grown to theirs)."""
         block = self.rows.labels(contexts, actions)
         self._settle()
-        self._grow(max(self.rows.actions.n_models, 1))
+        self.grow_to(int(self.dims_in_force(block)[-1]) if len(block.rows.value) else 0)
         return block
 
     def _grow(self, n_models: int, dim: int | None = None) -> None:

@@ -394,8 +394,10 @@ def test_block_decisions_equal_one_at_a_time(variant):
     assert probs.tolist() == [p for _, p, _ in drawn]
 
 
+@pytest.mark.parametrize("schedule", ["online", "sqrt2"])
 @pytest.mark.parametrize("joint", [False, True])
-def test_a_replayed_log_whose_features_keep_coming_has_the_numbers_of_one_at_a_time(joint):
+def test_a_replayed_log_whose_features_keep_coming_has_the_numbers_of_one_at_a_time(joint,
+                                                                                   schedule):
     """An id in every context: columns are added all along, and the oracle grows as one
     example at a time grows it (its inverse taken afresh at that size, its hand-over to the
     bounded ridge at that example), however the log is cut into blocks."""
@@ -406,7 +408,8 @@ def test_a_replayed_log_whose_features_keep_coming_has_the_numbers_of_one_at_a_t
     played, rewards = rng.integers(3, size=n), rng.random(n)
 
     def replayed(size: int) -> tuple:
-        learner = RegCB(hash_bits=18, seed=0, oracle=RidgeOracle(max_exact=200_000))
+        learner = RegCB(hash_bits=18, seed=0, oracle=RidgeOracle(max_exact=200_000),
+                        schedule=schedule)
         parts = [learner.replay(contexts[i:i + size], actions, played[i:i + size],
                                 rewards[i:i + size], np.full(len(played[i:i + size]), 1 / 3))
                  for i in range(0, n, size)]

@@ -21,38 +21,39 @@ from regcb_stream.features.rows import Block
 def replay(model, contexts, actions, played, rewards, probs, weights) -> Decision:
     """Progressive validation of a checked log by ``model``: each context decided, then
     its logged label learned (``played[i]`` -1: none), epoch by epoch (see
-    `RegCB.replay`)."""
+    `RegCB.replay`). The rows are encoded ahead (the whole block for the compiled loop, an
+    epoch otherwise), and the oracle grown to each row's columns before it, as one example
+    at a time grows it (`Model.dims_in_force`)."""
     n, labelled = len(played), np.flatnonzero(played >= 0)
     encoded = isinstance(actions, EncodedRows)  # the joint class's rows, per context
     decisions, start, first = [], 0, 0  # labelled[first]: the first label from start
-    whole = None  # (the compiled loop's: the whole block's rows, encoded once, and where)
+    ahead = None  # (rows encoded ahead, the first's index, the columns in force at each)
     while start < n:
         explorer = model.explorer
         compiled = explorer.compiled_replay  # (then blocks end at the change test's checks)
         room = explorer.replay_room if compiled else explorer.labels_until_rebuild
         rows = labelled[first:first + room]
         stop = int(rows[-1]) + 1 if len(rows) == room else n
-        if compiled:
-            if whole is None:  # (the oracle grown as one example at a time grows it)
-                all_rows = model.decisions(contexts[start:], actions[start:] if encoded
+        if ahead is None or start >= ahead[1] + len(ahead[2]):
+            end = n if compiled else stop
+            encoded_rows = model.decisions(contexts[start:end], actions[start:end] if encoded
                                            else actions, grow=False)
-                whole = all_rows, start, model.dims_in_force(all_rows)
-            (all_rows, at, dims) = whole
-            model.grow_to(int(dims[start - at]))
-            wider = np.flatnonzero(dims[start - at:stop - at] != dims[start - at])
-            if len(wider) and model.explorer.oracle.widens(int(dims[start - at + wider[0]])):
-                stop = start + int(wider[0])  # (the next part grows it for its first row)
-            else:  # (the columns of the rows to come change no number: room for them now)
-                model.grow_to(int(dims[stop - at - 1]))
-            block = slice(start, stop)
-            decision = model.explorer.replay(all_rows.take(slice(start - at, stop - at)),
-                                             played[block], rewards[block], probs[block],
-                                             weights[block])
+            ahead = encoded_rows, start, model.dims_in_force(encoded_rows)
+        all_rows, at, dims = ahead
+        stop = min(stop, at + len(dims))
+        model.grow_to(int(dims[start - at]))
+        wider = np.flatnonzero(dims[start - at:stop - at] != dims[start - at])
+        if len(wider) and model.explorer.oracle.widens(int(dims[start - at + wider[0]])):
+            stop = start + int(wider[0])  # (the next part grows it for its first row)
+        else:  # (the columns of the rows to come change no number: room for them now)
+            model.grow_to(int(dims[stop - at - 1]))
+        block, part = slice(start, stop), all_rows.take(slice(start - at, stop - at))
+        if compiled:
+            decision = model.explorer.replay(part, played[block], rewards[block],
+                                             probs[block], weights[block])
         else:
-            block = slice(start, stop)
-            rows_of_block = model.decisions(contexts[block], actions[block] if encoded
-                                            else actions)
-            decision = model.explorer.decide(*rows_of_block)
+            rows = rows[rows < stop]
+            decision = model.explorer.decide(*part)
             if len(rows):
                 model.learn_many(
                     take(contexts, rows), played_actions(actions, rows, played[rows]),
