@@ -171,12 +171,14 @@ class Model(Stateful):
             self._grow(max(self.rows.actions.n_models, 1))
         return block
 
-    def labels(self, contexts, actions: Sequence) -> Block:
+    def labels(self, contexts, actions: Sequence, grow: bool = True) -> Block:
         """The rows of a block of labels, the oracle grown to hold them (to the columns in
-        force at the last of them: rows decided before were grown to theirs)."""
+        force at the last of them: rows decided before were grown to theirs; ``grow``
+        False: not yet)."""
         block = self.rows.labels(contexts, actions)
         self._settle()
-        self.grow_to(int(self.dims_in_force(block)[-1]) if len(block.rows.value) else 0)
+        if grow and len(block.models):
+            self.grow_to(int(self.dims_in_force(block)[-1]))
         return block
 
     def _grow(self, n_models: int, dim: int | None = None) -> None:
@@ -299,10 +301,24 @@ class Model(Stateful):
                    weights: np.ndarray, candidates=None) -> np.ndarray | None:
         """Learn a block of checked labels (``candidates``: each candidate budget's
         probability of the played action, ``(n, J)``); the fits before, when asked for."""
-        block = self.labels(contexts, actions)
+        block = self.labels(contexts, actions, grow=False)
         if candidates is not None and probs is not None:
             self.explorer.score(np.asarray(candidates, float), probs, rewards)
-        return self.explorer.learn(block, rewards, weights)
+        dims, fits, start = self.dims_in_force(block), [], 0
+        if not len(dims):
+            return self.explorer.learn(block, rewards, weights)
+        rewards, weights = np.asarray(rewards, float), np.asarray(weights, float)
+        while start < len(dims):  # (in parts grown as one label at a time grows them)
+            self.grow_to(int(dims[start]))
+            wider = np.flatnonzero(dims[start:] != dims[start])
+            stop = start + int(wider[0]) if len(wider) and self.explorer.oracle.widens(
+                int(dims[start + wider[0]])) else len(dims)
+            self.grow_to(int(dims[stop - 1]))
+            part = slice(start, stop)
+            fits.append(self.explorer.learn(Block(block.rows.take(part), block.models[part]),
+                                            rewards[part], weights[part]))
+            start = stop
+        return None if fits[0] is None else np.concatenate(fits)
 
     def _scored(self, context, action, candidates, prob) -> tuple | None:
         """With the automatic budget: the candidates' probabilities of ``action`` (given,

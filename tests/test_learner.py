@@ -420,6 +420,17 @@ def test_a_replayed_log_whose_features_keep_coming_has_the_numbers_of_one_at_a_t
     assert one[0].startswith("bounded")  # (handed over on the way)
     assert replayed(7) == one and replayed(n) == one
 
+    def learned(size: int) -> tuple:  # (labels alone, learn_many)
+        learner = RegCB(hash_bits=18, seed=0, oracle=RidgeOracle(max_exact=200_000),
+                        schedule=schedule)
+        learner.pmf(contexts[0], actions)  # (the actions offered)
+        for i in range(0, n, size):
+            learner.learn_many(contexts[i:i + size], [actions[a] for a in played[i:i + size]],
+                               rewards[i:i + size])
+        return learner.oracle_in_use, learner.decide_many(contexts[:50], actions).high.tobytes()
+
+    assert learned(1) == learned(7) == learned(n)
+
 
 @pytest.mark.parametrize("schedule", ["online", "sqrt2", "doubling"])
 def test_learning_a_block_equals_learning_one_at_a_time(schedule):
