@@ -328,6 +328,48 @@ def test_adf_blocks_give_the_same_output_as_example_by_example(schedule, oracle,
     assert from_file.stdout.count("\n\n") == 300
 
 
+def one_at_a_time(args: list[str], examples: list[str]) -> str:
+    """The ``-p`` output of examples written one at a time, each after the prediction of
+    the one before was read (blocks of one example, whatever the machine's speed)."""
+    process = subprocess.Popen([sys.executable, "-m", "regcb_stream", *args, "-p", "-",
+                                "--quiet"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, bufsize=1)
+    out = []
+    try:
+        for example in examples:
+            process.stdin.write(example)
+            process.stdin.flush()
+            out += iter(process.stdout.readline, "\n")
+            out.append("\n")
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    return "".join(out)
+
+
+@pytest.mark.parametrize("schedule", ["online", "sqrt2"])
+def test_a_log_whose_features_keep_coming_gives_one_output_however_it_is_cut(schedule,
+                                                                            tmp_path):
+    """An id on every shared line: the oracle grows, refreshes its inverse and hands over
+    to the bounded ridge at the same examples in blocks of hundreds and of one."""
+    rng = np.random.default_rng(1)
+    examples = []
+    for t in range(250):
+        played, cost = int(rng.integers(4)), int(rng.random() < 0.3 + 0.1 * (t % 3))
+        lines = [f"shared |s id{rng.integers(10**6)} g{t % 3}"]
+        lines += [f"{f'0:{cost}:0.25 ' if a == played else ''}|a act{a}" for a in range(4)]
+        examples.append("\n".join(lines) + "\n\n")
+    data = tmp_path / "ids.dat"
+    data.write_text("".join(examples))
+    args = ["--cb_explore_adf", "-q", "sa", "--schedule", schedule]
+    from_file = run_cli([*args, "-d", str(data), "-p", "-", "--quiet"])
+    assert from_file.returncode == 0, from_file.stderr
+    assert one_at_a_time(args, examples) == from_file.stdout
+    summary = run_cli([*args, "-d", str(data), "-p", "/dev/null"]).stderr
+    assert "bounded ridge" in summary  # (handed over on the way)
+
+
 def test_optimistic_prior_flags(tmp_path):
     data = tmp_path / "cb.dat"
     data.write_text(cb_stream(200))
