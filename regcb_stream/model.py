@@ -33,7 +33,7 @@ from regcb_stream.oracles.bounded import BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
 from regcb_stream.state import Stateful
-from regcb_stream.stream.replay import replay
+from regcb_stream.stream.replay import grown_part, replay
 
 ORACLES = {"ridge": RidgeOracle, "bounded": BoundedRidgeOracle, "vw": VWOracle}
 
@@ -309,11 +309,7 @@ class Model(Stateful):
             return self.explorer.learn(block, rewards, weights)
         rewards, weights = np.asarray(rewards, float), np.asarray(weights, float)
         while start < len(dims):  # (in parts grown as one label at a time grows them)
-            self.grow_to(int(dims[start]))
-            wider = np.flatnonzero(dims[start:] != dims[start])
-            stop = start + int(wider[0]) if len(wider) and self.explorer.oracle.widens(
-                int(dims[start + wider[0]])) else len(dims)
-            self.grow_to(int(dims[stop - 1]))
+            stop = start + grown_part([self], [dims[start:]], len(dims) - start)
             part = slice(start, stop)
             fits.append(self.explorer.learn(Block(block.rows.take(part), block.models[part]),
                                             rewards[part], weights[part]))

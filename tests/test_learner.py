@@ -396,11 +396,12 @@ def test_block_decisions_equal_one_at_a_time(variant):
 
 @pytest.mark.parametrize("schedule", ["online", "sqrt2"])
 @pytest.mark.parametrize("joint", [False, True])
-def test_a_replayed_log_whose_features_keep_coming_has_the_numbers_of_one_at_a_time(joint,
-                                                                                   schedule):
+def test_a_stream_whose_features_keep_coming_has_the_numbers_of_one_at_a_time(joint,
+                                                                             schedule):
     """An id in every context: columns are added all along, and the oracle grows as one
     example at a time grows it (its inverse taken afresh at that size, its hand-over to the
-    bounded ridge at that example), however the log is cut into blocks."""
+    bounded ridge at that example), however the rounds are cut into blocks: replayed
+    (`replay`), learned (`learn_many`) and simulated (`play`)."""
     rng, n = np.random.default_rng(0), 500
     contexts = [{f"id={rng.integers(10**6)}": 1.0, "x": float(rng.normal())}
                 for _ in range(n)]
@@ -430,6 +431,17 @@ def test_a_replayed_log_whose_features_keep_coming_has_the_numbers_of_one_at_a_t
         return learner.oracle_in_use, learner.decide_many(contexts[:50], actions).high.tobytes()
 
     assert learned(1) == learned(7) == learned(n)
+
+    def simulated(size: int) -> tuple:  # (bandit feedback, play)
+        learner = RegCB(hash_bits=18, seed=0, oracle=RidgeOracle(max_exact=200_000),
+                        schedule=schedule)
+        parts = [learner.play(contexts[i:i + size], actions,
+                              lambda t, a, i=i: rewards[i + t] * (a == played[i + t]))
+                 for i in range(0, n, size)]
+        return (learner.oracle_in_use, np.concatenate([p for p, _ in parts]).tobytes(),
+                np.concatenate([d.high for _, d in parts]).tobytes())
+
+    assert simulated(1) == simulated(7) == simulated(n)
 
 
 @pytest.mark.parametrize("schedule", ["online", "sqrt2", "doubling"])

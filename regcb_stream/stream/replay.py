@@ -40,13 +40,8 @@ def replay(model, contexts, actions, played, rewards, probs, weights) -> Decisio
                                            else actions, grow=False)
             ahead = encoded_rows, start, model.dims_in_force(encoded_rows)
         all_rows, at, dims = ahead
-        stop = min(stop, at + len(dims))
-        model.grow_to(int(dims[start - at]))
-        wider = np.flatnonzero(dims[start - at:stop - at] != dims[start - at])
-        if len(wider) and model.explorer.oracle.widens(int(dims[start - at + wider[0]])):
-            stop = start + int(wider[0])  # (the next part grows it for its first row)
-        else:  # (the columns of the rows to come change no number: room for them now)
-            model.grow_to(int(dims[stop - at - 1]))
+        stop = grown_part([model], [dims[start - at:]], min(stop, at + len(dims)) - start)
+        stop += start
         block, part = slice(start, stop), all_rows.take(slice(start - at, stop - at))
         if compiled:
             decision = model.explorer.replay(part, played[block], rewards[block],
@@ -65,29 +60,46 @@ def replay(model, contexts, actions, played, rewards, probs, weights) -> Decisio
     return stacked(decisions)
 
 
+def grown_part(models, dims: list[np.ndarray], length: int) -> int:
+    """Grow each model to the columns in force at the first of the rows to come
+    (``dims``: each model's, `Model.dims_in_force`) and return how many of at most
+    ``length`` rows form a part: up to a row that widens a model's numbers
+    (`Oracle.widens`: the next part grows it for that row, as one example at a time does),
+    each model grown for the rows of the part."""
+    for model, columns in zip(models, dims):
+        model.grow_to(int(columns[0]))
+        wider = np.flatnonzero(columns[:length] != columns[0])
+        if len(wider) and model.explorer.oracle.widens(int(columns[wider[0]])):
+            length = int(wider[0])
+    for model, columns in zip(models, dims):
+        model.grow_to(int(columns[length - 1]))
+    return length
+
+
 def play(learner, contexts, actions, reveal, uniforms: np.ndarray, check_reward
          ) -> tuple[np.ndarray, Decision]:
     """Bandit feedback on a block of rounds (see `RegCB.play`): ``learner`` a model or a
     learner over models (model selection: ``models``, the ``leader``'s decisions, its
     models' fits ``observe``-d); ``check_reward`` refuses a reward ``reveal`` gives."""
     main, n = learner.main, len(contexts)
-    encoded = None  # checked and encoded once; rows are learned by model id
-    if not main.rows.actions.is_joint(actions):  # (by each model: model selection's two)
-        encoded = [main.decisions(contexts, actions)]
-        models = learner.models
-        encoded += [model.decisions(contexts, actions) for model in models[1:]]
-        ids = [np.arange(model.rows.actions.n_models)[block.models]  # of the played rows
-               for model, block in zip(models, encoded)]
+    joint = main.rows.actions.is_joint(actions)  # (by each model: model selection's two)
+    encoded = [main.decisions(contexts, actions, grow=False)]  # (its class settled first)
+    models = [main] if joint else learner.models
+    encoded += [model.decisions(contexts, actions, grow=False) for model in models[1:]]
+    dims = [model.dims_in_force(rows) for model, rows in zip(models, encoded)]
+    ids = None if joint else [np.arange(model.rows.actions.n_models)[block.models]
+                              for model, block in zip(models, encoded)]  # (played rows')
     decisions, played, start = [], np.empty(n, dtype=np.intp), 0
     while start < n:
-        stop = min(n, start + main.explorer.labels_until_rebuild)
+        stop = start + grown_part(models, [d[start:] for d in dims], min(
+            n, start + main.explorer.labels_until_rebuild) - start)
         block = slice(start, stop)
-        if encoded is not None:
+        if not joint:
             options = [model.explorer.decide(*rows.take(block))
                        for model, rows in zip(models, encoded)]
             decision = options[learner.leader()]
         else:
-            decision = learner.decide_many(contexts[block], actions)
+            decision = main.explorer.decide(*encoded[0].take(block))
         index = rules.sample(decision.pmf, uniforms[block])
         rewards = revealed(reveal(np.arange(start, stop), index), stop - start, start)
         rows = np.arange(stop - start)
@@ -96,7 +108,7 @@ def play(learner, contexts, actions, reveal, uniforms: np.ndarray, check_reward
             main.explorer.score(decision.candidates[rows, :, index], probs, rewards)
         for reward in rewards.tolist():
             check_reward(reward)
-        if encoded is None:
+        if joint:
             learner.learn_many(contexts[block], [actions[i] for i in index.tolist()],
                                rewards, probs, np.ones(len(rewards)))
         else:
