@@ -23,7 +23,7 @@ from regcb_stream.adapt.change import DEFAULT_THRESHOLD, ChangeDetector
 from regcb_stream.adapt.events import snapshot
 from regcb_stream.adapt.selection import ModelSelection
 from regcb_stream.explore.budget import COUNTED, AutoBudget, FixedBudget
-from regcb_stream.explore.decision import Decision
+from regcb_stream.explore.decision import Decision, stacked
 from regcb_stream.explore.explorer import Explorer
 from regcb_stream.features.encoder import FeatureEncoder
 from regcb_stream.features.random_features import RandomFeatures
@@ -246,9 +246,20 @@ class Model(Stateful):
         return decision
 
     def decide_many(self, contexts, actions: Sequence) -> Decision:
-        """``decide`` for a block of contexts in one computation (rows of the arrays)."""
-        block = self.decisions(contexts, actions)
-        return self.explorer.decide(*block)
+        """``decide`` for a block of contexts in one computation (rows of the arrays; in
+        parts where a row's new columns widen the oracle, as one at a time grows it)."""
+        block = self.decisions(contexts, actions, grow=False)
+        dims, parts, start = self.dims_in_force(block), [], 0
+        while start < len(dims) or not parts:
+            stop = start + grown_part([self], [dims[start:]], len(dims) - start) if len(
+                dims) else 0
+            parts.append(self.explorer.decide(*block.take(slice(start, stop))))
+            start = stop
+        if len(parts) == 1:
+            return parts[0]
+        candidates = [part.candidates for part in parts]
+        return replace(stacked(parts), candidates=None if any(
+            c is None for c in candidates) else np.concatenate(candidates))
 
     def draw(self, context, actions: Sequence, rng: np.random.Generator
              ) -> tuple[object, float, dict]:

@@ -401,7 +401,7 @@ def test_a_stream_whose_features_keep_coming_has_the_numbers_of_one_at_a_time(jo
     """An id in every context: columns are added all along, and the oracle grows as one
     example at a time grows it (its inverse taken afresh at that size, its hand-over to the
     bounded ridge at that example), however the rounds are cut into blocks: replayed
-    (`replay`), learned (`learn_many`) and simulated (`play`)."""
+    (`replay`), learned (`learn_many`), simulated (`play`) and decided (`decide_many`)."""
     rng, n = np.random.default_rng(0), 500
     contexts = [{f"id={rng.integers(10**6)}": 1.0, "x": float(rng.normal())}
                 for _ in range(n)]
@@ -442,6 +442,17 @@ def test_a_stream_whose_features_keep_coming_has_the_numbers_of_one_at_a_time(jo
                 np.concatenate([d.high for _, d in parts]).tobytes())
 
     assert simulated(1) == simulated(7) == simulated(n)
+
+    block, one = (RegCB(hash_bits=18, seed=0, oracle=RidgeOracle(max_exact=60_000),
+                        schedule=schedule) for _ in range(2))  # (decisions alone)
+    for learner in (block, one):
+        if not joint:
+            learner.pmf({"x": 1.0}, actions)  # (the actions offered)
+        learner.learn_many([{"x": 1.0}] * 3, actions, [1.0, 0.0, 0.5])
+    decided = block.decide_many(contexts, actions)
+    assert decided.high.tobytes() == np.array([one.decide(c, actions).high
+                                               for c in contexts]).tobytes()
+    assert block.oracle_in_use == one.oracle_in_use
 
 
 @pytest.mark.parametrize("schedule", ["online", "sqrt2", "doubling"])
