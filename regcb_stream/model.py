@@ -33,7 +33,7 @@ from regcb_stream.oracles.bounded import BoundedRidgeOracle
 from regcb_stream.oracles.ridge import RidgeOracle
 from regcb_stream.oracles.vw import VWOracle
 from regcb_stream.state import Stateful
-from regcb_stream.stream.replay import grown_part, replay
+from regcb_stream.stream.replay import grown_parts, replay
 
 ORACLES = {"ridge": RidgeOracle, "bounded": BoundedRidgeOracle, "vw": VWOracle}
 
@@ -249,12 +249,10 @@ class Model(Stateful):
         """``decide`` for a block of contexts in one computation (rows of the arrays; in
         parts where a row's new columns widen the oracle, as one at a time grows it)."""
         block = self.decisions(contexts, actions, grow=False)
-        dims, parts, start = self.dims_in_force(block), [], 0
-        while start < len(dims) or not parts:
-            stop = start + grown_part([self], [dims[start:]], len(dims) - start) if len(
-                dims) else 0
-            parts.append(self.explorer.decide(*block.take(slice(start, stop))))
-            start = stop
+        dims = self.dims_in_force(block)
+        if not len(dims):
+            return self.explorer.decide(*block)
+        parts = [self.explorer.decide(*block.take(part)) for part in grown_parts(self, dims)]
         if len(parts) == 1:
             return parts[0]
         candidates = [part.candidates for part in parts]
@@ -315,16 +313,13 @@ class Model(Stateful):
         block = self.labels(contexts, actions, grow=False)
         if candidates is not None and probs is not None:
             self.explorer.score(np.asarray(candidates, float), probs, rewards)
-        dims, fits, start = self.dims_in_force(block), [], 0
+        dims = self.dims_in_force(block)
         if not len(dims):
             return self.explorer.learn(block, rewards, weights)
         rewards, weights = np.asarray(rewards, float), np.asarray(weights, float)
-        while start < len(dims):  # (in parts grown as one label at a time grows them)
-            stop = start + grown_part([self], [dims[start:]], len(dims) - start)
-            part = slice(start, stop)
-            fits.append(self.explorer.learn(Block(block.rows.take(part), block.models[part]),
-                                            rewards[part], weights[part]))
-            start = stop
+        fits = [self.explorer.learn(Block(block.rows.take(part), block.models[part]),
+                                    rewards[part], weights[part])
+                for part in grown_parts(self, dims)]  # (grown as one label at a time)
         return None if fits[0] is None else np.concatenate(fits)
 
     def _scored(self, context, action, candidates, prob) -> tuple | None:

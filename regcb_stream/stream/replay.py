@@ -76,6 +76,16 @@ def grown_part(models, dims: list[np.ndarray], length: int) -> int:
     return length
 
 
+def grown_parts(model, dims: np.ndarray):
+    """The parts of a block's rows (slices), the model grown for each before it is
+    yielded (`grown_part`)."""
+    start = 0
+    while start < len(dims):
+        stop = start + grown_part([model], [dims[start:]], len(dims) - start)
+        yield slice(start, stop)
+        start = stop
+
+
 def play(learner, contexts, actions, reveal, uniforms: np.ndarray, check_reward
          ) -> tuple[np.ndarray, Decision]:
     """Bandit feedback on a block of rounds (see `RegCB.play`): ``learner`` a model or a
