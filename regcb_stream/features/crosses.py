@@ -5,8 +5,8 @@ the two, keyed as VW keys them: a name's hash (`name_hash`) and a cross's
 ``hash(s) * FNV_PRIME ^ hash(a)``. The keys of a context with its actions (the context's,
 then each action's own and crosses, context-major) become columns in one pass of the
 encoder's `SlotColumns`, so new slots are numbered as one row at a time would number them.
-`hashed_items` gives the rows as lists; `hashed_rows` the same rows as arrays, when every
-action has as many features.
+`hashed_items` gives the rows as lists; `layout_rows` and `hashed_rounds` the same rows as
+arrays, by a layout of the features' names, when every action has as many features.
 
 >>> from regcb_stream.features.encoder import SlotColumns
 >>> rows, fresh = hashed_items(SlotColumns(bits=8), 1, ["u"], [2.0], [(["a"], [1.0])])
@@ -17,7 +17,6 @@ action has as many features.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from typing import NamedTuple
 
@@ -60,46 +59,29 @@ def hashed_items(slots, first: int, shared_keys: list, shared_values: list, own:
     return rows, fresh
 
 
-def hashed_rows(slots, first: int, contexts: list, own: list, intercept: float
-                ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
-    """`hashed_items` of each context (its keys and values) as padded ``(index, value)``
-    arrays, a row per (context, action), context-major, with the intercept as column 0
-    (the same keys, registered in the same order, context after context, and the same
-    values), when every action has as many features and every value is a Python float
-    (products as Python computes them); else None (no slot registered)."""
-    k, m = len(own), len(own[0][0]) if own else 0
-    if not own or any(len(keys) != m for keys, _ in own) or not {
-            type(v) for v in itertools.chain(*(v for _, v in contexts), *(v for _, v in own))
-    } <= {float}:
-        return None, 0
-    hashes = np.array([[name_hash(key) for key in keys] for keys, _ in own],
-                      np.uint64).reshape(k, m)
-    parts = []
-    for keys, _ in contexts:
-        shared = np.array([name_hash(key) for key in keys], np.uint64)
-        crosses = shared[None, :, None] * _FNV ^ hashes[:, None, :]
-        parts += [shared, np.concatenate([hashes, crosses.reshape(k, -1)], axis=1).ravel()]
-    columns, fresh = slots(np.concatenate(parts), first)
-    av = np.array([values for _, values in own], float).reshape(k, m)
-    width = 1 + m + max(len(keys) for keys, _ in contexts) * (1 + m)
-    index = np.zeros((len(contexts), k, width), np.intp)
-    value = np.zeros(index.shape)
-    value[..., 0], at = intercept, 0
-    for row, (keys, values) in enumerate(contexts):
-        s, sv = len(keys), np.array(values, float)
-        end = 1 + s + m + s * m
-        index[row, :, 1:1 + s] = columns[at:at + s]
-        index[row, :, 1 + s:end] = columns[at + s:at + s + k * (end - 1 - s)].reshape(k, -1)
-        at += s + k * (end - 1 - s)
-        value[row, :, 1:1 + s], value[row, :, 1 + s:1 + s + m] = sv, av
-        value[row, :, 1 + s + m:end] = (sv[None, :, None] * av[:, None, :]).reshape(k, s * m)
-    return (index.reshape(-1, width), value.reshape(-1, width)), fresh
+def layout_rows(register, contexts: list, own: list, intercept: float
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """One round's joint rows by its names' `layout` (its contexts' and actions' checked
+    keys and values), ``(len(contexts) K, L)`` with the intercept as column 0, its new keys
+    numbered by ``register(keys) -> columns``, when every action has as many features and
+    every value is a Python float; else None (nothing numbered)."""
+    values = [v for _, part in (*contexts, *own) for v in part]
+    if not own or len({len(keys) for keys, _ in own}) > 1 or not {
+            type(v) for v in values} <= {float}:
+        return None
+    shape = layout(tuple(tuple(keys) for keys, _ in contexts),
+                   tuple(tuple(keys) for keys, _ in own))
+    u = np.array([1.0, 0.0, *values])
+    index = np.append(register(shape.keys), 0)[shape.where]
+    lead = (len(index), 1)
+    return (np.hstack([np.zeros(lead, np.intp), index]),
+            np.hstack([np.full(lead, intercept), u[shape.left] * u[shape.right]]))
 
 
 class Layout(NamedTuple):
     """Where the joint rows of a round (contexts, each with every action of a pool) take
     their keys and values from, given only the features' names: the round's keys in the
-    order they are registered (`hashed_rows`' order), and for each entry of each row
+    order they are registered (`hashed_items`' order), and for each entry of each row
     ``(contexts K, L)``, no intercept, its key's position (``-1``: padding) and the two
     positions in the round's values ``u`` whose product it is, ``u = [1, 0, each
     context's values, each action's]`` (a single value times ``u[0]``; padding ``u[1]``)."""

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from regcb_stream.features.crosses import hashed_items, hashed_rounds, hashed_rows, name_hash
+from regcb_stream.features.crosses import hashed_items, hashed_rounds, layout_rows, name_hash
 from regcb_stream.io.hashing import cross_hash, mask
 from regcb_stream.state import Stateful
 
@@ -342,7 +342,7 @@ class FeatureEncoder(Stateful):
         if self._slots is not None and self.cross and (len(contexts) == 1 or not played):
             shared = [self._shared_items(context) for context in contexts]  # (at once)
             own = [_checked_items(action) for action in actions]
-            rows = self._hashed(hashed_rows, shared, own, self.intercept)
+            rows = layout_rows(self._register, shared, own, float(self.intercept))
             return rows if rows is not None else self.sparse([
                 row for keys, values in shared
                 for row in self._hashed(hashed_items, keys, values, own)])
@@ -361,8 +361,12 @@ class FeatureEncoder(Stateful):
         register = None
         if self._slots is not None and self.cross:
             self._without_expansion("actions given as feature dicts (the joint class)")
-            register = lambda keys: self._hashed(lambda slots, first: slots(keys, first))  # noqa: E731
+            register = self._register
         return EncodedRows(*hashed_rounds(register, self.joint_rows, rounds))
+
+    def _register(self, keys: np.ndarray) -> np.ndarray:
+        """The columns of hashed keys, new ones numbered after this encoder's."""
+        return self._hashed(lambda slots, first: slots(keys, first))
 
     def _shared_items(self, context) -> tuple[list, list]:
         """The keys and values of a context of the joint class (a dict, or a dense
@@ -392,8 +396,8 @@ class FeatureEncoder(Stateful):
         return rows
 
     def _hashed(self, crossing, *args):
-        """`crosses.hashed_items` or `crosses.hashed_rows` of contexts and checked actions,
-        their new slots numbered after this encoder's columns."""
+        """``crossing(slots, first, *args)`` (`crosses.hashed_items`, or a `SlotColumns`
+        call), its new slots numbered after this encoder's columns."""
         out, fresh = crossing(self._slots, self.dim, *args)
         self._n_named += fresh
         return out
