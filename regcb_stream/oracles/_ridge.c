@@ -97,22 +97,16 @@ WIDE static void row_moments(const double *a_inv, const double *theta, Py_ssize_
 
 #if defined(__GNUC__)
 #define GROUP 4
-/* (s0 + s1) + (s2 + s3) of one model's lanes after the tail's products a[j] b[j] (j < n)
- * went into s0, in order: dot's sum */
-static inline double lanes_sum(lanes s, const double *a, const double *b, Py_ssize_t n) {
-    double s0 = s[0];
-    for (Py_ssize_t j = 0; j < n; j++) s0 += a[j] * b[j];
-    return (s0 + s[1]) + (s[2] + s[3]);
-}
-
 /* row_moments of one dense row under GROUP models at once (a_inv[g], theta[g]): each
  * model's sums in row_moments' order exactly, the GROUP chains of additions in flight side
- * by side instead of one after the other, in registers */
+ * by side instead of one after the other, in registers. A row's end (the sums' tail, their
+ * lanes added, the row's term of x^T A^-1 x) is done for the GROUP models at once, a
+ * model per lane: the lanes transposed, each lane the operations of its model in order. */
 WIDE static void group_moments(const double *const *a_inv, const double *const *theta,
                                Py_ssize_t D, const double *value, Py_ssize_t L, double *pred,
                                double *var) {
     const double *m0 = a_inv[0], *m1 = a_inv[1], *m2 = a_inv[2], *m3 = a_inv[3];
-    double v0 = 0.0, v1 = 0.0, v2 = 0.0, v3 = 0.0;
+    lanes v = {0.0, 0.0, 0.0, 0.0};
     for (Py_ssize_t l = 0; l < L; l++) {
         double x = value[l];
         if (x == 0.0) continue;
@@ -133,14 +127,16 @@ WIDE static void group_moments(const double *const *a_inv, const double *const *
             s2 += a2 * y;
             s3 += a3 * y;
         }
-        Py_ssize_t tail = n - i;
-        b += i;
-        v0 += x * (m0[at] * x + 2.0 * lanes_sum(s0, r0 + i, b, tail));
-        v1 += x * (m1[at] * x + 2.0 * lanes_sum(s1, r1 + i, b, tail));
-        v2 += x * (m2[at] * x + 2.0 * lanes_sum(s2, r2 + i, b, tail));
-        v3 += x * (m3[at] * x + 2.0 * lanes_sum(s3, r3 + i, b, tail));
+        /* lane g of t_k: lane k of model g's sums */
+        lanes t0 = {s0[0], s1[0], s2[0], s3[0]}, t1 = {s0[1], s1[1], s2[1], s3[1]},
+              t2 = {s0[2], s1[2], s2[2], s3[2]}, t3 = {s0[3], s1[3], s2[3], s3[3]};
+        for (; i < n; i++) {
+            lanes a = {r0[i], r1[i], r2[i], r3[i]};
+            t0 += a * b[i];
+        }
+        lanes diagonal = {m0[at], m1[at], m2[at], m3[at]};
+        v += x * (diagonal * x + 2.0 * ((t0 + t1) + (t2 + t3)));
     }
-    double v[GROUP] = {v0, v1, v2, v3};
     for (int g = 0; g < GROUP; g++) {
         pred[g] = dot(theta[g], value, L);
         var[g] = v[g] > 0.0 ? v[g] : 0.0;
