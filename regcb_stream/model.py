@@ -22,6 +22,7 @@ from regcb_stream import defaults
 from regcb_stream.adapt.change import DEFAULT_THRESHOLD, ChangeDetector
 from regcb_stream.adapt.events import snapshot
 from regcb_stream.adapt.selection import ModelSelection
+from regcb_stream.dense_lane import DenseLane
 from regcb_stream.explore.budget import COUNTED, AutoBudget, FixedBudget
 from regcb_stream.explore.decision import Decision, stacked
 from regcb_stream.explore.explorer import Explorer
@@ -91,6 +92,8 @@ class Model(Stateful):
         "explorer": "explorer",
         "last_decision": "_last",
     }
+
+    _lane: DenseLane | None = None  # the one-row path's settled parts (`dense_lane`)
 
     def __init__(self, spec: Spec, *, fits: bool = False, companion: bool = False):
         self.spec = spec
@@ -219,12 +222,15 @@ class Model(Stateful):
             return vector
         return context
 
-    def _values(self, context: np.ndarray) -> np.ndarray:
+    def _values(self, context: np.ndarray) -> np.ndarray | None:
         """A dense context's features after the intercept (its random features appended,
         mapped once for a decision and the label of the same context), the oracle grown
-        first. A value that is not finite maps to values that are not either: the compiled
-        calls refuse them, and the general path they hand over to names it."""
+        first; None if growing handed it over to an oracle without the one-row calls. A
+        value that is not finite maps to values that are not either: the compiled calls
+        refuse them, and the general path they hand over to names it."""
         self._grow(self.rows.actions.n_models)
+        if not self.explorer.one_row:
+            return None
         encoder = self.encoder
         return context if encoder.expand is None else encoder.expanded(context)
 
@@ -236,8 +242,8 @@ class Model(Stateful):
         if explorer.n_frozen and explorer.budget.selector is None and self._one_row(
                 vector) and (models := self.rows.actions.known(actions)) is not None:
             out = np.empty((4, len(models)))
-            if explorer.budget.draw_dense(explorer, self._values(vector), models,
-                                          self.spec.intercept, 0.0, out) is not None:
+            if (values := self._values(vector)) is not None and explorer.budget.draw_dense(
+                    explorer, values, models, self.spec.intercept, 0.0, out) is not None:
                 return Decision(*out)
         block = self.decisions([context], actions)
         decision = self.explorer.decide(*block).row(0)
@@ -263,15 +269,18 @@ class Model(Stateful):
              ) -> tuple[object, float, dict]:
         """Sample an action with a uniform of ``rng``: the action, its probability and
         the keyword arguments of ``learn``."""
+        if self._lane is not None and (drawn := self._lane.draw(context, actions, rng)):
+            return drawn
         explorer, vector = self.explorer, self._vector(context)
         if self._one_row(vector) and (models := self.rows.actions.known(actions)) is not None \
-                and explorer.budget.ready(explorer):
-            values = self._values(vector)
+                and explorer.budget.ready(explorer) and (
+                    values := self._values(vector)) is not None:
             drawn = explorer.budget.draw_dense(explorer, values, models, self.spec.intercept,
                                                rng.random())
             if drawn is not None:  # (None: a value is not finite; decide says which)
                 if len(drawn) > 3:  # (the candidates' distributions, as decide keeps them)
                     self._last = (snapshot(context), list(actions), drawn[3])
+                self._lane = DenseLane.of(self, actions, models)
                 return actions[drawn[0]], drawn[1], drawn[2]
         decision = self.decide(context, actions)
         cdf = decision.pmf.cumsum()  # `rules.sample`'s draw, for one row
@@ -286,6 +295,9 @@ class Model(Stateful):
               candidates=None) -> float | None:
         """Learn one checked label; the fit's prediction of it before, when asked for."""
         explorer, reward, weight = self.explorer, float(reward), float(weight)
+        if self._lane is not None and candidates is None and (
+                fitted := self._lane.learn(context, action, reward, weight)) is not None:
+            return fitted
         scored = self._scored(context, action, candidates, prob)
         labels = self.rows.actions.labels
         try:

@@ -287,6 +287,48 @@ def test_one_row_path_makes_the_general_paths_draws(variant, ties, budget):
         assert fast.budget_selection["n_scored"] == 1500
 
 
+@pytest.mark.parametrize("dicts", [False, True])
+def test_what_the_one_row_path_settled_gives_way_to_every_change(dicts):
+    """``predict`` and ``learn`` of float vectors (or of dicts of the first context's names)
+    keep what the one-row path settled (`regcb_stream.dense_lane`) only while it holds:
+    across other action lists, blocks learned in between, a change of exploration and a
+    27th action that hands the exact ridge (``max_exact``: 26 models) over to the bounded
+    one, the draws, the probabilities and the state stay those of the same contexts as
+    lists (the general path), bit for bit."""
+    X, _, _ = logged(1200, 26, seed=7)
+    R = bandit_stream("letter", noisy=False, seed=7)[1][:1200]
+    names = [f"x{j}" for j in range(X.shape[1])]
+    fast, general = (RegCB(seed=3, oracle=RidgeOracle(max_exact=26 * 81**2), random_features=64)
+                     for _ in range(2))
+    every, some = list(range(26)), list(range(10))
+
+    def form(x):
+        return dict(zip(names, x.tolist())) if dicts else x
+
+    for t, (x, r) in enumerate(zip(X, R)):
+        actions = some if t % 50 < 5 else every
+        got, want = fast.predict(form(x), actions), general.predict(x.tolist(), actions)
+        assert got == want
+        fast.learn(form(x), got[0], r[got[0]], got[1])
+        general.learn(x.tolist(), want[0], r[want[0]], want[1])
+        if t == 699:  # a new action, a 27th model: the exact ridge hands over
+            fast.decide(form(x), every + [26])
+            general.decide(x.tolist(), every + [26])
+        if t % 100 == 99:  # a block in between, through the general path of both
+            played = [0, 1, 26 if t == 699 else 2]
+            block, rewards = slice(t - 3, t), R[t - 3:t, :3].diagonal()
+            fast.learn_many([form(x) for x in X[block]], played, rewards, [0.5] * 3)
+            general.learn_many(X[block].tolist(), played, rewards, [0.5] * 3)
+        if t == 400:
+            for learner in (fast, general):
+                learner.change_exploration("elimination", mellowness=0.01)
+    assert type(fast.model.oracle).__name__ == "BoundedRidgeOracle"
+    for name, value in general.model.oracle.state().items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(fast.model.oracle.state()[name], value)
+    assert fast.n_labels == general.n_labels
+
+
 @pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
 def test_one_row_path_reports_bad_values_as_the_general_path(budget):
     learner = RegCB(seed=0, **budget)

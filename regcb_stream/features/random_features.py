@@ -118,12 +118,17 @@ class RandomFeatures(Stateful):
             raise ValueError(f"context has {contexts.shape[-1]} features, the random features "
                              f"were drawn for {len(self._w)}")
         contexts = np.ascontiguousarray(contexts, dtype=float)
-        d = contexts.shape[-1]
-        out = np.empty(contexts.shape[:-1] + (d + self.n_features,))
+        out = np.empty(contexts.shape[:-1] + (contexts.shape[-1] + self.n_features,))
+        self.into(contexts, out)
+        return out
+
+    def into(self, contexts: np.ndarray, out: np.ndarray) -> None:
+        """The map of contexts already checked (float, contiguous, of the width the map was
+        drawn for) written into ``out``: the per-example path's, without an allocation."""
         radial = (self.radius, self._v) if self.normalize and self.radius else ()
         _features.cosine_rows(contexts, np.ascontiguousarray(self._w), self._b, self._offset,
-                              self.amplitude, self._shrink, self.normalize, d, out, *radial)
-        return out
+                              self.amplitude, self._shrink, self.normalize,
+                              contexts.shape[-1], out, *radial)
 
     def _draw(self, d: int) -> None:
         rng = np.random.default_rng(self.seed)

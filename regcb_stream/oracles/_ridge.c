@@ -962,24 +962,29 @@ static PyObject *py_credit(PyObject *self, PyObject *args) {
 
 PyDoc_STRVAR(learn_dense_doc,
 "learn_dense(a, b, a_inv, theta, updates, model, context, intercept, D, weight, residual,\n"
-"            refresh) -> (stale, fit) or None\n"
+"            refresh[, squares, weights]) -> (stale, fit) or None\n"
 "Learn a dense context's row for one model and rebuild it at once (the online schedule):\n"
 "the Gram matrix, then a rank-one update of the inverse, or stale True when the model is\n"
-"due a fresh inverse (the caller inverts); fit: theta . row before the label (moments'\n"
-"prediction less the prior, the same sum); None if a value is not finite (nothing\n"
-"learned).");
+"due a fresh inverse (the caller inverts); with squares and weights (M,), the label's\n"
+"weight * residual^2 and weight added to the model's (the penalty choice's statistics);\n"
+"fit: theta . row before the label (moments' prediction less the prior, the same sum);\n"
+"None if a value is not finite (nothing learned).");
 
 static PyObject *py_learn_dense(PyObject *self, PyObject *args) {
-    Py_buffer a = {0}, b = {0}, a_inv = {0}, theta = {0}, updates = {0}, context = {0};
+    Py_buffer a = {0}, b = {0}, a_inv = {0}, theta = {0}, updates = {0}, context = {0},
+              squares = {0}, weights = {0};
     Py_ssize_t model, D, refresh;
     double intercept, weight, residual;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*ny*dnddn", &a, &b, &a_inv, &theta, &updates, &model,
-                          &context, &intercept, &D, &weight, &residual, &refresh))
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*ny*dnddn|w*w*", &a, &b, &a_inv, &theta, &updates,
+                          &model, &context, &intercept, &D, &weight, &residual, &refresh,
+                          &squares, &weights))
         return NULL;
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double));
     int ok = expect(&a, M * D * D, 8, "a") && expect(&b, M * D, 8, "b") &&
              expect(&a_inv, M * D * D, 8, "a_inv") && expect(&updates, M, 8, "updates") &&
-             expect(&context, D - 1, 8, "context");
+             expect(&context, D - 1, 8, "context") &&
+             (!squares.buf || (expect(&squares, M, 8, "squares") &&
+                               expect(&weights, M, 8, "weights")));
     if (ok && (model < 0 || model >= M)) {
         PyErr_Format(PyExc_ValueError, "model %zd out of range", model);
         ok = 0;
@@ -1000,11 +1005,15 @@ static PyObject *py_learn_dense(PyObject *self, PyObject *args) {
             double fit = dot((const double *)theta.buf + model * D, row, D);
             int stale = learn_row(a.buf, b.buf, a_inv.buf, theta.buf, up, model, D, NULL, row,
                                   D, weight, residual, refresh, NULL, NULL, spread);
+            if (squares.buf) {
+                ((double *)squares.buf)[model] += weight * residual * residual;
+                ((double *)weights.buf)[model] += weight;
+            }
             result = Py_BuildValue("(Od)", stale ? Py_True : Py_False, fit);
         }
     }
     PyMem_Free(work);
-    RELEASE(&a, &b, &a_inv, &theta, &updates, &context);
+    RELEASE(&a, &b, &a_inv, &theta, &updates, &context, &squares, &weights);
     return result;
 }
 

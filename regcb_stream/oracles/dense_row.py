@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from regcb_stream.oracles.ridge_base import _ridge
+from regcb_stream.oracles.ridge_base import _ridge, refresh_interval
 from regcb_stream.rules import Rule
 
 
@@ -61,19 +61,24 @@ class DenseRowCalls:
         in blocks (the general path then learns it)."""
         if self._pending or self._blocks is not None:
             return None
-        prior, stored = self.prior_mean, self._stored(weight, None)
+        forgets, chooses = self.forget < 1.0, self.l2 == "gcv"
+        prior, residual = self._prior, y - self._prior
+        stored = self._stored(weight, None) if forgets else weight
+        statistics = (self._squares, self._weights) if chooses else ()  # (`_observe`'s)
         learned = _ridge.learn_dense(self._a, self._b, self._a_inv, self._theta, self._updates,
-                                     model, context, intercept, self.dim, stored, y - prior,
-                                     self.refresh_every)
+                                     model, context, intercept, self._b.shape[1], stored,
+                                     residual, refresh_interval(self._b.shape[1]), *statistics)
         if learned is None:
             return None
         stale, fit = learned
-        self._tick(None)
-        self._observe(model, stored, y - prior, True)
-        if self._step_due():
-            self.rebuild()
-        else:
-            if stale:
-                self._invert(model)
-            self._choose_when_due()
+        if chooses:  # (`_observe`: the call added the label's square and weight)
+            self._labels += stored > 0
+        if forgets:
+            self._tick(None)
+            if self._step_due():
+                self.rebuild()
+                return fit + prior
+        if stale:
+            self._invert(model)
+        self._choose_when_due()
         return fit + prior
