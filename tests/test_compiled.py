@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from regcb_stream import RegCB, RidgeOracle
 from regcb_stream.datasets.uci import bandit_stream
 from regcb_stream.features.encoder import EncodedRows
+from regcb_stream.rules import Rule
 
 pytestmark = pytest.mark.skipif(not RidgeOracle().compiled, reason="the kernels are not built")
 
@@ -285,6 +286,34 @@ def test_one_row_path_makes_the_general_paths_draws(variant, ties, budget):
     assert fast.budget_selection == general.budget_selection
     if budget:
         assert fast.budget_selection["n_scored"] == 1500
+
+
+@pytest.mark.parametrize("l2", [0.3, 1.0, 10.0])
+@pytest.mark.parametrize("rule", ["shared", "fit", "clipped"])
+def test_an_optimistic_draw_computes_only_the_widths_that_can_win(l2, rule):
+    """A draw of the optimistic rule computes ``x^T A^-1 x`` only for the actions whose
+    bound ``|x|^2 / l2`` lets them reach the top: the same draw and probability as every
+    width computed (``out`` asks for every bound), bit for bit, with many actions tied at
+    the top of the range (never played: the optimistic prior), budgets small and large."""
+    rng = np.random.default_rng(int(l2 * 10))
+    d, k = 12, 40
+    oracle = RidgeOracle(l2=l2, prior="optimistic")
+    oracle.grow(k, d + 1)
+    for _ in range(3000):
+        x = np.r_[1.0, rng.normal(size=d) * rng.uniform(0.2, 2.0)]
+        action = int(rng.integers(k // 2))  # half the actions never played
+        oracle.learn(x, action, float(rng.random() < (action + 1) / k))
+    oracle.rebuild()
+    models, code = np.arange(k), Rule("optimistic", rule)
+    for budget in (1e-4, 0.01, 0.1, 1.0, 30.0):
+        for _ in range(60):
+            x = rng.normal(size=d) * rng.uniform(0.1, 3.0)
+            u = float(rng.random())
+            out = np.empty((4, k))
+            every = oracle.predict_dense(x, models, 1.0, budget, code, (0.0, 1.0), 1e-9, u,
+                                         out)
+            assert oracle.predict_dense(x, models, 1.0, budget, code, (0.0, 1.0), 1e-9,
+                                        u) == every
 
 
 @pytest.mark.parametrize("dicts", [False, True])

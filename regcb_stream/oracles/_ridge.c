@@ -95,8 +95,8 @@ WIDE static void row_moments(const double *a_inv, const double *theta, Py_ssize_
     *var = v > 0.0 ? v : 0.0;
 }
 
+#define GROUP 4  /* models read side by side */
 #if defined(__GNUC__)
-#define GROUP 4
 /* row_moments of one dense row under GROUP models at once (a_inv[g], theta[g]): each
  * model's sums in row_moments' order exactly, the GROUP chains of additions in flight side
  * by side instead of one after the other, in registers. A row's end (the sums' tail, their
@@ -477,6 +477,76 @@ static void decision(const double *p, const double *v, Py_ssize_t K, double beta
         decide(p, low, high, K, rule, lo, hi, tol, pmf);
 }
 
+/* x^T A^-1 x of `count` actions (ids k[i]) of a dense row shared by the actions, into
+ * v[k[i]], four at a time as shared_moments reads them (the same sums); the best of best
+ * and their clipped high bounds p + sqrt(beta v) */
+static double some_moments(const double *a_inv, const double *theta, const int64_t *model,
+                           Py_ssize_t D, const double *row, const Py_ssize_t *k,
+                           Py_ssize_t count, const double *p, double beta, double lo,
+                           double hi, double best, double *v) {
+    for (Py_ssize_t done = 0; done < count;) {
+        Py_ssize_t G = count - done < GROUP ? count - done : GROUP;
+        const double *ai[GROUP], *th[GROUP];
+        double pg[GROUP], vg[GROUP];
+        for (Py_ssize_t g = 0; g < G; g++) {
+            ai[g] = a_inv + model[k[done + g]] * D * D;
+            th[g] = theta + model[k[done + g]] * D;
+        }
+#if defined(__GNUC__)
+        if (G == GROUP)
+            group_moments(ai, th, D, row, D, pg, vg);
+        else
+#endif
+            for (Py_ssize_t g = 0; g < G; g++)
+                row_moments(ai[g], th[g], D, NULL, row, D, pg + g, vg + g);
+        for (Py_ssize_t g = 0; g < G; g++) {
+            Py_ssize_t a = k[done + g];
+            v[a] = vg[g];
+            double high = clip(p[a] + sqrt((beta > 0.0 ? beta : 0.0) * vg[g]), lo, hi);
+            if (high > best) best = high;
+        }
+        done += G;
+    }
+    return best;
+}
+
+/* x^T A^-1 x of the actions an optimistic rule can play, for one dense row shared by K
+ * actions; every model's A at least penalty I (a ridge penalty: x^T A^-1 x <= |x|^2 /
+ * penalty). An action whose high bound cannot come within tol of the best high known
+ * cannot be played: it gets that bound's variance, so the rule's distribution (`decide`)
+ * is the one of every exact variance, bit for bit. First the action of the largest
+ * prediction (p, prior included), then the others in order, four at a time; `pending`
+ * is scratch of K. */
+static void optimistic_moments(const double *a_inv, const double *theta,
+                               const int64_t *model, Py_ssize_t K, Py_ssize_t D,
+                               const double *row, double prior, double beta, double penalty,
+                               double lo, double hi, double tol, double *p, double *v,
+                               Py_ssize_t *pending) {
+    double n2 = 0.0;
+    for (Py_ssize_t i = 0; i < D; i++) n2 += row[i] * row[i];
+    double bound = n2 / penalty * (1.0 + 1e-6);  /* (rounding in the exact sums: 1e-12) */
+    double reach = sqrt((beta > 0.0 ? beta : 0.0) * bound);
+    Py_ssize_t top = 0;
+    for (Py_ssize_t k = 0; k < K; k++) {
+        p[k] = dot(theta + model[k] * D, row, D) + prior;
+        v[k] = bound;
+        if (p[k] > p[top]) top = k;
+    }
+    double best = some_moments(a_inv, theta, model, D, row, &top, 1, p, beta, lo, hi,
+                               -INFINITY, v);
+    Py_ssize_t n = 0;
+    for (Py_ssize_t k = 0; k < K; k++) {
+        if (k == top || clip(p[k] + reach, lo, hi) < best - tol) continue;
+        pending[n++] = k;
+        if (n == GROUP) {
+            best = some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi,
+                                best, v);
+            n = 0;
+        }
+    }
+    some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi, best, v);
+}
+
 /* every model id of models in 0..M-1 */
 static int models_ok(const int64_t *model, Py_ssize_t K, Py_ssize_t M) {
     for (Py_ssize_t k = 0; k < K; k++)
@@ -802,27 +872,29 @@ static int dense_row(double *row, double intercept, const double *x, Py_ssize_t 
 
 PyDoc_STRVAR(predict_dense_doc,
 "predict_dense(a_inv, theta, models, context, intercept, D, prior, budget, rule,\n"
-"              lo, hi, tol, u[, out]) -> (index, prob) or None\n"
+"              lo, hi, tol, u, penalty[, out]) -> (index, prob) or None\n"
 "One decision for a dense context of D - 1 values (the product class): each action's\n"
 "bounds, the rule's distribution (uniform for a NaN budget) and the inverse-CDF draw of\n"
 "u, as run_online and the learner's draw make them, and with out (4, K) the distribution,\n"
-"predictions, low and high bounds in it; None if a value is not finite.");
+"predictions, low and high bounds in it; None if a value is not finite. Without out, an\n"
+"optimistic rule and a penalty > 0 (every A at least penalty I) compute the widths of\n"
+"the actions that can be played only (optimistic_moments: the same draw).");
 
 static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
     Py_buffer a_inv = {0}, theta = {0}, models = {0}, context = {0}, out = {0};
     Py_ssize_t D;
     int rule;
-    double intercept, prior, beta, lo, hi, tol, u;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*dnddidddd|w*", &a_inv, &theta, &models, &context,
+    double intercept, prior, beta, lo, hi, tol, u, penalty;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*dnddiddddd|w*", &a_inv, &theta, &models, &context,
                           &intercept, &D, &prior, &beta, &rule, &lo, &hi, &tol, &u,
-                          &out))
+                          &penalty, &out))
         return NULL;
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double)), K = models.len / 8;
     int ok = expect(&a_inv, M * D * D, 8, "a_inv") && expect(&context, D - 1, 8, "context") &&
              (!out.buf || expect(&out, 4 * K, 8, "out"));
     const int64_t *model = models.buf;
     ok = ok && models_ok(model, K, M);
-    double *work = ok ? PyMem_Malloc((D + 6 * K) * sizeof(double)) : NULL;
+    double *work = ok ? PyMem_Malloc((D + 7 * K) * sizeof(double)) : NULL;
     if (ok && !work) {
         PyErr_NoMemory();
         ok = 0;
@@ -831,11 +903,16 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
     if (ok) {
         double *row = work, *p = row + D, *v = p + K, *lw = v + K, *hg = lw + K, *pm = hg + K,
                *cdf = v;  /* the variances are spent once the decision is made */
+        Py_ssize_t *pending = (Py_ssize_t *)(pm + K);
         if (!dense_row(row, intercept, context.buf, D - 1)) {
             result = Py_None;
             Py_INCREF(result);
         } else {
-            shared_moments(a_inv.buf, theta.buf, model, K, D, NULL, row, D, prior, p, v);
+            if (!out.buf && rule != ELIMINATION && penalty > 0.0 && !isnan(beta))
+                optimistic_moments(a_inv.buf, theta.buf, model, K, D, row, prior, beta,
+                                   penalty, lo, hi, tol, p, v, pending);
+            else
+                shared_moments(a_inv.buf, theta.buf, model, K, D, NULL, row, D, prior, p, v);
             decision(p, v, K, beta, lo, hi, rule, tol, lw, hg, pm);
             if (out.buf) {
                 double *o = out.buf;

@@ -28,7 +28,7 @@ class DenseRowCalls:
         extra = () if out is None else (out,)
         return _ridge.predict_dense(self._a_inv, self._theta, models, context, intercept,
                                     self.dim, self.prior_mean, budget, rule.code,
-                                    *reward_range, tolerance, uniform, *extra)
+                                    *reward_range, tolerance, uniform, self._l2, *extra)
 
     def predict_auto(self, context: np.ndarray, models: np.ndarray, intercept: float,
                      sqrt_grid: np.ndarray, scale: float, weights: np.ndarray,
