@@ -289,12 +289,13 @@ def test_one_row_path_makes_the_general_paths_draws(variant, ties, budget):
 
 
 @pytest.mark.parametrize("l2", [0.3, 1.0, 10.0])
-@pytest.mark.parametrize("rule", ["shared", "fit", "clipped"])
-def test_an_optimistic_draw_computes_only_the_widths_that_can_win(l2, rule):
-    """A draw of the optimistic rule computes ``x^T A^-1 x`` only for the actions whose
-    bound ``|x|^2 / l2`` lets them reach the top: the same draw and probability as every
-    width computed (``out`` asks for every bound), bit for bit, with many actions tied at
-    the top of the range (never played: the optimistic prior), budgets small and large."""
+@pytest.mark.parametrize("variant, ties", RULES)
+def test_a_draw_computes_only_the_widths_its_distribution_needs(l2, variant, ties):
+    """A draw computes ``x^T A^-1 x`` only for the actions whose place in the rule's
+    distribution the bound ``|x|^2 / l2`` leaves open: the same draw and probability as
+    every width computed (``out`` asks for every bound), bit for bit, with many actions
+    tied at the top of the range (never played: the optimistic prior), budgets small and
+    large."""
     rng = np.random.default_rng(int(l2 * 10))
     d, k = 12, 40
     oracle = RidgeOracle(l2=l2, prior="optimistic")
@@ -304,7 +305,7 @@ def test_an_optimistic_draw_computes_only_the_widths_that_can_win(l2, rule):
         action = int(rng.integers(k // 2))  # half the actions never played
         oracle.learn(x, action, float(rng.random() < (action + 1) / k))
     oracle.rebuild()
-    models, code = np.arange(k), Rule("optimistic", rule)
+    models, code = np.arange(k), Rule(variant, ties)
     for budget in (1e-4, 0.01, 0.1, 1.0, 30.0):
         for _ in range(60):
             x = rng.normal(size=d) * rng.uniform(0.1, 3.0)

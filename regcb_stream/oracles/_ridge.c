@@ -478,12 +478,12 @@ static void decision(const double *p, const double *v, Py_ssize_t K, double beta
 }
 
 /* x^T A^-1 x of `count` actions (ids k[i]) of a dense row shared by the actions, into
- * v[k[i]], four at a time as shared_moments reads them (the same sums); the best of best
- * and their clipped high bounds p + sqrt(beta v) */
-static double some_moments(const double *a_inv, const double *theta, const int64_t *model,
-                           Py_ssize_t D, const double *row, const Py_ssize_t *k,
-                           Py_ssize_t count, const double *p, double beta, double lo,
-                           double hi, double best, double *v) {
+ * v[k[i]], four at a time as shared_moments reads them (the same sums); with best, the
+ * largest of it and their clipped high bounds p + sqrt(beta v) into it */
+static void some_moments(const double *a_inv, const double *theta, const int64_t *model,
+                         Py_ssize_t D, const double *row, const Py_ssize_t *k,
+                         Py_ssize_t count, const double *p, double beta, double lo, double hi,
+                         double *best, double *v) {
     for (Py_ssize_t done = 0; done < count;) {
         Py_ssize_t G = count - done < GROUP ? count - done : GROUP;
         const double *ai[GROUP], *th[GROUP];
@@ -503,25 +503,27 @@ static double some_moments(const double *a_inv, const double *theta, const int64
             Py_ssize_t a = k[done + g];
             v[a] = vg[g];
             double high = clip(p[a] + sqrt((beta > 0.0 ? beta : 0.0) * vg[g]), lo, hi);
-            if (high > best) best = high;
+            if (best && high > *best) *best = high;
         }
         done += G;
     }
-    return best;
 }
 
-/* x^T A^-1 x of the actions an optimistic rule can play, for one dense row shared by K
- * actions; every model's A at least penalty I (a ridge penalty: x^T A^-1 x <= |x|^2 /
- * penalty). An action whose high bound cannot come within tol of the best high known
- * cannot be played: it gets that bound's variance, so the rule's distribution (`decide`)
- * is the one of every exact variance, bit for bit. First the action of the largest
- * prediction (p, prior included), then the others in order, four at a time; `pending`
- * is scratch of K. */
-static void optimistic_moments(const double *a_inv, const double *theta,
-                               const int64_t *model, Py_ssize_t K, Py_ssize_t D,
-                               const double *row, double prior, double beta, double penalty,
-                               double lo, double hi, double tol, double *p, double *v,
-                               Py_ssize_t *pending) {
+/* x^T A^-1 x of the actions whose exact bounds the rule's distribution needs, for one
+ * dense row shared by K actions; every model's A at least penalty I (a ridge penalty: x^T
+ * A^-1 x <= |x|^2 / penalty, the bound `reach` comes from). Every other action gets that
+ * bound as its variance, which puts it where its exact one would: the rule's distribution
+ * (`decide`) is that of every exact variance, bit for bit, and so are the predictions; its
+ * low and high bounds are loose. Optimistic: an action whose high cannot come within tol
+ * of the best high known is not played (the action of the largest prediction first).
+ * Elimination: the best low is among the actions whose prediction reaches the least it
+ * can be; then an action is in the plausible set if its prediction reaches it, out if its
+ * high at the bound cannot, and needs its variance only in between. `pending`: scratch of
+ * K. */
+static void decisive_moments(const double *a_inv, const double *theta, const int64_t *model,
+                             Py_ssize_t K, Py_ssize_t D, const double *row, double prior,
+                             double beta, double penalty, int rule, double lo, double hi,
+                             double tol, double *p, double *v, Py_ssize_t *pending) {
     double n2 = 0.0;
     for (Py_ssize_t i = 0; i < D; i++) n2 += row[i] * row[i];
     double bound = n2 / penalty * (1.0 + 1e-6);  /* (rounding in the exact sums: 1e-12) */
@@ -532,19 +534,37 @@ static void optimistic_moments(const double *a_inv, const double *theta,
         v[k] = bound;
         if (p[k] > p[top]) top = k;
     }
-    double best = some_moments(a_inv, theta, model, D, row, &top, 1, p, beta, lo, hi,
-                               -INFINITY, v);
+    double best = -INFINITY;
     Py_ssize_t n = 0;
+    if (rule == ELIMINATION) {
+        double least = -INFINITY;  /* the best low is at least every low at the bound */
+        for (Py_ssize_t k = 0; k < K; k++)
+            if (clip(p[k] - reach, lo, hi) > least) least = clip(p[k] - reach, lo, hi);
+        for (Py_ssize_t k = 0; k < K; k++)
+            if (clip(p[k], lo, hi) >= least) pending[n++] = k;
+        some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi, NULL, v);
+        for (Py_ssize_t k = 0; k < K; k++) {  /* the best low, exact */
+            double low = clip(p[k] - sqrt((beta > 0.0 ? beta : 0.0) * v[k]), lo, hi);
+            if (low > best) best = low;
+        }
+        n = 0;
+        for (Py_ssize_t k = 0; k < K; k++)
+            if (v[k] == bound && clip(p[k], lo, hi) < best - tol &&
+                clip(p[k] + reach, lo, hi) >= best - tol)
+                pending[n++] = k;
+        some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi, NULL, v);
+        return;
+    }
+    some_moments(a_inv, theta, model, D, row, &top, 1, p, beta, lo, hi, &best, v);
     for (Py_ssize_t k = 0; k < K; k++) {
         if (k == top || clip(p[k] + reach, lo, hi) < best - tol) continue;
         pending[n++] = k;
         if (n == GROUP) {
-            best = some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi,
-                                best, v);
+            some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi, &best, v);
             n = 0;
         }
     }
-    some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi, best, v);
+    some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi, &best, v);
 }
 
 /* every model id of models in 0..M-1 */
@@ -876,9 +896,9 @@ PyDoc_STRVAR(predict_dense_doc,
 "One decision for a dense context of D - 1 values (the product class): each action's\n"
 "bounds, the rule's distribution (uniform for a NaN budget) and the inverse-CDF draw of\n"
 "u, as run_online and the learner's draw make them, and with out (4, K) the distribution,\n"
-"predictions, low and high bounds in it; None if a value is not finite. Without out, an\n"
-"optimistic rule and a penalty > 0 (every A at least penalty I) compute the widths of\n"
-"the actions that can be played only (optimistic_moments: the same draw).");
+"predictions, low and high bounds in it; None if a value is not finite. Without out and\n"
+"with a penalty > 0 (every A at least penalty I), only the widths the rule's distribution\n"
+"needs are computed (decisive_moments: the same draw).");
 
 static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
     Py_buffer a_inv = {0}, theta = {0}, models = {0}, context = {0}, out = {0};
@@ -908,9 +928,9 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
             result = Py_None;
             Py_INCREF(result);
         } else {
-            if (!out.buf && rule != ELIMINATION && penalty > 0.0 && !isnan(beta))
-                optimistic_moments(a_inv.buf, theta.buf, model, K, D, row, prior, beta,
-                                   penalty, lo, hi, tol, p, v, pending);
+            if (!out.buf && penalty > 0.0 && !isnan(beta))
+                decisive_moments(a_inv.buf, theta.buf, model, K, D, row, prior, beta, penalty,
+                                 rule, lo, hi, tol, p, v, pending);
             else
                 shared_moments(a_inv.buf, theta.buf, model, K, D, NULL, row, D, prior, p, v);
             decision(p, v, K, beta, lo, hi, rule, tol, lw, hg, pm);
