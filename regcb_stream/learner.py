@@ -184,13 +184,17 @@ class RegCB(Stateful):
             self.allow_out_of_range)
         self._model.learn_many(contexts, actions, rewards, probs, weights, candidates)
 
-    def replay(self, contexts, actions, played, rewards, probs=None, weights=None
-               ) -> Decision:
+    def replay(self, contexts, actions, played, rewards, probs=None, weights=None, *,
+               bounds: bool = True) -> Decision:
         """Progressive validation of a logged block: each context decided, then its
         logged label learned (``played[i]``: the index of the logged action among the
         offered ones, -1 for none; ``actions``: the offered actions, or the joint class's
         ``EncodedRows`` ``(n, K, L)``). The decisions and state of ``decide`` and ``learn``
         row by row, each epoch decided in one computation (`regcb_stream.stream.replay`).
+        With ``bounds=False`` only the distributions and predictions are sure to be
+        exact: the compiled loop may skip the widths of actions whose place in a
+        distribution they cannot change, whose bounds are then loose (the command's
+        ``-p`` needs no more).
 
         >>> learner = RegCB(seed=0)
         >>> which, logged = np.array([0, 1] * 50), np.array([0, 0, 1, 1] * 25)
@@ -201,7 +205,7 @@ class RegCB(Stateful):
         params.check_actions(actions)
         params.check_lengths(contexts=contexts, played=played)
         log = self.checked_log(played, rewards, probs, weights, params.n_offered(actions))
-        return self._model.replay(contexts, actions, *log)
+        return self._model.replay(contexts, actions, *log, bounds=bounds)
 
     def play(self, contexts, actions: Sequence, reveal, uniforms=None
              ) -> tuple[np.ndarray, Decision]:

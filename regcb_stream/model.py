@@ -378,9 +378,10 @@ class Model(Stateful):
     def selection_state(self) -> None:
         return None
 
-    def replay(self, contexts, actions, played, rewards, probs, weights) -> Decision:
+    def replay(self, contexts, actions, played, rewards, probs, weights,
+               bounds: bool = True) -> Decision:
         """``RegCB.replay`` of a checked log (`regcb_stream.stream.replay.replay`)."""
-        return replay(self, contexts, actions, played, rewards, probs, weights)
+        return replay(self, contexts, actions, played, rewards, probs, weights, bounds)
 
     def want_fits(self, fits: bool) -> None:
         """Whether learning returns the fits before each label (model selection's)."""

@@ -317,6 +317,24 @@ def test_a_draw_computes_only_the_widths_its_distribution_needs(l2, variant, tie
                                         u) == every
 
 
+@pytest.mark.parametrize("variant, ties", RULES)
+def test_a_replay_without_bounds_makes_the_same_distributions(variant, ties):
+    """``replay(..., bounds=False)`` (the command's) skips the widths a distribution does
+    not need: the same distributions, predictions and state, bit for bit; the bounds it
+    skipped are loose, each around its exact one."""
+    X, played, rewards = logged(2000, 26, seed=8)
+    actions = list(range(26))
+    exact, loose = (RegCB(variant, ties=ties, seed=1) for _ in range(2))
+    want = exact.replay(X, actions, played, rewards)
+    got = loose.replay(X, actions, played, rewards, bounds=False)
+    assert got.pmf.tobytes() == want.pmf.tobytes()
+    assert got.prediction.tobytes() == want.prediction.tobytes()
+    assert (got.low <= want.low).all() and (got.high >= want.high).all()
+    assert (got.high > want.high).mean() > 0.1  # (widths skipped)
+    np.testing.assert_array_equal(loose.model.oracle.state()["a_inv"],
+                                  exact.model.oracle.state()["a_inv"])
+
+
 @pytest.mark.parametrize("dicts", [False, True])
 def test_what_the_one_row_path_settled_gives_way_to_every_change(dicts):
     """``predict`` and ``learn`` of float vectors (or of dicts of the first context's names)

@@ -178,12 +178,15 @@ class ModelSelection(Stateful):
                 contexts, actions, rewards, probs, weights, None), weights)
         return fitted
 
-    def replay(self, contexts, actions, played, rewards, probs, weights) -> Decision:
+    def replay(self, contexts, actions, played, rewards, probs, weights,
+               bounds: bool = True) -> Decision:
         """Each model's replay, each row decided by the model that led before it."""
-        decision = replay(self.features, contexts, actions, played, rewards, probs, weights)
+        decision = replay(self.features, contexts, actions, played, rewards, probs, weights,
+                          bounds)
         if not self._selecting():
             return decision
-        linear = replay(self.linear, contexts, actions, played, rewards, probs, weights)
+        linear = replay(self.linear, contexts, actions, played, rewards, probs, weights,
+                        bounds)
         rows = np.flatnonzero(played >= 0)  # each row decided by the leader before it
         before = self.losses.observe_many(rewards[rows], *(
             d.prediction[rows, played[rows]] for d in (decision, linear)), weights[rows])

@@ -198,10 +198,10 @@ class _Labelled:
     def __getattr__(self, name: str):
         return getattr(self._learner, name)
 
-    def replay(self, contexts, actions, played, *labels):
+    def replay(self, contexts, actions, played, *labels, **options):
         if (np.asarray(played) < 0).any():
             raise ValueError(NO_LABEL)
-        return self._learner.replay(contexts, actions, played, *labels)
+        return self._learner.replay(contexts, actions, played, *labels, **options)
 
 
 class _PartLearner(_Labelled):
@@ -213,7 +213,8 @@ class _PartLearner(_Labelled):
         super().__init__(learner)
         self.n_labels, self.pieces = first_label, pieces
 
-    def replay(self, contexts, actions, played, rewards, probs=None, weights=None):
+    def replay(self, contexts, actions, played, rewards, probs=None, weights=None,
+               bounds: bool = True):  # (the epoch's frozen decisions: every bound)
         decision = parallel.replay_part(self._learner, contexts, actions, played, rewards,
                                         probs, weights, self.n_labels, self.pieces)
         self.n_labels += len(played)

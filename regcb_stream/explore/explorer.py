@@ -170,9 +170,11 @@ class Explorer(Stateful):
                             self.budget.uniform(pmf))
         return self.budget.decide(self, phi, models)
 
-    def replay(self, block: Block, played, rewards, probs, weights) -> Decision:
+    def replay(self, block: Block, played, rewards, probs, weights, bounds: bool = True
+               ) -> Decision:
         """A block of rows decided and learned in order in the oracle's compiled online
-        loop (``compiled_replay``), at most ``replay_room`` labels; then the change test."""
+        loop (``compiled_replay``), at most ``replay_room`` labels; then the change test
+        (``bounds``: `RegCB.replay`'s)."""
         rows, models = block
         k = rows.shape[1]
         if (played >= k).any():
@@ -180,7 +182,7 @@ class Explorer(Stateful):
                              f"{k} offered actions")
         counts = self.n_labels + np.arange(np.count_nonzero(played >= 0) + 1)
         decision = self.budget.replay(self, rows, models, played, rewards, probs, weights,
-                                      counts)
+                                      counts, bounds)
         self.n_labels += len(counts) - 1
         self._rebuilt(epochs=len(counts) - 1)  # one per label
         labelled = np.flatnonzero(played >= 0)

@@ -1117,7 +1117,7 @@ static PyObject *py_learn_dense(PyObject *self, PyObject *args) {
 PyDoc_STRVAR(run_online_doc,
 "run_online(a, b, a_inv, theta, updates, models, index, value, played, reward, weight,\n"
 "           budget, pmf, pred, low, high, start, n, R, K, L, D, rule, refresh,\n"
-"           prior, lo, hi, tol[, blocks, selector, var]) -> (stop, learned, stale)\n"
+"           prior, lo, hi, tol[, blocks, selector, var, penalty]) -> (stop, learned, stale)\n"
 "Examples start..n-1 in order: bounds with budget[labels learned so far in the call]\n"
 "(uniform play while that budget is NaN: no label yet), the rule's distribution, then\n"
 "the label of played[i] >= 0 learned and the decision state rebuilt (online schedule).\n"
@@ -1125,7 +1125,10 @@ PyDoc_STRVAR(run_online_doc,
 "fresh inverse, its row added to the Gram matrix only, or (with the joint model's\n"
 "blocks) before an example with a row outside them; returns (examples done, labels\n"
 "learned, that model, or -2 for a row outside the blocks, or -1). var (n, K), if\n"
-"given: each decision's x^T A^-1 x, the width before the budget.");
+"given: each decision's x^T A^-1 x, the width before the budget. With a penalty > 0 (every\n"
+"A at least penalty I), dense rows shared by the actions and a fixed budget, only the\n"
+"widths each distribution needs (decisive_moments: the same distributions and\n"
+"predictions; the other actions' bounds and widths are loose).");
 
 /* The automatic budget in the online loop (budget.BudgetSelector, one rebuild per label):
  * candidate j's radius is sqrt_grid[j] * scale[labels learned] (NaN: uniform play), the
@@ -1217,11 +1220,12 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     int rule;
     double prior, lo, hi, tol;
     PyObject *blocks = Py_None, *selector = Py_None, *var_out = Py_None;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnindddd|OOO", &a, &b,
+    double penalty = 0.0;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnindddd|OOOd", &a, &b,
                           &a_inv, &theta, &updates, &models, &index, &value, &played,
                           &reward, &weight, &budget, &pmf, &pred, &low, &high, &start, &n,
                           &R, &K, &L, &D, &rule, &refresh, &prior, &lo, &hi, &tol,
-                          &blocks, &selector, &var_out))
+                          &blocks, &selector, &var_out, &penalty))
         return NULL;
     Py_buffer widths = {0};  /* var_out's: each decision's x^T A^-1 x */
     if (var_out != Py_None && PyObject_GetBuffer(var_out, &widths, PyBUF_WRITABLE) < 0) {
@@ -1261,12 +1265,13 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
         if (M != 1) PyErr_SetString(PyExc_ValueError, "blocks are for one model");
         ok = 0;
     }
-    double *spread = ok ? PyMem_Malloc((D + K) * sizeof(double)) : NULL;  /* and var */
+    double *spread = ok ? PyMem_Malloc((D + 2 * K) * sizeof(double)) : NULL;  /* and var */
     if (ok && !spread) {
         PyErr_NoMemory();
         ok = 0;
     }
     double *var = ok ? spread + D : NULL;
+    Py_ssize_t *pending = ok ? (Py_ssize_t *)(var + K) : NULL;  /* decisive_moments' */
     Py_ssize_t i = start, learned = 0, stale = -1;
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
@@ -1278,7 +1283,11 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
             double *p = (double *)pred.buf + i * K, *lw = (double *)low.buf + i * K,
                    *hg = (double *)high.buf + i * K, *pm = (double *)pmf.buf + i * K;
             double beta = bud[learned];
-            if (R == 1 && !blocked)
+            if (R == 1 && !blocked && penalty > 0.0 && !au && !isnan(beta) && L == D &&
+                !unless_dense(idx ? idx + i * L : NULL, L))
+                decisive_moments(AI, TH, model, K, D, val + i * L, prior, beta, penalty, rule,
+                                 lo, hi, tol, p, var, pending);
+            else if (R == 1 && !blocked)
                 shared_moments(AI, TH, model, K, D, idx ? idx + i * L : NULL, val + i * L, L,
                                prior, p, var);
             else for (Py_ssize_t k = 0; k < K; k++) {
