@@ -377,6 +377,26 @@ def test_what_the_one_row_path_settled_gives_way_to_every_change(dicts):
     assert fast.n_labels == general.n_labels
 
 
+def test_a_dict_changed_between_predict_and_learn_is_learned_as_it_is_then():
+    """The one-row path maps a dict context once for its draw and its label, unless the
+    dict changed in between: then the label is learned with the values it has then."""
+    X, _, _ = logged(300, 5, seed=9)
+    names = [f"x{j}" for j in range(X.shape[1])]
+    fast, general = (RegCB(seed=1) for _ in range(2))
+    for t, x in enumerate(X):
+        context = dict(zip(names, x.tolist()))
+        got, want = fast.predict(context, list(range(5))), general.predict(x.tolist(),
+                                                                          list(range(5)))
+        assert got == want
+        if t % 3 == 0:
+            context["x0"] += 1.0
+            x = np.array(list(context.values()))
+        fast.learn(context, got[0], float(t % 2), got[1])
+        general.learn(x.tolist(), want[0], float(t % 2), want[1])
+    np.testing.assert_array_equal(fast.model.oracle.state()["a_inv"],
+                                  general.model.oracle.state()["a_inv"])
+
+
 @pytest.mark.parametrize("budget", [{}, {"budget": "auto"}])
 def test_one_row_path_reports_bad_values_as_the_general_path(budget):
     learner = RegCB(seed=0, **budget)
