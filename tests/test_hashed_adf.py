@@ -181,6 +181,28 @@ def test_the_compiled_fill_writes_the_reference_rows(initials, interactions, m, 
         np.broadcast_to(layout.present, want_values.shape)].tolist()
 
 
+@settings(max_examples=40, deadline=None)
+@given(initials=st.lists(st.sampled_from("sst u"), min_size=0, max_size=6),
+       interactions=st.sampled_from([(), ("sa",), ("sa", "ta"), ("ss",)]),
+       m=st.integers(1, 5), seed=st.integers(0, 2**16))
+def test_the_compiled_values_of_a_layout_are_numpys(initials, interactions, m, seed):
+    """`hashed_adf.layout_rows`'s values from ``_scan.layout_values`` and from numpy (the
+    module without the kernels): the same rows, bit for bit."""
+    from regcb_stream.io import hashed_adf
+    actions = next(iter(iter_adf(["shared |s x", "|a x y:2", "|a z |b q", ""]))).actions
+    layout = hashed_adf.make_layout("".join(initials).encode(), actions, interactions,
+                                    adf_encode.Slot)
+    rng = np.random.default_rng(seed)
+    hashes = rng.integers(0, 2**32, (m, len(initials)), dtype=np.uint64).astype(np.uint32)
+    values = rng.normal(size=(m, len(initials))) * rng.choice([1e-300, 1.0, 1e150])
+    compiled = hashed_adf.layout_rows(layout, hashes, values)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(hashed_adf, "_scan", None)
+        reference = hashed_adf.layout_rows(layout, hashes, values)
+    for got, want in zip(compiled, reference):
+        assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
 def test_the_compiled_fill_refuses_indices_outside_its_arrays():
     from regcb_stream.io import _scan
     from regcb_stream.io.hashed_adf import make_layout

@@ -779,6 +779,41 @@ static PyObject *py_layout_fill(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(layout_values_doc,
+"layout_values(coef, first, second, values, m, n, out)\n"
+"The values of hashed_adf.layout_rows, written into out (m, K, L) float64: out[t, r, c] =\n"
+"coef[r, c] * s[t, first[r, c]] * s[t, second[r, c]], s[t] = (1, values[t]) for the\n"
+"shared values (m, n) float64; first and second (K, L) int64 in 0..n, coef (K, L)\n"
+"float64 (numpy's products, in its order).");
+
+static PyObject *py_layout_values(PyObject *self, PyObject *args) {
+    Py_buffer coef = {0}, first = {0}, second = {0}, values = {0}, out = {0};
+    Py_ssize_t m, n;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nnw*", &coef, &first, &second, &values, &m, &n,
+                          &out))
+        return NULL;
+    Py_ssize_t cells = coef.len / 8;
+    int ok = m >= 0 && n >= 0 && first.len == coef.len && second.len == coef.len &&
+             values.len == m * n * 8 && out.len == m * cells * 8;
+    const double *cf = coef.buf, *val = values.buf;
+    const int64_t *fi = first.buf, *se = second.buf;
+    for (Py_ssize_t c = 0; ok && c < cells; c++)
+        ok = fi[c] >= 0 && fi[c] <= n && se[c] >= 0 && se[c] <= n;
+    double *o = out.buf;
+    for (Py_ssize_t t = 0; ok && t < m; t++) {
+        const double *s = val + t * n - 1;  /* s[j] for j >= 1; s[0] is the constant 1 */
+        for (Py_ssize_t c = 0; c < cells; c++, o++)
+            *o = cf[c] * (fi[c] ? s[fi[c]] : 1.0) * (se[c] ? s[se[c]] : 1.0);
+    }
+    if (!ok)
+        PyErr_SetString(PyExc_ValueError, "layout_values: arrays or indices out of range");
+    Py_buffer *all[] = {&coef, &first, &second, &values, &out};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+        if (all[k]->obj) PyBuffer_Release(all[k]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(format_block_doc,
 "format_block(pmfs, orders, K, tags) -> str or None\n"
 "The -p text of a block of examples (vw_predictions.format_block): for each example i,\n"
@@ -947,6 +982,7 @@ static PyMethodDef methods[] = {
     {"slot_columns", py_slot_columns, METH_VARARGS, slot_columns_doc},
     {"merge_repeats", py_merge_repeats, METH_VARARGS, merge_repeats_doc},
     {"layout_fill", py_layout_fill, METH_VARARGS, layout_fill_doc},
+    {"layout_values", py_layout_values, METH_VARARGS, layout_values_doc},
     {"lines", py_lines, METH_VARARGS, lines_doc},
     {"format_block", py_format_block, METH_VARARGS, format_block_doc},
     {"keep_freed_memory", py_keep_freed_memory, METH_NOARGS, keep_freed_memory_doc},

@@ -23,6 +23,11 @@ from typing import NamedTuple
 import numpy as np
 
 from regcb_stream.io.hashing import FNV_PRIME
+
+try:
+    from regcb_stream.io import _scan  # (the rows' values of a block in one pass)
+except ImportError:  # not built: numpy's
+    _scan = None
 from regcb_stream.io.vw_features import DEFAULT_NS, HashKeys, Namespaces, flatten_adf
 
 _FNV = np.uint64(FNV_PRIME)
@@ -122,14 +127,21 @@ def layout_rows(layout: Layout, hashes: np.ndarray, values: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Keys (unmasked, uint64) and values ``(m, K, L)`` of ``m`` examples of one layout from
     their shared hashes and values ``(m, n)`` (hashes ``(1, n)``: the same for all, keys
-    ``(1, K, L)``). ``_scan.layout_fill`` computes the same rows in place, row by row."""
+    ``(1, K, L)``). ``_scan.layout_fill`` computes the same rows in place, row by row;
+    ``_scan.layout_values`` the values, the products in numpy's order."""
     m = len(hashes)
     hx = np.hstack([hashes.astype(np.uint64), np.broadcast_to(layout.constants, (
         m, len(layout.constants))), np.zeros((m, 1), np.uint64)])  # (a column for padding)
-    s = np.hstack([np.ones((len(values), 1)), values])
     x1, x2 = hx[:, layout.source1], hx[:, layout.source2]
     keys = np.where(layout.cross, (x1 * _FNV) ^ x2, x1)
-    return keys, layout.coef * s[:, layout.first] * s[:, layout.second]
+    if _scan is None:
+        s = np.hstack([np.ones((len(values), 1)), values])
+        return keys, layout.coef * s[:, layout.first] * s[:, layout.second]
+    out = np.empty((len(values), *layout.coef.shape))
+    _scan.layout_values(*(np.ascontiguousarray(a, dtype) for a, dtype in (
+        (layout.coef, float), (layout.first, np.int64), (layout.second, np.int64),
+        (values, float))), *values.shape, out)
+    return keys, out
 
 
 def stack_layouts(layouts: list[Layout], n: int) -> Layout:
