@@ -22,6 +22,7 @@ for _threads in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse
 import contextlib
+import gc
 import re
 import sys
 
@@ -285,6 +286,7 @@ def _command(argv: list[str] | None) -> int:
         except Exception as error:  # noqa: BLE001 (whatever a damaged state raises)
             return _fail(_damaged(args.initial_regressor, error))
     shell.keep_freed_memory()  # each block's buffers: reused, not page-faulted in anew
+    gc.freeze()  # the start-up's objects out of the collector's walks over the run's
     # (argv None: the process's own command, which ends with main: Ctrl-C stays held)
     with shell.Interrupts(final=argv is None) as interrupts, contextlib.ExitStack() as stack:
         try:
