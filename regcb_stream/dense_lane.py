@@ -8,7 +8,7 @@ label of the same context), and the budget of the decision state in force. It an
 only while what it settled holds (the model's explorer, its oracle and its columns, a
 budget of the label count); otherwise it answers None and the model takes its general
 path, which makes a lane anew. The numbers are the general path's, bit for bit
-(``tests/test_learner.py``).
+(``tests/test_compiled.py``).
 """
 
 from __future__ import annotations

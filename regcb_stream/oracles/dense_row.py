@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from regcb_stream.oracles.ridge_base import _ridge, refresh_interval
+from regcb_stream.oracles.ridge_base import _ridge
 from regcb_stream.rules import Rule
 
 
@@ -28,7 +28,8 @@ class DenseRowCalls:
         extra = () if out is None else (out,)
         return _ridge.predict_dense(self._a_inv, self._theta, models, context, intercept,
                                     self.dim, self.prior_mean, budget, rule.code,
-                                    *reward_range, tolerance, uniform, self._l2, *extra)
+                                    *reward_range, tolerance, uniform,
+                                    self._l2, *extra)  # (every A is at least l2 I)
 
     def predict_auto(self, context: np.ndarray, models: np.ndarray, intercept: float,
                      sqrt_grid: np.ndarray, scale: float, weights: np.ndarray,
@@ -66,8 +67,8 @@ class DenseRowCalls:
         stored = self._stored(weight, None) if forgets else weight
         statistics = (self._squares, self._weights) if chooses else ()  # (`_observe`'s)
         learned = _ridge.learn_dense(self._a, self._b, self._a_inv, self._theta, self._updates,
-                                     model, context, intercept, self._b.shape[1], stored,
-                                     residual, refresh_interval(self._b.shape[1]), *statistics)
+                                     model, context, intercept, self.dim, stored, residual,
+                                     self.refresh_every, *statistics)
         if learned is None:
             return None
         stale, fit = learned
