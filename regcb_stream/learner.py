@@ -189,12 +189,8 @@ class RegCB(Stateful):
         """Progressive validation of a logged block: each context decided, then its
         logged label learned (``played[i]``: the index of the logged action among the
         offered ones, -1 for none; ``actions``: the offered actions, or the joint class's
-        ``EncodedRows`` ``(n, K, L)``). The decisions and state of ``decide`` and ``learn``
-        row by row, each epoch decided in one computation (`regcb_stream.stream.replay`).
-        With ``bounds=False`` only the distributions and predictions are sure to be
-        exact: the compiled loop may skip the widths of actions whose place in a
-        distribution they cannot change, whose bounds are then loose (the command's
-        ``-p`` needs no more).
+        ``EncodedRows`` ``(n, K, L)``): ``decide`` and ``learn`` row by row, an epoch in one
+        computation (`regcb_stream.stream.replay`); ``bounds=False``: exact pmfs, loose bounds.
 
         >>> learner = RegCB(seed=0)
         >>> which, logged = np.array([0, 1] * 50), np.array([0, 0, 1, 1] * 25)
