@@ -91,7 +91,9 @@ def multiply_adds(path: str) -> int:
     with the file's features. CCB: each slot's rows over the pool (``c = SHARED + 2``
     context columns: the shared line, the slot's feature and its position; 2 of an action;
     their crosses) decided, and each slot's label a rank-one update of the joint model's
-    inverse over its ``D`` columns (every name of the stream and their crosses)."""
+    inverse over its ``D`` columns (every name of the stream and their crosses). The
+    compiled decisions of a shared dense row compute fewer quadratic forms: only those the
+    distribution needs (``decisive_moments`` in ``_ridge.c``); the floor is of them all."""
     if path == "CCB":
         context, own = SHARED + 2, 2
         row = 1 + context + own + context * own
