@@ -299,44 +299,26 @@ static void shared_residual(const Blocks *B, int64_t j, Py_ssize_t ng, Scratch *
     }
 }
 
-/* A row split on the blocks (its group j and ng entries in t, w = z_S - F_j^T z_G) and its
- * prediction (without the prior); 0 if it does not fit */
-static int block_prediction(const Blocks *B, const int64_t *index, const double *value,
-                            Py_ssize_t L, Scratch *t, int64_t *j, Py_ssize_t *ng,
-                            double *pred) {
-    if (!split_row(B, index, value, L, t->zs, t->gp, t->gv, ng, j)) return 0;
-    shared_residual(B, *j, *ng, t);
-    double p = dot(t->w, B->theta_s, B->s);
-    if (*j >= 0) {
-        const double *h = B->h + B->g_start[*j];
-        for (Py_ssize_t e = 0; e < *ng; e++) p += t->gv[e] * h[t->gp[e]];
-    }
-    *pred = p;
-    return 1;
-}
-
-/* x^T A^-1 x of a row split by block_prediction */
-static double block_variance(const Blocks *B, const Scratch *t, int64_t j, Py_ssize_t ng) {
-    double v = quadratic(B->s_inv, t->w, B->s);
-    if (j >= 0) {
-        Py_ssize_t b = B->g_start[j + 1] - B->g_start[j];
-        const double *c = B->c_inv + B->c_off[j];
-        for (Py_ssize_t e = 0; e < ng; e++) {
-            double s = 0.0;
-            for (Py_ssize_t f = 0; f < ng; f++) s += c[t->gp[e] * b + t->gp[f]] * t->gv[f];
-            v += t->gv[e] * s;
-        }
-    }
-    return v > 0.0 ? v : 0.0;
-}
-
 /* prediction (without the prior) and x^T A^-1 x of one row; 0 if it does not fit */
 static int block_moments(const Blocks *B, const int64_t *index, const double *value,
                          Py_ssize_t L, Scratch *t, double *pred, double *var) {
     int64_t j;
     Py_ssize_t ng;
-    if (!block_prediction(B, index, value, L, t, &j, &ng, pred)) return 0;
-    *var = block_variance(B, t, j, ng);
+    if (!split_row(B, index, value, L, t->zs, t->gp, t->gv, &ng, &j)) return 0;
+    shared_residual(B, j, ng, t);
+    double v = quadratic(B->s_inv, t->w, B->s), p = dot(t->w, B->theta_s, B->s);
+    if (j >= 0) {
+        Py_ssize_t b = B->g_start[j + 1] - B->g_start[j];
+        const double *c = B->c_inv + B->c_off[j], *h = B->h + B->g_start[j];
+        for (Py_ssize_t e = 0; e < ng; e++) {
+            double s = 0.0;
+            for (Py_ssize_t f = 0; f < ng; f++) s += c[t->gp[e] * b + t->gp[f]] * t->gv[f];
+            v += t->gv[e] * s;
+            p += t->gv[e] * h[t->gp[e]];
+        }
+    }
+    *pred = p;
+    *var = v > 0.0 ? v : 0.0;
     return 1;
 }
 
@@ -495,112 +477,94 @@ static void decision(const double *p, const double *v, Py_ssize_t K, double beta
         decide(p, low, high, K, rule, lo, hi, tol, pmf);
 }
 
-/* The exact x^T A^-1 x of some actions (ids[0..count-1]) into v[ids[i]] */
-typedef void (*widths_fn)(void *rows, const Py_ssize_t *ids, Py_ssize_t count, double *v);
-
-/* Which actions' widths the rule's distribution needs, those computed by `widths`; every
- * model's A at least a penalty times I, so x^T A^-1 x <= |x|^2 / penalty, the bound each
- * action's v[k] holds on entry (reach[k] its radius, sqrt(beta v[k])). An action left at
- * its bound is where its exact width would put it: the rule's distribution (`decide`) is
- * that of every exact width, bit for bit (its low and high bounds loose). Optimistic: an
- * action whose high at the bound cannot come within tol of the best high known is not
- * played (the action of the largest prediction p first, then four at a time).
- * Elimination: the best low is among the actions whose prediction reaches the least it
- * can be (every low at the bound); an action is then plausible if its prediction reaches
- * it, out if its high at the bound cannot, and needs its width only in between.
- * `pending`: scratch of K. */
-static void needed_widths(Py_ssize_t K, const double *p, const double *reach, double beta,
-                          int rule, double lo, double hi, double tol, double *v,
-                          Py_ssize_t *pending, widths_fn widths, void *rows) {
-    double b = beta > 0.0 ? beta : 0.0, best = -INFINITY;
-    Py_ssize_t n = 0, top = 0;
-    if (rule == ELIMINATION) {
-        double least = -INFINITY;
-        for (Py_ssize_t k = 0; k < K; k++)
-            if (clip(p[k] - reach[k], lo, hi) > least) least = clip(p[k] - reach[k], lo, hi);
-        for (Py_ssize_t k = 0; k < K; k++)
-            if (clip(p[k], lo, hi) >= least) pending[n++] = k;
-        widths(rows, pending, n, v);
-        for (Py_ssize_t k = 0; k < K; k++) {  /* the best low, exact */
-            double low = clip(p[k] - sqrt(b * v[k]), lo, hi);
-            if (low > best) best = low;
-        }
-        n = 0;
-        for (Py_ssize_t k = 0; k < K; k++)  /* (below `least`: not computed yet) */
-            if (clip(p[k], lo, hi) < least && clip(p[k], lo, hi) < best - tol &&
-                clip(p[k] + reach[k], lo, hi) >= best - tol)
-                pending[n++] = k;
-        widths(rows, pending, n, v);
-        return;
-    }
-    for (Py_ssize_t k = 1; k < K; k++)
-        if (p[k] > p[top]) top = k;
-    widths(rows, &top, 1, v);
-    best = clip(p[top] + sqrt(b * v[top]), lo, hi);
-    for (Py_ssize_t k = 0; k <= K; k++) {
-        if (k < K && (k == top || clip(p[k] + reach[k], lo, hi) < best - tol)) continue;
-        if (k < K) pending[n++] = k;
-        if (n == GROUP || (k == K && n)) {
-            widths(rows, pending, n, v);
-            for (Py_ssize_t i = 0; i < n; i++) {
-                double high = clip(p[pending[i]] + sqrt(b * v[pending[i]]), lo, hi);
-                if (high > best) best = high;
-            }
-            n = 0;
-        }
-    }
-}
-
-/* A dense row shared by the actions (the product class) */
-typedef struct {
-    const double *a_inv, *theta;
-    const int64_t *model;
-    Py_ssize_t D;
-    const double *row;
-} SharedRow;
-
-/* widths_fn of a SharedRow, four models at a time as shared_moments reads them */
-static void shared_widths(void *rows, const Py_ssize_t *ids, Py_ssize_t count, double *v) {
-    const SharedRow *r = rows;
-    Py_ssize_t D = r->D;
+/* x^T A^-1 x of `count` actions (ids k[i]) of a dense row shared by the actions, into
+ * v[k[i]], four at a time as shared_moments reads them (the same sums); with best, the
+ * largest of it and their clipped high bounds p + sqrt(beta v) into it */
+static void some_moments(const double *a_inv, const double *theta, const int64_t *model,
+                         Py_ssize_t D, const double *row, const Py_ssize_t *k,
+                         Py_ssize_t count, const double *p, double beta, double lo, double hi,
+                         double *best, double *v) {
     for (Py_ssize_t done = 0; done < count;) {
         Py_ssize_t G = count - done < GROUP ? count - done : GROUP;
         const double *ai[GROUP], *th[GROUP];
         double pg[GROUP], vg[GROUP];
         for (Py_ssize_t g = 0; g < G; g++) {
-            ai[g] = r->a_inv + r->model[ids[done + g]] * D * D;
-            th[g] = r->theta + r->model[ids[done + g]] * D;
+            ai[g] = a_inv + model[k[done + g]] * D * D;
+            th[g] = theta + model[k[done + g]] * D;
         }
 #if defined(__GNUC__)
         if (G == GROUP)
-            group_moments(ai, th, D, r->row, D, pg, vg);
+            group_moments(ai, th, D, row, D, pg, vg);
         else
 #endif
             for (Py_ssize_t g = 0; g < G; g++)
-                row_moments(ai[g], th[g], D, NULL, r->row, D, pg + g, vg + g);
-        for (Py_ssize_t g = 0; g < G; g++) v[ids[done + g]] = vg[g];
+                row_moments(ai[g], th[g], D, NULL, row, D, pg + g, vg + g);
+        for (Py_ssize_t g = 0; g < G; g++) {
+            Py_ssize_t a = k[done + g];
+            v[a] = vg[g];
+            double high = clip(p[a] + sqrt((beta > 0.0 ? beta : 0.0) * vg[g]), lo, hi);
+            if (best && high > *best) *best = high;
+        }
         done += G;
     }
 }
 
-/* The predictions (prior included) of a dense row shared by K actions, and the widths
- * its rule's distribution needs (needed_widths; `scratch`: 2 K) */
+/* x^T A^-1 x of the actions whose exact bounds the rule's distribution needs, for one
+ * dense row shared by K actions; every model's A at least penalty I (a ridge penalty: x^T
+ * A^-1 x <= |x|^2 / penalty, the bound `reach` comes from). Every other action gets that
+ * bound as its variance, which puts it where its exact one would: the rule's distribution
+ * (`decide`) is that of every exact variance, bit for bit, and so are the predictions; its
+ * low and high bounds are loose. Optimistic: an action whose high cannot come within tol
+ * of the best high known is not played (the action of the largest prediction first).
+ * Elimination: the best low is among the actions whose prediction reaches the least it
+ * can be; then an action is in the plausible set if its prediction reaches it, out if its
+ * high at the bound cannot, and needs its variance only in between. `pending`: scratch of
+ * K. */
 static void decisive_moments(const double *a_inv, const double *theta, const int64_t *model,
                              Py_ssize_t K, Py_ssize_t D, const double *row, double prior,
                              double beta, double penalty, int rule, double lo, double hi,
-                             double tol, double *p, double *v, double *scratch) {
+                             double tol, double *p, double *v, Py_ssize_t *pending) {
     double n2 = 0.0;
     for (Py_ssize_t i = 0; i < D; i++) n2 += row[i] * row[i];
     double bound = n2 / penalty * (1.0 + 1e-6);  /* (rounding in the exact sums: 1e-12) */
-    double *reach = scratch;
+    double reach = sqrt((beta > 0.0 ? beta : 0.0) * bound);
+    Py_ssize_t top = 0;
     for (Py_ssize_t k = 0; k < K; k++) {
         p[k] = dot(theta + model[k] * D, row, D) + prior;
         v[k] = bound;
-        reach[k] = sqrt((beta > 0.0 ? beta : 0.0) * bound);
+        if (p[k] > p[top]) top = k;
     }
-    SharedRow rows = {a_inv, theta, model, D, row};
-    needed_widths(K, p, reach, beta, rule, lo, hi, tol, v, (Py_ssize_t *)(scratch + K),
-                  shared_widths, &rows);
+    double best = -INFINITY;
+    Py_ssize_t n = 0;
+    if (rule == ELIMINATION) {
+        double least = -INFINITY;  /* the best low is at least every low at the bound */
+        for (Py_ssize_t k = 0; k < K; k++)
+            if (clip(p[k] - reach, lo, hi) > least) least = clip(p[k] - reach, lo, hi);
+        for (Py_ssize_t k = 0; k < K; k++)
+            if (clip(p[k], lo, hi) >= least) pending[n++] = k;
+        some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi, NULL, v);
+        for (Py_ssize_t k = 0; k < K; k++) {  /* the best low, exact */
+            double low = clip(p[k] - sqrt((beta > 0.0 ? beta : 0.0) * v[k]), lo, hi);
+            if (low > best) best = low;
+        }
+        n = 0;
+        for (Py_ssize_t k = 0; k < K; k++)
+            if (v[k] == bound && clip(p[k], lo, hi) < best - tol &&
+                clip(p[k] + reach, lo, hi) >= best - tol)
+                pending[n++] = k;
+        some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi, NULL, v);
+        return;
+    }
+    some_moments(a_inv, theta, model, D, row, &top, 1, p, beta, lo, hi, &best, v);
+    for (Py_ssize_t k = 0; k < K; k++) {
+        if (k == top || clip(p[k] + reach, lo, hi) < best - tol) continue;
+        pending[n++] = k;
+        if (n == GROUP) {
+            some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi, &best, v);
+            n = 0;
+        }
+    }
+    some_moments(a_inv, theta, model, D, row, pending, n, p, beta, lo, hi, &best, v);
 }
 
 /* every model id of models in 0..M-1 */
@@ -950,7 +914,7 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
              (!out.buf || expect(&out, 4 * K, 8, "out"));
     const int64_t *model = models.buf;
     ok = ok && models_ok(model, K, M);
-    double *work = ok ? PyMem_Malloc((D + 8 * K) * sizeof(double)) : NULL;
+    double *work = ok ? PyMem_Malloc((D + 7 * K) * sizeof(double)) : NULL;
     if (ok && !work) {
         PyErr_NoMemory();
         ok = 0;
@@ -959,14 +923,14 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
     if (ok) {
         double *row = work, *p = row + D, *v = p + K, *lw = v + K, *hg = lw + K, *pm = hg + K,
                *cdf = v;  /* the variances are spent once the decision is made */
-        double *scratch = pm + K;  /* decisive_moments' (2 K) */
+        Py_ssize_t *pending = (Py_ssize_t *)(pm + K);
         if (!dense_row(row, intercept, context.buf, D - 1)) {
             result = Py_None;
             Py_INCREF(result);
         } else {
             if (!out.buf && penalty > 0.0 && !isnan(beta))
                 decisive_moments(a_inv.buf, theta.buf, model, K, D, row, prior, beta, penalty,
-                                 rule, lo, hi, tol, p, v, scratch);
+                                 rule, lo, hi, tol, p, v, pending);
             else
                 shared_moments(a_inv.buf, theta.buf, model, K, D, NULL, row, D, prior, p, v);
             decision(p, v, K, beta, lo, hi, rule, tol, lw, hg, pm);
@@ -1301,13 +1265,13 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
         if (M != 1) PyErr_SetString(PyExc_ValueError, "blocks are for one model");
         ok = 0;
     }
-    double *spread = ok ? PyMem_Malloc((D + 3 * K) * sizeof(double)) : NULL;  /* and var */
+    double *spread = ok ? PyMem_Malloc((D + 2 * K) * sizeof(double)) : NULL;  /* and var */
     if (ok && !spread) {
         PyErr_NoMemory();
         ok = 0;
     }
     double *var = ok ? spread + D : NULL;
-    double *scratch = ok ? var + K : NULL;  /* decisive_moments' (2 K) */
+    Py_ssize_t *pending = ok ? (Py_ssize_t *)(var + K) : NULL;  /* decisive_moments' */
     Py_ssize_t i = start, learned = 0, stale = -1;
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
@@ -1322,7 +1286,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
             if (R == 1 && !blocked && penalty > 0.0 && !au && !isnan(beta) && L == D &&
                 !unless_dense(idx ? idx + i * L : NULL, L))
                 decisive_moments(AI, TH, model, K, D, val + i * L, prior, beta, penalty, rule,
-                                 lo, hi, tol, p, var, scratch);
+                                 lo, hi, tol, p, var, pending);
             else if (R == 1 && !blocked)
                 shared_moments(AI, TH, model, K, D, idx ? idx + i * L : NULL, val + i * L, L,
                                prior, p, var);
