@@ -136,7 +136,8 @@ class RegCB(Stateful):
 
     def pmf(self, context, actions: Sequence) -> list[float]:
         """Probability of each action (in the order given) for ``context``."""
-        return self.decide(context, actions).pmf.tolist()
+        params.check_actions(actions)
+        return self._model.pmf(context, actions).tolist()
 
     def pmf_many(self, contexts, actions: Sequence) -> np.ndarray:
         """Distributions for a block of contexts, ``(n, K)``: ``pmf`` row by row, as long as
@@ -158,7 +159,6 @@ class RegCB(Stateful):
 
     def score(self, context, actions: Sequence, action) -> float:
         """Probability that the learner plays ``action`` among ``actions`` for ``context``."""
-        params.check_actions(actions)
         return self.pmf(context, actions)[params.position("action", action, actions)]
 
     # -- learning ----------------------------------------------------------------------

@@ -238,18 +238,34 @@ class Model(Stateful):
 
     def decide(self, context, actions: Sequence) -> Decision:
         """Bounds, plausible set and distribution for one context."""
-        explorer, vector = self.explorer, self._vector(context)
-        if explorer.n_frozen and explorer.budget.selector is None and self._one_row(
-                vector) and (models := self.rows.actions.known(actions)) is not None:
-            out = np.empty((4, len(models)))
-            if (values := self._values(vector)) is not None and explorer.budget.draw_dense(
-                    explorer, values, models, self.spec.intercept, 0.0, out) is not None:
-                return Decision(*out)
+        if (out := self._one_row_decision(context, actions, 4)) is not None:
+            return Decision(*out)
         block = self.decisions([context], actions)
         decision = self.explorer.decide(*block).row(0)
         if decision.candidates is not None:
             self._last = (snapshot(context), list(actions), decision.candidates)
         return decision
+
+    def pmf(self, context, actions: Sequence) -> np.ndarray:
+        """``decide``'s distribution alone (the one-row path computes only the widths it
+        needs)."""
+        if (out := self._one_row_decision(context, actions, 1)) is not None:
+            return out[0]
+        return self.decide(context, actions).pmf
+
+    def _one_row_decision(self, context, actions: Sequence, parts: int) -> np.ndarray | None:
+        """The one-row compiled decision of a dense context under the frozen fit: its
+        distribution, then with ``parts`` 4 its predictions and bounds, ``(parts, K)``; or
+        None (the general path decides)."""
+        explorer, vector = self.explorer, self._vector(context)
+        if explorer.n_frozen and explorer.budget.selector is None and self._one_row(
+                vector) and (models := self.rows.actions.known(actions)) is not None:
+            out = np.empty((parts, len(models)))
+            if (values := self._values(vector)) is not None and explorer.budget.draw_dense(
+                    explorer, values, models, self.spec.intercept, 0.0,
+                    out if parts == 4 else out[0]) is not None:
+                return out
+        return None
 
     def decide_many(self, contexts, actions: Sequence) -> Decision:
         """``decide`` for a block of contexts in one computation (rows of the arrays; in

@@ -157,6 +157,9 @@ class ModelSelection(Stateful):
     def decide(self, context, actions):
         return self._leader().decide(context, actions)
 
+    def pmf(self, context, actions):
+        return self._leader().pmf(context, actions)
+
     def decide_many(self, contexts, actions):
         return self._leader().decide_many(contexts, actions)
 

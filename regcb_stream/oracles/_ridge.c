@@ -896,9 +896,10 @@ PyDoc_STRVAR(predict_dense_doc,
 "One decision for a dense context of D - 1 values (the product class): each action's\n"
 "bounds, the rule's distribution (uniform for a NaN budget) and the inverse-CDF draw of\n"
 "u, as run_online and the learner's draw make them, and with out (4, K) the distribution,\n"
-"predictions, low and high bounds in it; None if a value is not finite. Without out and\n"
-"with a penalty > 0 (every A at least penalty I), only the widths the rule's distribution\n"
-"needs are computed (decisive_moments: the same draw).");
+"predictions, low and high bounds in it (out (K,): the distribution); None if a value is\n"
+"not finite. Unless out asks for the bounds, with a penalty > 0 (every A at least penalty\n"
+"I), only the widths the rule's distribution needs are computed (decisive_moments: the\n"
+"same distribution and draw).");
 
 static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
     Py_buffer a_inv = {0}, theta = {0}, models = {0}, context = {0}, out = {0};
@@ -911,7 +912,8 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
         return NULL;
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double)), K = models.len / 8;
     int ok = expect(&a_inv, M * D * D, 8, "a_inv") && expect(&context, D - 1, 8, "context") &&
-             (!out.buf || expect(&out, 4 * K, 8, "out"));
+             (!out.buf || out.len == K * 8 || expect(&out, 4 * K, 8, "out"));
+    int bounds = out.buf && out.len == 4 * K * 8;  /* (else at most the distribution) */
     const int64_t *model = models.buf;
     ok = ok && models_ok(model, K, M);
     double *work = ok ? PyMem_Malloc((D + 7 * K) * sizeof(double)) : NULL;
@@ -928,7 +930,7 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
             result = Py_None;
             Py_INCREF(result);
         } else {
-            if (!out.buf && penalty > 0.0 && !isnan(beta))
+            if (!bounds && penalty > 0.0 && !isnan(beta))
                 decisive_moments(a_inv.buf, theta.buf, model, K, D, row, prior, beta, penalty,
                                  rule, lo, hi, tol, p, v, pending);
             else
@@ -937,9 +939,11 @@ static PyObject *py_predict_dense(PyObject *self, PyObject *args) {
             if (out.buf) {
                 double *o = out.buf;
                 memcpy(o, pm, K * sizeof(double));
-                memcpy(o + K, p, K * sizeof(double));
-                memcpy(o + 2 * K, lw, K * sizeof(double));
-                memcpy(o + 3 * K, hg, K * sizeof(double));
+                if (bounds) {
+                    memcpy(o + K, p, K * sizeof(double));
+                    memcpy(o + 2 * K, lw, K * sizeof(double));
+                    memcpy(o + 3 * K, hg, K * sizeof(double));
+                }
             }
             Py_ssize_t index = draw(pm, K, u, cdf);
             result = Py_BuildValue("nd", index, pm[index]);

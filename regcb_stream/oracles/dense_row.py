@@ -22,7 +22,8 @@ class DenseRowCalls:
         the context) under the frozen fit, and its draw by ``uniform``, in one compiled
         call: ``(index, probability)``, or None if a value is not finite or the model is
         kept in blocks (the general path then decides); with ``out`` ``(4, K)``, the
-        distribution, predictions and clipped bounds written into it."""
+        distribution, predictions and clipped bounds written into it (``(K,)``: the
+        distribution, of the widths it needs alone)."""
         if self._blocks is not None:
             return None
         extra = () if out is None else (out,)
