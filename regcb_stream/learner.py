@@ -128,11 +128,11 @@ class RegCB(Stateful):
         params.check_actions(actions)
         return self._model.decide(context, actions)
 
-    def decide_many(self, contexts, actions: Sequence) -> Decision:
-        """``decide`` for a block of contexts in one computation (rows of the arrays)."""
+    def decide_many(self, contexts, actions: Sequence, *, bounds: bool = True) -> Decision:
+        """``decide`` for a block of contexts at once (``bounds=False``: as `replay`)."""
         params.check_actions(actions)
         params.check_lengths(contexts=contexts)
-        return self._model.decide_many(contexts, actions)
+        return self._model.decide_many(contexts, actions, bounds)
 
     def pmf(self, context, actions: Sequence) -> list[float]:
         """Probability of each action (in the order given) for ``context``."""
@@ -142,7 +142,7 @@ class RegCB(Stateful):
     def pmf_many(self, contexts, actions: Sequence) -> np.ndarray:
         """Distributions for a block of contexts, ``(n, K)``: ``pmf`` row by row, as long as
         no label is learned in between (one epoch's decisions)."""
-        return self.decide_many(contexts, actions).pmf
+        return self.decide_many(contexts, actions, bounds=False).pmf
 
     def predict(self, context, actions: Sequence) -> tuple[object, float, dict]:
         """Sample an action; return it, its probability and kwargs for ``learn``."""

@@ -267,14 +267,16 @@ class Model(Stateful):
                 return out
         return None
 
-    def decide_many(self, contexts, actions: Sequence) -> Decision:
+    def decide_many(self, contexts, actions: Sequence, bounds: bool = True) -> Decision:
         """``decide`` for a block of contexts in one computation (rows of the arrays; in
-        parts where a row's new columns widen the oracle, as one at a time grows it)."""
+        parts where a row's new columns widen the oracle, as one at a time grows it;
+        ``bounds``: `RegCB.decide_many`'s)."""
         block = self.decisions(contexts, actions, grow=False)
         dims = self.dims_in_force(block)
         if not len(dims):
-            return self.explorer.decide(*block)
-        parts = [self.explorer.decide(*block.take(part)) for part in grown_parts(self, dims)]
+            return self.explorer.decide(*block, bounds)
+        parts = [self.explorer.decide(*block.take(part), bounds)
+                 for part in grown_parts(self, dims)]
         if len(parts) == 1:
             return parts[0]
         candidates = [part.candidates for part in parts]

@@ -320,13 +320,18 @@ def test_a_draw_computes_only_the_widths_its_distribution_needs(l2, variant, tie
 @pytest.mark.parametrize("select_model", [False, True])
 @pytest.mark.parametrize("variant, ties", RULES)
 def test_pmf_is_decides_distribution(variant, ties, select_model):
-    """``pmf`` computes only the widths its distribution needs: ``decide``'s distribution,
-    bit for bit, from the first round on (with model selection too)."""
+    """``pmf`` and ``pmf_many`` compute only the widths their distributions need:
+    ``decide``'s and ``decide_many``'s distributions, bit for bit, from the first round on
+    (with model selection too)."""
     X, played, rewards = logged(800, 26, seed=10)
     actions = list(range(26))
     learner = RegCB(variant, ties=ties, seed=2, select_model=select_model)
-    for x, a, r in zip(X, played, rewards):
+    for t, (x, a, r) in enumerate(zip(X, played, rewards)):
         assert learner.pmf(x, actions) == learner.decide(x, actions).pmf.tolist()
+        if t % 40 == 0:
+            block = X[t:t + 30]
+            assert (learner.pmf_many(block, actions).tobytes()
+                    == learner.decide_many(block, actions).pmf.tobytes())
         learner.learn(x, int(a), float(r), 1 / 26)
 
 

@@ -160,8 +160,8 @@ class ModelSelection(Stateful):
     def pmf(self, context, actions):
         return self._leader().pmf(context, actions)
 
-    def decide_many(self, contexts, actions):
-        return self._leader().decide_many(contexts, actions)
+    def decide_many(self, contexts, actions, bounds: bool = True):
+        return self._leader().decide_many(contexts, actions, bounds)
 
     def draw(self, context, actions, rng):
         return self._leader().draw(context, actions, rng)

@@ -132,13 +132,14 @@ class FixedBudget(Stateful):
         """The candidates' distributions in uniform play (none)."""
         return None
 
-    def decide(self, explorer, phi, models) -> Decision:
-        """Bounds and distributions of a block under the frozen fit."""
+    def decide(self, explorer, phi, models, bounds: bool = True) -> Decision:
+        """Bounds and distributions of a block under the frozen fit (``bounds``:
+        `RegCB.replay`'s)."""
         oracle, k = explorer.oracle, phi.shape[1]
         budget = self.loss(explorer, explorer.n_frozen, k)
         if explorer.capabilities.online_loop:
             return oracle.decisions(phi, models, budget, explorer.rule,
-                                    explorer.reward_range, explorer.tolerance)
+                                    explorer.reward_range, explorer.tolerance, bounds=bounds)
         prediction, low, high = oracle.bounds(phi, models, budget)
         low, high = clip_bounds(low, high, explorer.reward_range)
         return Decision(explorer.rule(low, high, explorer.tolerance, prediction,
@@ -201,9 +202,9 @@ class AutoBudget(Stateful):
         n, k = pmf.shape
         return np.broadcast_to(pmf[:, None, :], (n, len(self.selector.grid), k))
 
-    def decide(self, explorer, phi, models) -> Decision:
+    def decide(self, explorer, phi, models, bounds: bool = True) -> Decision:
         """Every candidate budget's distribution and the selector's mixture of them, with
-        the leading candidate's bounds."""
+        the leading candidate's bounds (every bound: the mixture needs them)."""
         return Decision(*candidate_decisions(
             self.selector, explorer.oracle, explorer.rule, phi, models, explorer.n_frozen,
             explorer.reward_range, explorer.tolerance, explorer.capabilities.online_loop))

@@ -158,8 +158,8 @@ class Explorer(Stateful):
 
     # -- decisions ---------------------------------------------------------------------
 
-    def decide(self, rows: SparseRows, models: np.ndarray) -> Decision:
-        """The frozen state's decisions of rows ``(n, K, L)``."""
+    def decide(self, rows: SparseRows, models: np.ndarray, bounds: bool = True) -> Decision:
+        """The frozen state's decisions of rows ``(n, K, L)`` (``bounds``: `RegCB.replay`'s)."""
         n, k = rows.shape[:2]
         phi = rows_for(self.capabilities.rows, rows)
         if self.n_frozen == 0 or self.epoch <= self.warm_start_epochs:  # F_1 = F
@@ -168,7 +168,7 @@ class Explorer(Stateful):
             pmf = rules.uniform(n, k)
             return Decision(pmf, prediction, np.full((n, k), lo), np.full((n, k), hi),
                             self.budget.uniform(pmf))
-        return self.budget.decide(self, phi, models)
+        return self.budget.decide(self, phi, models, bounds)
 
     def replay(self, block: Block, played, rewards, probs, weights, bounds: bool = True
                ) -> Decision:
