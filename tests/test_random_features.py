@@ -226,6 +226,30 @@ def test_a_dict_of_the_first_contexts_names_takes_the_dense_calls_with_the_same_
     assert loaded.encoder.vector_names() is None and loaded.encoder.vector_width is None
 
 
+def test_a_named_dense_context_is_read_alike_compiled_and_in_python():
+    """`named_vector` of the compiled fast case (floats, ints, bools, str names) and of the
+    Python path agree on every form: the same vector bit for bit, or both None."""
+    from regcb_stream.features import encoder as encoder_module
+
+    learner = RegCB(seed=1)
+    per_example(learner, [dict(zip(("a", "b", "c"), map(float, x[:3]))) for x in X[:20]])
+    encoder = learner.encoder
+    forms = [{"a": 0.5, "b": -2.0, "c": 3.0}, {"a": 1, "b": True, "c": -7},
+             {"a": 10**400, "b": 1.0, "c": 1.0}, {"a": float("inf"), "b": 1.0, "c": 1.0},
+             {"a": float("nan"), "b": 1.0, "c": 1.0}, {"a": "1", "b": 1.0, "c": 1.0},
+             {"a": np.float32(0.1), "b": np.int64(3), "c": -0.0}, {"b": 1.0, "a": 1.0, "c": 1.0},
+             {"a": 1.0, "b": 1.0}, {"a": 1.0, "b": 1.0, "d": 1.0}, {"a": None, "b": 1, "c": 1}]
+    assert encoder.named_vector(forms[0]).tolist() == [0.5, -2.0, 3.0]
+    for context in forms:
+        compiled = encoder.named_vector(context)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(encoder_module, "_features", None)
+            python = encoder.named_vector(context)
+        assert (compiled is None) == (python is None), context
+        if python is not None:
+            assert compiled.tobytes() == python.tobytes(), context
+
+
 def test_indicator_dicts_and_joint_actions_keep_the_linear_model():
     """Dicts whose values are all 1 (words, one-hot categories), action feature dicts and
     an oracle given: as with random_features=0."""

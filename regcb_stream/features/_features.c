@@ -92,8 +92,51 @@ static PyObject *py_cosine_rows(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(dict_values_doc,
+"dict_values(context, names, out) -> True, False or None\n"
+"A dict context's values into out (float64, len(names)) when its keys are names, in\n"
+"their order, and every value is a float, an int or a bool (True); False when the keys\n"
+"differ or a value is not finite (too large an int); None for values of other types\n"
+"(the caller converts them). FeatureEncoder.named_vector's fast case.");
+
+static PyObject *py_dict_values(PyObject *self, PyObject *args) {
+    PyObject *context, *names, *key, *value;
+    Py_buffer out = {0};
+    if (!PyArg_ParseTuple(args, "O!O!w*", &PyDict_Type, &context, &PyTuple_Type, &names,
+                          &out))
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(names), pos = 0, i = 0;
+    double *o = out.buf;
+    PyObject *result = out.len == n * (Py_ssize_t)sizeof(double) &&
+                       PyDict_GET_SIZE(context) == n ? Py_True : Py_False;
+    while (result == Py_True && PyDict_Next(context, &pos, &key, &value)) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        int same = key == name || (PyUnicode_CheckExact(key) && PyUnicode_CheckExact(name) &&
+                                   PyUnicode_Compare(key, name) == 0);
+        if (!same && !(PyUnicode_CheckExact(key) && PyUnicode_CheckExact(name)))
+            result = Py_None;  /* (keys of other types: the caller compares them) */
+        else if (!same)
+            result = Py_False;
+        else if (PyFloat_CheckExact(value))
+            o[i++] = PyFloat_AS_DOUBLE(value);
+        else if (PyLong_CheckExact(value) || PyBool_Check(value)) {
+            o[i++] = PyLong_AsDouble(value);
+            if (PyErr_Occurred()) {  /* (an int too large for a float) */
+                PyErr_Clear();
+                result = Py_False;
+            }
+        } else
+            result = Py_None;
+        if (result == Py_True && !isfinite(o[i - 1])) result = Py_False;
+    }
+    PyBuffer_Release(&out);
+    Py_INCREF(result);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"cosine_rows", py_cosine_rows, METH_VARARGS, cosine_rows_doc},
+    {"dict_values", py_dict_values, METH_VARARGS, dict_values_doc},
     {NULL, NULL, 0, NULL},
 };
 

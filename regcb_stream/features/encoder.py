@@ -40,6 +40,10 @@ try:
     from regcb_stream.io import _scan
 except ImportError:  # not built: numpy
     _scan = None
+try:
+    from regcb_stream.features import _features  # (a named dense context's values)
+except ImportError:  # not built: Python's
+    _features = None
 
 
 @dataclass(frozen=True)
@@ -160,7 +164,13 @@ class FeatureEncoder(Stateful):
         as the float vector of its values: the dense context it encodes as (the same
         row); else None (the general path, which names what is wrong)."""
         names = self.vector_names()
-        if names is None or len(context) != len(names) or tuple(context) != names:
+        if names is None or len(context) != len(names):
+            return None
+        if _features is not None:  # (floats, ints, bools: at once)
+            vector = np.empty(len(names))
+            if (taken := _features.dict_values(context, names, vector)) is not None:
+                return vector if taken else None
+        if tuple(context) != names:
             return None
         values = list(context.values())
         try:
