@@ -243,7 +243,7 @@ def test_a_named_dense_context_is_read_alike_compiled_and_in_python():
     for context in forms:
         compiled = encoder.named_vector(context)
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(encoder_module, "_features", None)
+            patch.setattr(encoder_module, "_features", None)  # (Python's path)
             python = encoder.named_vector(context)
         assert (compiled is None) == (python is None), context
         if python is not None:

@@ -164,21 +164,7 @@ class FeatureEncoder(Stateful):
         as the float vector of its values: the dense context it encodes as (the same
         row); else None (the general path, which names what is wrong)."""
         names = self.vector_names()
-        if names is None or len(context) != len(names):
-            return None
-        if _features is not None:  # (floats, ints, bools: at once)
-            vector = np.empty(len(names))
-            if (taken := _features.dict_values(context, names, vector)) is not None:
-                return vector if taken else None
-        if tuple(context) != names:
-            return None
-        values = list(context.values())
-        try:
-            if not math.isfinite(math.fsum(values)):
-                return None
-            return np.array(values, dtype=np.float64)
-        except (TypeError, ValueError, OverflowError):
-            return None
+        return None if names is None else named_values(context, names)
 
     def context(self, context) -> np.ndarray:
         """Encode one context as a vector of the current dimension."""
@@ -541,6 +527,30 @@ class SlotColumns(Stateful):
             return self(hashes, first + len(fresh))[0], len(fresh)
         self._table[fresh] = numbers
         return self._table[slots], len(fresh)
+
+
+def named_values(context: dict, names: tuple) -> np.ndarray | None:
+    """The float vector of a dict whose keys are ``names``, in their order, and whose
+    values are finite numbers; else None (`FeatureEncoder.named_vector`).
+
+    >>> named_values({"a": 1, "b": 0.5}, ("a", "b")).tolist(), named_values({"b": 1}, ("a",))
+    ([1.0, 0.5], None)
+    """
+    if len(context) != len(names):
+        return None
+    if _features is not None:  # (str names; floats, ints, bools: at once)
+        vector = np.empty(len(names))
+        if (taken := _features.dict_values(context, names, vector)) is not None:
+            return vector if taken else None
+    if tuple(context) != names:
+        return None
+    values = list(context.values())
+    try:
+        if not math.isfinite(math.fsum(values)):
+            return None
+        return np.array(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _dense_values(context) -> np.ndarray:
