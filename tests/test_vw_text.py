@@ -623,3 +623,14 @@ def test_compiled_adf_examples_read_as_line_by_line(lines, chunk, max_lines, len
     text = "\n".join(lines) + "\n"
     assert (_read_adf(text, True, chunk, max_lines, lenient)
             == _read_adf(text, False, chunk, max_lines, lenient))
+
+
+def test_the_compiled_reader_gives_a_repeated_action_set_one_tuple():
+    """Examples whose action lines repeat those of the example before share its actions
+    tuple once the compiled reader takes them (a block then groups by action set at once:
+    `vw_blocks.groups_of`); another action set gets its own."""
+    same, other = "shared |s a:1\n|a x\n|a y\n\n", "shared |s a:2\n|a x\n|a z\n\n"
+    examples, _ = _read_adf(same * 5 + other * 5, True, 4096, 10_000, False)
+    assert len(examples) == 10 and len({id(example.actions) for example in examples}) < 8
+    assert examples[3].actions is examples[4].actions
+    assert examples[8].actions is examples[9].actions is not examples[4].actions

@@ -506,15 +506,33 @@ PyDoc_STRVAR(adf_examples_doc,
 "it line by line (and raises its errors). Returns the index after the examples taken and\n"
 "the examples: example(shared, actions, label, tag, line_no, text, *tail), label(index of\n"
 "the labelled line, cost, prob), both tuple types made as tuple.__new__ makes them (tail:\n"
-"the example's other fields); line_no numbers lines[start].");
+"the example's other fields; actions: the previous example's tuple when it holds the same\n"
+"line objects); line_no numbers lines[start].");
 
 /* One example from lines[j] on (j at its first line); 1 and the example, or 0 if it is not
  * one this path takes (nothing taken), or -1 on an error. *end: the index of its empty
  * line. */
+/* The tuple of an example's action lines (acts): the previous example's (*previous) when
+ * it holds the same objects, so that repeated action sets are one object (the grouping of a
+ * block by action set: vw_blocks.groups_of); else a new one, then *previous */
+static PyObject *action_tuple(PyObject *acts, PyObject **previous) {
+    Py_ssize_t k = PyList_GET_SIZE(acts);
+    int same = *previous && PyTuple_GET_SIZE(*previous) == k;
+    for (Py_ssize_t a = 0; same && a < k; a++)
+        same = PyTuple_GET_ITEM(*previous, a) == PyList_GET_ITEM(acts, a);
+    if (!same) {
+        PyObject *fresh = PyList_AsTuple(acts);
+        if (!fresh) return NULL;
+        Py_XSETREF(*previous, fresh);
+    }
+    Py_INCREF(*previous);
+    return *previous;
+}
+
 static int adf_example(PyObject *lines, Py_ssize_t j, PyObject *memo, PyObject *heads,
                        Py_ssize_t max_lines, Py_ssize_t number, PyObject *example_type,
                        PyObject *label_type, PyObject *tail, PyObject *acts,
-                       Py_ssize_t *end, PyObject **example) {
+                       PyObject **previous, Py_ssize_t *end, PyObject **example) {
     Py_ssize_t n = PyList_GET_SIZE(lines), first = j;
     PyObject *shared = NULL, *label = NULL, *tag = Py_None;
     int status = 0;
@@ -572,7 +590,7 @@ static int adf_example(PyObject *lines, Py_ssize_t j, PyObject *memo, PyObject *
         if (PyList_Append(acts, feats) < 0) goto fail;
     }
     if (j >= n) goto done;  /* no empty line yet */
-    PyObject *actions = PyList_AsTuple(acts);
+    PyObject *actions = action_tuple(acts, previous);
     if (!actions) goto fail;
     PyObject *head = Py_BuildValue("(OOOOnO)", shared ? shared : Py_None, actions,
                                    label ? label : Py_None, tag, number,
@@ -604,7 +622,7 @@ static PyObject *py_adf_examples(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "example and label must be tuple types");
         return NULL;
     }
-    PyObject *out = PyList_New(0), *acts = PyList_New(0);
+    PyObject *out = PyList_New(0), *acts = PyList_New(0), *previous = NULL;
     Py_ssize_t n = PyList_GET_SIZE(lines), i = start < 0 ? 0 : start, taken = i;
     int status = out && acts ? 1 : -1;
     while (status == 1 && i < n) {
@@ -617,7 +635,7 @@ static PyObject *py_adf_examples(PyObject *self, PyObject *args) {
         PyObject *example = NULL;
         Py_ssize_t end = j;
         status = adf_example(lines, j, memo, heads, max_lines, line_no + (j - start),
-                             example_type, label_type, tail, acts, &end, &example);
+                             example_type, label_type, tail, acts, &previous, &end, &example);
         if (status == 1) {
             if (PyList_Append(out, example) < 0) status = -1;
             Py_DECREF(example);
@@ -625,6 +643,7 @@ static PyObject *py_adf_examples(PyObject *self, PyObject *args) {
         }
     }
     Py_XDECREF(acts);
+    Py_XDECREF(previous);
     if (status < 0) {
         Py_XDECREF(out);
         return NULL;
