@@ -1,6 +1,6 @@
-/* What the compiled kernels (_ridge.c, _trees.c, _features.c) share: the AVX2 clones of
- * their hot loops, the size check of a buffer a call was given, and the release of the
- * buffers a call took. */
+/* What the compiled kernels (_ridge.c, _trees.c, _features.c; _scan.c the last) share: the
+ * AVX2 clones of their hot loops, the size check of a buffer a call was given, and the
+ * release of the buffers a call took. */
 #ifndef REGCB_BUFFERS_H
 #define REGCB_BUFFERS_H
 
@@ -15,7 +15,7 @@
 #endif
 
 /* 1 if the buffer holds items of itemsize bytes, else 0 with a ValueError naming it */
-static int expect(Py_buffer *buffer, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
+static inline int expect(Py_buffer *buffer, Py_ssize_t items, Py_ssize_t itemsize, const char *name) {
     if (buffer->len != items * itemsize) {
         PyErr_Format(PyExc_ValueError, "%s has %zd bytes, expected %zd", name, buffer->len,
                      items * itemsize);

@@ -35,7 +35,6 @@ class DenseLane:
         self.labels = model.rows.actions.labels  # label -> model (the rows' own dict)
         self.values = None if self.expand is None else np.empty(self.dim - 1)
         self._mapped: bytes | None = None  # the context whose features `values` holds
-        self._named: tuple = (None, None, None)  # the last dict context, its items, values
         self._budget = self._frozen = None  # the loss budget in force was computed for
         self._loss = math.nan
 
@@ -90,13 +89,8 @@ class DenseLane:
         """A dense context's features after the intercept (its random features appended,
         mapped once for a draw and the label of the same context), or None for another
         context."""
-        if type(context) is dict:  # (the dict of the last call, unchanged: its values)
-            items, (last, seen, values) = list(context.items()), self._named
-            if context is last and items == seen:
-                return values
-            values = self._vector_values(self.encoder.named_vector(context))
-            self._named = (context, items, values)
-            return values
+        if type(context) is dict:
+            context = self.encoder.named_vector(context)
         return self._vector_values(context)
 
     def _vector_values(self, context) -> np.ndarray | None:

@@ -41,6 +41,7 @@
 #include <malloc.h>
 #endif
 
+#include "_buffers.h"
 #include "_readers.h"
 
 /* The end of a token starting at p: the first space, '|', or character outside printable
@@ -790,10 +791,8 @@ static PyObject *py_layout_fill(PyObject *self, PyObject *args) {
     }
     if (!ok && !PyErr_Occurred())
         PyErr_SetString(PyExc_ValueError, "layout_fill: arrays or indices out of range");
-    Py_buffer *all[] = {&keys, &value, &present, &ex, &rw, &from, &s1, &s2, &cross, &consts,
-                        &coef, &first, &second, &lpresent, &offsets, &hashes, &values};
-    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
-        if (all[k]->obj) PyBuffer_Release(all[k]);
+    RELEASE(&keys, &value, &present, &ex, &rw, &from, &s1, &s2, &cross, &consts, &coef,
+            &first, &second, &lpresent, &offsets, &hashes, &values);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
@@ -826,9 +825,7 @@ static PyObject *py_layout_values(PyObject *self, PyObject *args) {
     }
     if (!ok)
         PyErr_SetString(PyExc_ValueError, "layout_values: arrays or indices out of range");
-    Py_buffer *all[] = {&coef, &first, &second, &values, &out};
-    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
-        if (all[k]->obj) PyBuffer_Release(all[k]);
+    RELEASE(&coef, &first, &second, &values, &out);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
