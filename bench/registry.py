@@ -118,6 +118,9 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     _experiment("slots_speed"),
     # reads defaults' report (VW's tuned envelope of the UCI streams)
     _experiment("noisy_rewards", inputs=("defaults",), data=("results/noisy_rewards.jsonl",)),
+    # reads the reports of defaults, unseen_streams and noisy_rewards (VW's, River's, GCV's)
+    _experiment("penalty_evidence", inputs=("defaults", "unseen_streams", "noisy_rewards"),
+                data=("results/penalty_evidence.jsonl",)),
     _experiment("forgetting", data=("results/forgetting.jsonl",)),
     _experiment("change_detection", data=("results/change_detection.jsonl",)),
     _experiment("auto_budget_cost"),

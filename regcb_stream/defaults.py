@@ -10,8 +10,9 @@ own (VW's ADF with ``-q sa``) or every action shares them (a ranking). Each clas
 settings were chosen by leave-one-dataset-out on the public streams, each budget among
 those whose regret does not grow linearly over 200,000 rounds of a realizable problem on
 any of twelve seeds; the report of the choice is named in its row. The random features'
-ridge penalty is chosen by each learner from its own labels (``"gcv"``: `RidgeOracle`),
-1 where it cannot choose (the epoch schedules, the bounded oracle).
+ridge penalty, and the further penalty of the random features, are chosen by each learner
+from its own labels (``"evidence"``: `RidgeOracle`), 1 where it cannot choose (the epoch
+schedules, the bounded oracle).
 
 `resolve` turns a class and the user's explicit arguments into the settings, so that the
 learner, the command and the documentation agree (the tests check the README's table and
@@ -42,10 +43,10 @@ class ClassDefaults(NamedTuple):
 
 MODEL_CLASSES = {
     "random features": ClassDefaults(
-        "gcv", "optimistic", 3e-3, "contexts of numbers (arrays, dicts: River, the command's "
+        "evidence", "optimistic", 3e-3, "contexts of numbers (arrays, dicts: River, the command's "
         "--cb_explore), actions as labels: 64 random Fourier features of each context's "
         "direction and log-length appended",
-        "docs/results/noisy_rewards.md"),
+        "docs/results/penalty_evidence.md"),
     "linear": ClassDefaults(
         10.0, "optimistic", 3e-4, "dict contexts of indicators (every value 1: words, "
         "one-hot categories), or random_features=0", "docs/results/defaults.md"),

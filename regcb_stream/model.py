@@ -121,9 +121,11 @@ class Model(Stateful):
         """The explorer the class's settings (`defaults.resolve`) and the parameters give."""
         spec = self.spec
         settings = defaults.resolve(model_class, mellowness=spec.mellowness)
+        expand = self.encoder.expand
         oracle = make_oracle(spec.oracle, spec.forget).bind(Binding(
             spec.reward_range, settings.l2, settings.prior, spec.forget,
-            piecewise=spec.schedule != "online"))
+            piecewise=spec.schedule != "online",
+            random_features=expand.n_features if expand is not None else 0))
         capabilities = oracle.capabilities
         if capabilities.ridge and oracle.forget < 1.0 and spec.schedule != "online":
             raise ValueError("forgetting needs the online schedule: an oracle that forgets "

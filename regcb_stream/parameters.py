@@ -319,8 +319,8 @@ MEMORY = (lambda v: v is None or _int(0)(v), "None (no limit) or an int >= 0 (by
 
 #: the oracles' parameters, as `PARAMETERS` (a ``TypeError`` for objects without what is used)
 RIDGE_PARAMETERS = {
-    "l2": (lambda v: v is None or isinstance(v, str) and v == "gcv" or _real(0)(v),
-           "None, 'gcv' or a finite number > 0"),
+    "l2": (lambda v: v is None or isinstance(v, str) and v in ("gcv", "evidence")
+           or _real(0)(v), "None, 'gcv', 'evidence' or a finite number > 0"),
     "prior": (lambda v: _choice(PRIORS)(v) or is_real(v), f"a finite number or one of {PRIORS}"),
     "forget": (_real(0, 1), "a number in (0, 1]"),
     "reward_range": RANGE,

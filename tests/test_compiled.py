@@ -46,7 +46,7 @@ def test_compiled_replay_matches_the_numpy_reference_on_letter(variant, ties):
     X, played, rewards = logged(1500, 26, seed=0)
     actions = list(range(26))
     fast = RegCB(variant, ties=ties, seed=0)  # the default's random features, the same map:
-    slow = RegCB(variant, ties=ties, oracle=reference_oracle(l2="gcv", prior="optimistic"),
+    slow = RegCB(variant, ties=ties, oracle=reference_oracle(l2="evidence", prior="optimistic"),
                  seed=0, random_features=64)
     assert_same(fast.replay(X, actions, played, rewards), slow.replay(X, actions, played,
                                                                       rewards))

@@ -233,7 +233,7 @@ def test_before_its_first_example_a_learner_reports_the_provisional_class():
     assert learner.model_class is None and learner.n_labels == 0
     assert learner.budget_in_force == f"mellowness {row.mellowness:g}"
     assert learner.oracle_in_use == ("exact ridge, 0 models of 0 features, penalty 1 chosen "
-                                     "by GCV")
+                                     "by evidence")
 
 
 def test_the_linear_model_of_model_selection_has_the_linear_l2():

@@ -74,7 +74,8 @@ def test_new_exploration_flags_are_applied_and_reported(tmp_path):
                      stdin=cb_stream(10))
     assert result.returncode == 0
     assert "resuming with elimination and mellowness 0.01" in result.stderr
-    assert ("\noracle = exact ridge, 4 models of 68 features, penalty 1 chosen by GCV\n"
+    assert ("\noracle = exact ridge, 4 models of 68 features, penalty 1 chosen by evidence, "
+            "1x on the random features\n"
             in result.stderr)
 
 

@@ -61,24 +61,26 @@ ENVELOPE_COLUMN = "VW's best explorer, tuned per stream"
 SPEED_ROUNDS = 16_000  # letter's rounds timed (`bench/experiments/throughput.py`'s)
 
 
-def learner(name: str, seed: int) -> RegCB:
-    """``RegCB()``'s random-features model with the named penalty."""
-    oracle = RidgeOracle(l2=PENALTIES[name], prior="optimistic")
+def learner(name: str, seed: int, penalties: dict | None = None) -> RegCB:
+    """``RegCB()``'s random-features model with the named penalty (of ``penalties``,
+    this script's `PENALTIES` by default)."""
+    oracle = RidgeOracle(l2=(penalties or PENALTIES)[name], prior="optimistic")
     return RegCB(seed=seed, oracle=oracle, random_features=64)
 
 
-def run(task: tuple) -> dict:
+def run(task: tuple, penalties: dict | None = None) -> dict:
     """Progressive reward of one (learner, stream, repetition), or the regret at T/2 and T
-    of one (learner, seed) on the long realizable problem (stream ``"long"``)."""
+    of one (learner, seed) on the long realizable problem (stream ``"long"``); the
+    learners' penalties ``penalties`` (`learner`)."""
     name, stream, rep = task
     if stream == "long":
         return {"name": name, "stream": stream, "rep": rep,
-                "regret": long_regret(learner(name, rep), rep)}
+                "regret": long_regret(learner(name, rep, penalties), rep)}
     load = (problems.load_problem if stream in problems.UCI_STREAMS
             else unseen_streams.load_problem)
     problem = load(stream, rep)
     algo = RegCBAlgorithm.defaults(problem.n_actions, rep)
-    algo.learner = learner(name, rep)
+    algo.learner = learner(name, rep, penalties)
     record = protocol.run_protocol(algo, problem, rep)
     return {"name": name, "stream": stream, "rep": rep, "progressive": record["progressive"],
             "seconds": record["seconds"]}

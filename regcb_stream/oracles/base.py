@@ -78,14 +78,15 @@ class Capabilities:
 class Binding:
     """What a learner gives the oracle it takes: its reward range, and the settings of
     its model class that a ridge oracle takes where its own are left to the learner
-    (``l2`` None, ``prior="auto"``), its forgetting factor (when below 1) and whether it
-    learns in pieces (the epoch schedules)."""
+    (``l2`` None, ``prior="auto"``), its forgetting factor (when below 1), whether it
+    learns in pieces (the epoch schedules) and how many random features end its rows."""
 
     reward_range: tuple[float, float] = (0.0, 1.0)
     l2: float | str = 1.0
     prior: float | str = "optimistic"
     forget: float = 1.0
     piecewise: bool = False
+    random_features: int = 0
 
 
 class Oracle(ABC):

@@ -63,7 +63,7 @@ class DenseRowCalls:
         in blocks (the general path then learns it)."""
         if self._pending or self._blocks is not None:
             return None
-        forgets, chooses = self.forget < 1.0, self.l2 == "gcv"
+        forgets, chooses = self.forget < 1.0, self.chooses
         prior, residual = self._prior, y - self._prior
         stored = self._stored(weight, None) if forgets else weight
         statistics = (self._squares, self._weights) if chooses else ()  # (`_observe`'s)

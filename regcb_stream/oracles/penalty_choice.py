@@ -1,76 +1,136 @@
-"""The ridge penalty chosen from the labels (``RidgeOracle(l2="gcv")``).
+"""The ridge penalty chosen from the labels (``RidgeOracle(l2="gcv")`` or ``"evidence"``).
 
 Noise in the rewards asks for more shrinkage, and only a stream's labels say how much. After
 `GCV_FIRST` labels, and each time their number grows `GCV_GROWTH`-fold, the penalty of
-`GCV_PENALTIES` with the least generalized cross-validation score (Golub, Heath and Wahba,
-1979), summed over the `GCV_MODELS` models with the most labels, takes the place of the one
-in force, and every model is solved afresh if it changed. Each score comes from the
-sufficient statistics: the eigenvalues of ``sum w x x^T``, ``b``, and the labels' sum of
-squares and weight per model, which the oracle keeps beside them; no second fit. The choice
-falls at the same label on every path (the compiled loop stops there), so a stream gives the
-same state however it is cut into blocks (``docs/results/noisy_rewards.md``).
+`GCV_PENALTIES` with the best score, summed over the `GCV_MODELS` models with the most
+labels, takes the place of the one in force, and every model is solved afresh if it changed:
+
+- ``"gcv"``: the least generalized cross-validation score (Golub, Heath and Wahba, 1979);
+- ``"evidence"``: the largest marginal likelihood of the labels (the evidence of Bayesian
+  linear regression, the noise variance at its maximum: MacKay, 1992), over the penalty and,
+  on a learner's random features, a further factor of `FEATURE_SCALES`: the random
+  features' weights get less prior room than the context's own where the labels do not
+  pay for it (a nearly linear reward, noise), down to none (the linear model).
+
+Each score comes from the sufficient statistics: the eigenvalues of ``sum w x x^T`` (its
+random features' rows and columns scaled by ``1 / sqrt(factor)``), ``b``, and the labels'
+sum of squares and weight per model, which the oracle keeps beside them; no second fit. The
+choice falls at the same label on every path (the compiled loop stops there), so a stream
+gives the same state however it is cut into blocks (``docs/results/noisy_rewards.md``,
+``docs/results/penalty_evidence.md``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+CHOOSERS = ("gcv", "evidence")  # the l2 values that choose the penalty from the labels
 GCV_PENALTIES = (1.0, 3.0, 10.0)  # the penalties chosen among, from the first
+FEATURE_SCALES = (1.0, 4.0, 16.0, 1e6)  # "evidence": the random features' penalty factor
+# (1e6: their weights held at the prior, the linear model; docs/results/penalty_evidence.md)
 GCV_FIRST, GCV_GROWTH = 256, 4  # labels before the first choice; their growth to the next
 GCV_MODELS = 8  # the models (most labels' weight) that score: an eigendecomposition each
 GCV_LEAST_DOF = 1e-3  # the least 1 - dof/n of a model's score (fewer labels than dof)
 
 
 class PenaltyChoice:
-    """The label statistics and the choice of a `RidgeOracle` whose ``l2`` is ``"gcv"``
-    (``_labels``, ``_next_choice``, ``_squares``, ``_weights``)."""
+    """The label statistics and the choice of a `RidgeOracle` whose ``l2`` is one of
+    `CHOOSERS` (``_labels``, ``_next_choice``, ``_squares``, ``_weights``; with
+    ``"evidence"``, the random features' columns ``_scaled`` and their factor ``_scale``)."""
 
-    chooses_penalty = True  # it takes l2="gcv" (`RidgeBase.bind`)
+    chooses_penalty = True  # it takes l2="gcv" or "evidence" (`RidgeBase.bind`)
+
+    @property
+    def chooses(self) -> bool:
+        """Whether the penalty is chosen from the labels."""
+        return self.l2 in CHOOSERS
+
+    def _chosen(self) -> str:
+        """What `describe` says of a chosen penalty ("" for a fixed one)."""
+        if not self.chooses:
+            return ""
+        factor = f", {self._scale:g}x on the random features" if self._scaled else ""
+        return (f", penalty {self._l2:g} chosen by "
+                + ("GCV" if self.l2 == "gcv" else "evidence") + factor)
 
     def _observe(self, model: int, weight: float, residual: float, new: bool) -> None:
-        """Count a label learned (``new``: not one learned before) for ``l2="gcv"``."""
-        if self.l2 == "gcv":
+        """Count a label learned (``new``: not one learned before) for a chosen penalty."""
+        if self.chooses:
             self._squares[model] += weight * residual * residual
             self._weights[model] += weight
             self._labels += new and weight > 0
 
     def _choose_when_due(self) -> None:
         """Choose the penalty if the labels reached the next choice."""
-        if self.l2 == "gcv" and self._labels >= self._next_choice:
+        if self.chooses and self._labels >= self._next_choice:
             self._choose_penalty()
 
+    def _penalties(self, dim: int) -> np.ndarray:
+        """Each of ``dim`` columns' penalty: ``l2``, times the factor in force on the random
+        features' columns."""
+        out = np.full(dim, self._l2)
+        if self._scaled is not None:
+            out[self._scaled[0]:self._scaled[1]] *= self._scale
+        return out
+
+    def _mark_random_features(self, dim: int) -> None:
+        """At the first growth to ``dim`` columns: the last ``_random_columns`` of them
+        are the random features whose factor ``"evidence"`` chooses."""
+        if self._scaled is None and self.l2 == "evidence" and 0 < self._random_columns < dim:
+            self._scaled = (dim - self._random_columns, dim)
+
     def _choose_penalty(self) -> None:
-        """``l2="gcv"``: the penalty of `GCV_PENALTIES` whose generalized cross-validation
-        score, summed over the `GCV_MODELS` models with the most labels, is least; every
-        model solved afresh if it changes. A model's score for penalty ``l``: ``RSS(l) / (1
-        - dof(l) / n)^2``, with ``RSS`` and ``dof = sum e / (e + l)`` from the eigenvalues
-        ``e`` of its ``sum w x x^T``, its ``b`` and its sum of squares, ``n`` its labels'
-        weight."""
+        """The penalty (and factor) whose score, summed over the `GCV_MODELS` models with
+        the most labels, is best; every model solved afresh if it changes. A model's
+        scores for penalty ``l`` from the eigenvalues ``e`` of its ``sum w x x^T`` (scaled),
+        ``z = V^T b``, its sum of squares ``s`` and its labels' weight ``n``: GCV ``RSS(l) /
+        (1 - dof(l) / n)^2``, with ``RSS`` and ``dof = sum e / (e + l)``; the evidence's
+        negated log, up to constants, ``n/2 log((s - sum z^2 / (e + l)) / n) + 1/2 sum
+        log(1 + e / l)``."""
         while self._next_choice <= self._labels:
             self._next_choice *= GCV_GROWTH
         models = np.argsort(-self._weights, kind="stable")[:GCV_MODELS]
         models = models[self._weights[models] > 0]
         diagonal = np.arange(self.dim)
+        before = self._penalties(self.dim)
         gram = self._a[models]
-        gram[:, diagonal, diagonal] -= self._l2
+        gram[:, diagonal, diagonal] -= before
+        scales = FEATURE_SCALES if self._scaled is not None else (1.0,)
+        scores = np.array([self._scores(gram, models, scale) for scale in scales])
+        best = int(np.argmin(scores))  # (the first of equals: scales, then penalties)
+        self._scale = scales[best // len(GCV_PENALTIES)]
+        self._l2 = GCV_PENALTIES[best % len(GCV_PENALTIES)]
+        after = self._penalties(self.dim)
+        if not np.array_equal(after, before):
+            self._a[:, diagonal, diagonal] += after - before
+            for model in range(self.n_models):
+                self._invert(model)
+
+    def _scores(self, gram: np.ndarray, models: np.ndarray, scale: float) -> np.ndarray:
+        """The score of each of `GCV_PENALTIES`, summed over ``models`` (their Gram
+        matrices ``gram``), with the random features' penalty ``scale`` times the rest's."""
+        b = self._b[models]
+        if scale != 1.0:
+            shrink = np.ones(self.dim)
+            shrink[self._scaled[0]:self._scaled[1]] = scale ** -0.5
+            gram, b = gram * shrink[:, None] * shrink, b * shrink
         from threadpoolctl import threadpool_limits  # (as `RidgeOracle._invert`)
 
         with threadpool_limits(1, "blas"):
             eigenvalues, vectors = np.linalg.eigh(gram)
         e = np.maximum(eigenvalues, 0.0)[:, None]  # (models, 1, D)
-        z2 = np.einsum("mdk,md->mk", vectors, self._b[models])[:, None] ** 2
+        z2 = np.einsum("mdk,md->mk", vectors, b)[:, None] ** 2
         penalties = np.array(GCV_PENALTIES)[:, None]  # (penalties, 1)
-        rss = (self._squares[models, None] - 2.0 * (z2 / (e + penalties)).sum(axis=2)
+        squares, weights = self._squares[models, None], self._weights[models, None]
+        if self.l2 == "evidence":
+            residual = np.maximum(squares - (z2 / (e + penalties)).sum(axis=2), 1e-300)
+            return (0.5 * weights * np.log(residual / weights)
+                    + 0.5 * np.log1p(e / penalties).sum(axis=2)).sum(axis=0)
+        rss = (squares - 2.0 * (z2 / (e + penalties)).sum(axis=2)
                + (e * z2 / (e + penalties) ** 2).sum(axis=2))
         dof = (e / (e + penalties)).sum(axis=2)
-        share = np.maximum(1.0 - dof / self._weights[models, None], GCV_LEAST_DOF)
-        scores = (rss / share**2).sum(axis=0)
-        penalty = GCV_PENALTIES[int(np.argmin(scores))]
-        if penalty != self._l2:
-            self._a[:, diagonal, diagonal] += penalty - self._l2
-            self._l2 = penalty
-            for model in range(self.n_models):
-                self._invert(model)
+        share = np.maximum(1.0 - dof / weights, GCV_LEAST_DOF)
+        return (rss / share**2).sum(axis=0)
 
     def _until_choice(self, played: np.ndarray, weights: np.ndarray, start: int) -> int:
         """For a compiled loop: the end of the rows from ``start`` up to the label that
@@ -96,5 +156,13 @@ class PenaltyChoice:
         shape = (self.n_models,)
         if not (getattr(self._squares, "shape", None) == getattr(self._weights, "shape", None)
                 == shape and type(self._labels) is int and type(self._next_choice) is int
-                and self._next_choice > 0 and (self.l2 != "gcv" or self._l2 in GCV_PENALTIES)):
+                and self._next_choice > 0 and (not self.chooses or self._l2 in GCV_PENALTIES)
+                and self._scale in FEATURE_SCALES and type(self._random_columns) is int
+                and (self._scaled is None or _columns(self._scaled, self.dim))):
             raise ValueError("the ridge oracle's label statistics are damaged")
+
+
+def _columns(scaled, dim: int) -> bool:
+    """Whether ``scaled`` is a ``(start, stop)`` of columns within ``dim``."""
+    return (isinstance(scaled, tuple) and len(scaled) == 2
+            and all(type(i) is int for i in scaled) and 0 <= scaled[0] < scaled[1] <= dim)

@@ -9,7 +9,7 @@ from regcb_stream.oracles.blocks import ArrowheadBlocks, BlockedInverse
 from regcb_stream.oracles.dense_row import DenseRowCalls
 from regcb_stream.oracles.forgetting import top_up
 from regcb_stream.oracles.loop import kernel_row, kernel_rows
-from regcb_stream.oracles.penalty_choice import GCV_FIRST, PenaltyChoice
+from regcb_stream.oracles.penalty_choice import CHOOSERS, GCV_FIRST, PenaltyChoice
 from regcb_stream.oracles.pieces import Pieces
 from regcb_stream.oracles.ridge_base import RidgeBase, _ridge, refresh_interval
 from regcb_stream.parameters import check_oracle_arguments
@@ -43,8 +43,10 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         Ridge penalty (the paper uses scikit-learn's ``Ridge(alpha=1)``): with ``prior``,
         how many observations the prior is worth. None: the learner's default for its
         model class (`regcb_stream.defaults`). ``"gcv"``: chosen from the labels by
-        generalized cross-validation (`regcb_stream.oracles.penalty_choice`: noisier
-        rewards get more shrinkage; the ``online`` schedule, no pieces).
+        generalized cross-validation; ``"evidence"``: by their marginal likelihood, with a
+        further factor on a learner's random features
+        (`regcb_stream.oracles.penalty_choice`: noisier rewards get more shrinkage; the
+        ``online`` schedule, no pieces).
     prior
         The prediction the penalty shrinks toward, which is also the prediction for an
         action never played: a number, ``"optimistic"`` for the top of the reward range
@@ -123,6 +125,9 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         "next_choice": "_next_choice",
         "squares": "_squares",
         "weights": "_weights",
+        "random_columns": "_random_columns",
+        "scaled": "_scaled",
+        "scale": "_scale",
         "a": "_a",
         "b": "_b",
         "a_inv": "_a_inv",
@@ -132,25 +137,29 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         "blocks": "_blocks",
         "tried_blocks": "_tried_blocks",
     }
-    ADDED = {"labels": 0, "next_choice": GCV_FIRST, "squares": None, "weights": None}
+    ADDED = {"labels": 0, "next_choice": GCV_FIRST, "squares": None, "weights": None,
+             "random_columns": 0, "scaled": None, "scale": 1.0}
 
     def __init__(self, l2: float | None = 1.0, prior: float | str = 0.0,
                  max_exact: int = MAX_EXACT, memory: int | None = None, forget: float = 1.0,
                  *, piecewise: bool = False, reward_range: tuple[float, float] = (0.0, 1.0),
                  kernels: bool = True):
         check_oracle_arguments(RidgeOracle, self, locals())
-        if piecewise and l2 == "gcv":
-            raise ValueError("l2='gcv' chooses the penalty on the 'online' schedule, not in "
+        if piecewise and l2 in CHOOSERS:
+            raise ValueError(f"l2={l2!r} chooses the penalty on the 'online' schedule, not in "
                              "pieces (the epoch schedules): give l2 a number")
         super().__init__(l2, prior, forget, reward_range, kernels)
         self.max_exact = max_exact
         self.memory = memory
         self.piecewise = piecewise
         self._piece: tuple | None = None  # the open piece: (A sums, b sums, models touched)
-        self._labels = 0  # labels learned (weight > 0), and the next choice of l2="gcv"
+        self._labels = 0  # labels learned (weight > 0), and the next choice of the penalty
         self._next_choice = GCV_FIRST
-        self._squares = np.zeros(0)  # per model: sum w (y - prior)^2 (l2="gcv")
+        self._squares = np.zeros(0)  # per model: sum w (y - prior)^2 (a chosen penalty)
         self._weights = np.zeros(0)  # per model: sum w
+        self._random_columns = 0  # a learner's random features: its first rows' last columns
+        self._scaled: tuple[int, int] | None = None  # their columns, at the first growth
+        self._scale = 1.0  # their penalty, times l2 (l2="evidence")
         self._a = np.zeros((0, 0, 0))  # l2 I + sum w x x^T
         self._b = np.zeros((0, 0))  # sum w (y - prior) x
         self._a_inv = np.zeros((0, 0, 0))  # frozen decision state
@@ -181,9 +190,11 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         m, d = max(n_models, m0), max(dim, d0)
         if (m, d) == (m0, d0):
             return
-        eye = np.eye(d)
-        self._a = _pad(self._a, (m, d, d), self._l2 * eye)
-        self._a_inv = _pad(self._a_inv, (m, d, d), eye / self._l2)
+        if d0 == 0:
+            self._mark_random_features(d)
+        penalties = self._penalties(d)
+        self._a = _pad(self._a, (m, d, d), np.diag(penalties))
+        self._a_inv = _pad(self._a_inv, (m, d, d), np.diag(1.0 / penalties))
         self._b = _pad(self._b, (m, d), 0.0)
         self._theta = _pad(self._theta, (m, d), 0.0)
         self._updates = np.r_[self._updates, np.zeros(m - m0, dtype=np.int64)]
@@ -222,9 +233,8 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         self._check_label_statistics()
 
     def describe(self) -> str:
-        chosen = f", penalty {self._l2:g} chosen by GCV" if self.l2 == "gcv" else ""
-        return (f"exact ridge, {self.n_models} models of {self.dim} features" + chosen
-                + self._forgets())
+        return (f"exact ridge, {self.n_models} models of {self.dim} features"
+                + self._chosen() + self._forgets())
 
     @property
     def refresh_every(self) -> int:
@@ -235,7 +245,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         """A forgetting step (`Forgetting`): ``A = l2 I + c (A - l2 I)`` and ``b = c b``,
         every model to be inverted afresh (``c``: the decay, times ``keep``)."""
         decay = self._decay() * keep
-        top_up(self._a, decay, self._l2)
+        top_up(self._a, decay, self._penalties(self.dim))
         self._b *= decay
         self._squares *= decay
         self._weights *= decay
@@ -380,7 +390,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         start = 0
         while start < n:
             stop = n if scaled is weights else self._until_step(played, weights, scaled, start)
-            if self.l2 == "gcv":
+            if self.chooses:
                 stop = min(stop, self._until_choice(played, weights, start))
             first = start
             rows = slice(0, stop)  # (the kernel takes whole arrays: views of rows ..stop)
@@ -397,7 +407,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
             if scoring is not None:
                 scoring[0].loop_done(learned)
             budgets = budgets[learned:]
-            if self.l2 == "gcv":
+            if self.chooses:
                 self._count_labels(models, played, rewards, scaled, first, start)
             if stale >= 0:
                 self._invert(stale)

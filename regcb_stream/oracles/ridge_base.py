@@ -6,7 +6,7 @@ from __future__ import annotations
 from regcb_stream.oracles.base import Binding, Ellipsoid
 from regcb_stream.oracles.forgetting import Forgetting
 from regcb_stream.oracles.loop import OnlineLoop
-from regcb_stream.oracles.penalty_choice import GCV_PENALTIES
+from regcb_stream.oracles.penalty_choice import CHOOSERS, GCV_PENALTIES
 
 try:
     from regcb_stream.oracles import _ridge
@@ -29,7 +29,7 @@ class RidgeBase(Forgetting, OnlineLoop, Ellipsoid):
         self.forget = forget
         self.reward_range = (float(reward_range[0]), float(reward_range[1]))
         self.kernels = kernels
-        self._l2 = 1.0 if l2 is None else GCV_PENALTIES[0] if l2 == "gcv" else float(l2)
+        self._l2 = 1.0 if l2 is None else GCV_PENALTIES[0] if l2 in CHOOSERS else float(l2)
         self._prior = resolve_prior(prior, self.reward_range)
         self._clock = self._stamp = 0  # labels learned while forgetting, and at the last step
 
@@ -49,18 +49,18 @@ class RidgeBase(Forgetting, OnlineLoop, Ellipsoid):
         """The prediction the penalty shrinks toward (``prior`` resolved)."""
         return self._prior
 
-    chooses_penalty = False  # whether it takes l2="gcv" (the exact ridge)
+    chooses_penalty = False  # whether it takes l2="gcv" or "evidence" (the exact ridge)
 
     def bind(self, binding: Binding) -> RidgeBase:
         """A new oracle of these parameters for a learner: its reward range, its model
         class's ``l2`` and ``prior`` where these are left to it (a class's ``"gcv"``: the
         penalty it starts from, for an oracle that cannot choose or learns in pieces), its
-        forgetting factor where it forgets, and pieces on its epoch schedules (an oracle
-        that has them)."""
+        forgetting factor where it forgets, pieces on its epoch schedules (an oracle
+        that has them), and how many random features end its rows (``"evidence"``)."""
         changes = {"reward_range": binding.reward_range}
         if self.l2 is None:
             chooses = self.chooses_penalty and not binding.piecewise
-            changes["l2"] = (GCV_PENALTIES[0] if binding.l2 == "gcv" and not chooses
+            changes["l2"] = (GCV_PENALTIES[0] if binding.l2 in CHOOSERS and not chooses
                              else binding.l2)
         if self.prior == "auto":
             changes["prior"] = binding.prior
@@ -68,7 +68,10 @@ class RidgeBase(Forgetting, OnlineLoop, Ellipsoid):
             changes["forget"] = binding.forget
         if binding.piecewise and self.capabilities.pieces:
             changes["piecewise"] = True
-        return self.configured(**changes)
+        oracle = self.configured(**changes)
+        if oracle.chooses_penalty:
+            oracle._random_columns = binding.random_features
+        return oracle
 
 
 def resolve_prior(prior, reward_range: tuple[float, float]) -> float:

@@ -1,6 +1,8 @@
-"""``RidgeOracle(l2="gcv")``: the penalty chosen by generalized cross-validation from the
-sufficient statistics, the same as by brute force, on every path, through resumes and
-delayed rewards; noisier labels get more shrinkage."""
+"""``RidgeOracle(l2="gcv")`` and ``l2="evidence"``: the penalty chosen by generalized
+cross-validation or by the labels' marginal likelihood (with a further factor on the random
+features) from the sufficient statistics, the same as by brute force, on every path,
+through resumes and delayed rewards; noisier labels get more shrinkage, a linear reward
+leaves the random features out."""
 
 from __future__ import annotations
 
@@ -9,10 +11,17 @@ import pytest
 from helpers import drifting, late_and_in_order, play_one_by_one
 
 from regcb_stream import RegCB, RidgeOracle
-from regcb_stream.oracles.penalty_choice import GCV_FIRST, GCV_LEAST_DOF, GCV_PENALTIES
+from regcb_stream.oracles.base import Binding
+from regcb_stream.oracles.penalty_choice import (
+    FEATURE_SCALES,
+    GCV_FIRST,
+    GCV_LEAST_DOF,
+    GCV_PENALTIES,
+)
 from regcb_stream.persist import dumps, loads
 
 VARIANTS = ["optimistic", "elimination"]
+CHOOSERS = ["gcv", "evidence"]
 
 
 def brute_force_gcv(X, y, models, penalty, prior):
@@ -48,6 +57,67 @@ def test_the_choice_is_brute_force_gcvs(noise):
                                twin.predict(X[:5, None], np.array([0, 1])), atol=1e-12)
 
 
+def brute_force_evidence(X, y, models, penalty, scale, random, prior):
+    """The negated log evidence (up to constants), summed over the models: the last
+    ``random`` columns' penalty ``scale`` times the others'."""
+    p = np.full(X.shape[1], penalty)
+    p[X.shape[1] - random:] *= scale
+    total = 0.0
+    for model in np.unique(models):
+        x, r = X[models == model], y[models == model] - prior
+        a = x.T @ x + np.diag(p)
+        residual = float(r @ r - r @ x @ np.linalg.solve(a, x.T @ r))
+        total += 0.5 * len(r) * np.log(residual / len(r)) + 0.5 * (
+            np.linalg.slogdet(a)[1] - np.sum(np.log(p)))
+    return total
+
+
+def evidence_oracle(random: int) -> RidgeOracle:
+    """An oracle choosing by evidence, its rows ending with ``random`` random features."""
+    return RidgeOracle(l2="evidence", prior=0.5).bind(Binding(random_features=random))
+
+
+@pytest.mark.parametrize("linear", [True, False])
+def test_the_evidences_choice_is_brute_forces(linear):
+    """On a linear reward with noise the random features' factor grows; on a reward of
+    the random features' columns it stays 1; either way the choice is brute force's."""
+    rng = np.random.default_rng(4)
+    n = GCV_FIRST
+    X, models = rng.normal(size=(n, 6)), rng.integers(0, 2, n)
+    w = np.array([0.3, -0.2, 0.1, 0.0, 0.0, 0.0] if linear else [0, 0, 0, 0, 1.0, -1.0])
+    y = X @ w + (0.5 if linear else 0.05) * rng.normal(size=n)
+    oracle = evidence_oracle(2)
+    oracle.grow(2, 6)
+    for t in range(n):
+        oracle.learn(X[t], int(models[t]), float(y[t]))
+        oracle.rebuild()
+    scores = {(p, s): brute_force_evidence(X, y, models, p, s, 2, 0.5)
+              for s in FEATURE_SCALES for p in GCV_PENALTIES}
+    best = min(scores, key=scores.get)
+    assert (oracle.penalty, oracle.state()["scale"]) == best
+    assert (best[1] > 1.0) == linear
+    assert oracle.describe().endswith(f"chosen by evidence, {best[1]:g}x on the random "
+                                      "features")
+    a = oracle.state()["a"]
+    gram = sum(np.outer(x, x) for x, m in zip(X, models) if m == 0)
+    penalties = np.array([best[0]] * 4 + [best[0] * best[1]] * 2)
+    np.testing.assert_allclose(np.diag(a[0] - gram), penalties, rtol=1e-9)
+
+
+def test_without_random_features_the_evidence_chooses_the_penalty_alone():
+    rng = np.random.default_rng(6)
+    X, w = rng.normal(size=(GCV_FIRST, 5)), rng.normal(size=5)
+    y = X @ w + 3.0 * rng.normal(size=GCV_FIRST)
+    oracle = evidence_oracle(0)
+    oracle.grow(1, 5)
+    for t in range(GCV_FIRST):
+        oracle.learn(X[t], 0, float(y[t]))
+        oracle.rebuild()
+    models = np.zeros(GCV_FIRST, int)
+    best = min(GCV_PENALTIES, key=lambda p: brute_force_evidence(X, y, models, p, 1.0, 0, 0.5))
+    assert oracle.penalty == best and oracle.state()["scaled"] is None
+
+
 def test_noisier_labels_get_more_shrinkage():
     rng = np.random.default_rng(0)
     X, w = rng.normal(size=(2 * GCV_FIRST, 20)), rng.normal(size=20)
@@ -63,37 +133,41 @@ def test_noisier_labels_get_more_shrinkage():
     assert chosen == {0.0: GCV_PENALTIES[0], 5.0: GCV_PENALTIES[-1]}
 
 
-def make(variant="optimistic"):
-    return RegCB(variant, oracle=RidgeOracle(l2="gcv", prior="optimistic"),
+def make(variant="optimistic", l2="gcv"):
+    return RegCB(variant, oracle=RidgeOracle(l2=l2, prior="optimistic"),
                  random_features=64, seed=3)
 
 
+@pytest.mark.parametrize("l2", CHOOSERS)
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_every_path_makes_the_same_decisions(variant):
+def test_every_path_makes_the_same_decisions(variant, l2):
     X, R = drifting(1500, seed=1)
     R = np.where(np.random.default_rng(5).random(R.shape) < 0.3, 1.0 - R, R)  # noisy
     u = np.random.default_rng(2).random(1500)
-    stepwise, looped = make(variant), make(variant)
+    stepwise, looped = make(variant, l2), make(variant, l2)
     one_by_one = play_one_by_one(stepwise, X, R, u)
     played, _ = looped.play(X, list(range(4)), lambda rows, i: R[rows, i], u)
     np.testing.assert_array_equal(played, one_by_one)
     assert looped.model.oracle.penalty == stepwise.model.oracle.penalty
+    assert looped.model.oracle.state()["scale"] == stepwise.model.oracle.state()["scale"]
     np.testing.assert_array_equal(looped.model.oracle.state()["squares"],
                                   stepwise.model.oracle.state()["squares"])
     rewards = R[np.arange(1500), played]
-    replayed = make(variant).replay(X, list(range(4)), played, rewards, np.full(1500, 0.5))
-    by_rows = make(variant)
+    replayed = make(variant, l2).replay(X, list(range(4)), played, rewards,
+                                        np.full(1500, 0.5))
+    by_rows = make(variant, l2)
     for t in range(1500):
         np.testing.assert_array_equal(by_rows.decide(X[t], list(range(4))).pmf,
                                       replayed.pmf[t])
         by_rows.learn(X[t], int(played[t]), rewards[t], 0.5)
 
 
-def test_a_saved_learner_carries_on_as_the_one_that_was_not():
+@pytest.mark.parametrize("l2", CHOOSERS)
+def test_a_saved_learner_carries_on_as_the_one_that_was_not(l2):
     X, R = drifting(1000, seed=8)
     u = np.random.default_rng(1).random(1000)
-    straight = play_one_by_one(make(), X, R, u)
-    first = make()
+    straight = play_one_by_one(make(l2=l2), X, R, u)
+    first = make(l2=l2)
     head = play_one_by_one(first, X[:437], R[:437], u[:437])
     resumed, _ = loads(dumps(first, {}))
     assert resumed.model.oracle.state()["labels"] == 437
@@ -115,8 +189,9 @@ def test_delayed_rewards_count_as_the_rewards_learned_in_order():
     np.testing.assert_allclose(ours["b"], theirs["b"], atol=1e-9)
 
 
-def test_gcv_is_refused_where_it_cannot_choose():
+@pytest.mark.parametrize("l2", CHOOSERS)
+def test_a_choice_is_refused_where_it_cannot_choose(l2):
     with pytest.raises(ValueError, match="l2"):
-        RidgeOracle(l2="gcv", piecewise=True)
+        RidgeOracle(l2=l2, piecewise=True)
     with pytest.raises(ValueError, match="l2"):
         RidgeOracle(l2="cv")
