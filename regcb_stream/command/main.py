@@ -250,8 +250,8 @@ def _per_class(setting: str) -> str:
     """A default per model class of the command's streams, from `defaults.MODEL_CLASSES`."""
     def shown(value) -> str:
         if value == "evidence":
-            return ("chosen among 1, 3 and 10, and 1 to 16 times it or more on the random "
-                    "features, from the labels (evidence)")
+            return ("chosen among 1, 3 and 10, and 1 or 4 times it on the random features, "
+                    "from the labels (evidence)")
         return value if isinstance(value, str) else format(value, "g")
 
     return ", ".join(f"{shown(getattr(MODEL_CLASSES[name], setting))} for {stream}"

@@ -10,7 +10,7 @@ labels, takes the place of the one in force, and every model is solved afresh if
   linear regression, the noise variance at its maximum: MacKay, 1992), over the penalty and,
   on a learner's random features, a further factor of `FEATURE_SCALES`: the random
   features' weights get less prior room than the context's own where the labels do not
-  pay for it (a nearly linear reward, noise), down to none (the linear model).
+  pay for it (a nearly linear reward, noise).
 
 Each score comes from the sufficient statistics: the eigenvalues of ``sum w x x^T`` (its
 random features' rows and columns scaled by ``1 / sqrt(factor)``), ``b``, and the labels'
@@ -26,8 +26,8 @@ import numpy as np
 
 CHOOSERS = ("gcv", "evidence")  # the l2 values that choose the penalty from the labels
 GCV_PENALTIES = (1.0, 3.0, 10.0)  # the penalties chosen among, from the first
-FEATURE_SCALES = (1.0, 4.0, 16.0, 1e6)  # "evidence": the random features' penalty factor
-# (1e6: their weights held at the prior, the linear model; docs/results/penalty_evidence.md)
+FEATURE_SCALES = (1.0, 4.0)  # "evidence": the random features' penalty factor (16 or more,
+# down to the linear model, breaks the long-horizon rule: docs/results/penalty_evidence.md)
 GCV_FIRST, GCV_GROWTH = 256, 4  # labels before the first choice; their growth to the next
 GCV_MODELS = 8  # the models (most labels' weight) that score: an eigendecomposition each
 GCV_LEAST_DOF = 1e-3  # the least 1 - dof/n of a model's score (fewer labels than dof)
