@@ -86,8 +86,9 @@ class Forgetting:
         return int(rows[-1]) + 1 if len(labelled) >= due else len(played)
 
 
-def top_up(gram: np.ndarray, decay: float, l2: float) -> None:
-    """``gram = l2 I + decay (gram - l2 I)`` in place, for a stack of square matrices."""
+def top_up(gram: np.ndarray, decay: float, l2) -> None:
+    """``gram = L + decay (gram - L)`` in place, for a stack of square matrices, ``L`` the
+    diagonal of penalties ``l2`` (one for every column, or one per column)."""
     gram *= decay
     diagonal = np.arange(gram.shape[-1])
     gram[..., diagonal, diagonal] += (1.0 - decay) * l2

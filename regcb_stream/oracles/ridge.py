@@ -242,8 +242,8 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         return refresh_interval(self.dim)
 
     def _discount(self, keep: float = 1.0) -> None:
-        """A forgetting step (`Forgetting`): ``A = l2 I + c (A - l2 I)`` and ``b = c b``,
-        every model to be inverted afresh (``c``: the decay, times ``keep``)."""
+        """A forgetting step (`Forgetting`): ``A = L + c (A - L)`` (``L``: the penalties),
+        ``b = c b``, every model to be inverted afresh (``c``: the decay, times ``keep``)."""
         decay = self._decay() * keep
         top_up(self._a, decay, self._penalties(self.dim))
         self._b *= decay
