@@ -53,8 +53,9 @@ class RidgeBase(Forgetting, OnlineLoop, Ellipsoid):
 
     def bind(self, binding: Binding) -> RidgeBase:
         """A new oracle of these parameters for a learner: its reward range, its model
-        class's ``l2`` and ``prior`` where these are left to it (a class's ``"gcv"``: the
-        penalty it starts from, for an oracle that cannot choose or learns in pieces), its
+        class's ``l2`` and ``prior`` where these are left to it (a class's ``"gcv"`` or
+        ``"evidence"``: the penalty it starts from, for an oracle that cannot choose or
+        learns in pieces), its
         forgetting factor where it forgets, pieces on its epoch schedules (an oracle
         that has them), and how many random features end its rows (``"evidence"``)."""
         changes = {"reward_range": binding.reward_range}
