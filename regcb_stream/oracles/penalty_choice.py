@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from regcb_stream.oracles.blas import one_blas_thread
+
 CHOOSERS = ("gcv", "evidence")  # the l2 values that choose the penalty from the labels
 GCV_PENALTIES = (1.0, 3.0, 10.0)  # the penalties chosen among, from the first
 FEATURE_SCALES = (1.0, 4.0)  # "evidence": the random features' penalty factor (16 or more,
@@ -114,9 +116,7 @@ class PenaltyChoice:
             shrink = np.ones(self.dim)
             shrink[self._scaled[0]:self._scaled[1]] = scale ** -0.5
             gram, b = gram * shrink[:, None] * shrink, b * shrink
-        from threadpoolctl import threadpool_limits  # (as `RidgeOracle._invert`)
-
-        with threadpool_limits(1, "blas"):
+        with one_blas_thread():  # (as `RidgeOracle._invert`)
             eigenvalues, vectors = np.linalg.eigh(gram)
         e = np.maximum(eigenvalues, 0.0)[:, None]  # (models, 1, D)
         z2 = np.einsum("mdk,md->mk", vectors, b)[:, None] ** 2

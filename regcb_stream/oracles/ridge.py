@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from regcb_stream.oracles.base import Capabilities
+from regcb_stream.oracles.blas import one_blas_thread
 from regcb_stream.oracles.blocks import ArrowheadBlocks, BlockedInverse
 from regcb_stream.oracles.dense_row import DenseRowCalls
 from regcb_stream.oracles.forgetting import top_up
@@ -336,9 +337,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
             self._blocks.build(self._a[0], self._b[0])
             self._updates[model] = 0
         elif self.dim >= ONE_THREAD_FROM:
-            from threadpoolctl import threadpool_limits  # here: ~2 ms of the command's start
-
-            with threadpool_limits(1, "blas"):
+            with one_blas_thread():
                 self._a_inv[model] = np.linalg.inv(self._a[model])
         else:
             self._a_inv[model] = np.linalg.inv(self._a[model])
