@@ -31,6 +31,7 @@ Runs are kept in ``results/noisy_rewards.jsonl`` (resumable); writes
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import pathlib
 import time
@@ -155,26 +156,58 @@ def peers_section(means: dict, names, label=str) -> list[str]:
     return lines
 
 
-def report(results: list[dict], reps: int, speed: tuple[dict[str, float], list[float]]
-           ) -> str:
-    values = defaultdict(list)
-    growth = defaultdict(list)
+def summarize(results: list[dict], reps: int) -> tuple[dict, dict]:
+    """Mean progressive reward per (learner, stream) over the first ``reps`` repetitions,
+    and each learner's R(T)/R(T/2) on the long problem, one per seed run."""
+    values, growth = defaultdict(list), defaultdict(list)
     for r in results:
         if r["stream"] == "long":
             growth[r["name"]].append(r["regret"][1] / r["regret"][0])
         elif r["rep"] < reps:
             values[(r["name"], r["stream"])].append(r["progressive"])
-    means = {key: float(np.mean(v)) for key, v in values.items()}
+    return {key: float(np.mean(v)) for key, v in values.items()}, growth
+
+
+def mean_over(means: dict, name: str, streams) -> float:
+    """A learner's mean over ``streams``."""
+    return float(np.mean([means[(name, s)] for s in streams]))
+
+
+def leave_one_out(means: dict, eligible: list[str]) -> dict[str, str]:
+    """Per stream, the eligible learner of the best mean on the other streams."""
+    return {s: max(eligible, key=lambda n: mean_over(means, n, [t for t in STREAMS if t != s]))
+            for s in STREAMS}
+
+
+def collect(path: pathlib.Path, penalties: dict, long_name: str, argv=None,
+            description: str | None = None) -> tuple:
+    """The runs of a script over `PENALTIES`' kind of learners (its ``--jobs``, ``--reps``):
+    every (learner, stream, repetition), and ``long_name`` on the long problem's seeds,
+    kept in ``path``; the runs and the repetitions."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    tasks = [(n, s, rep) for s in STREAMS for n in penalties for rep in range(args.reps)]
+    tasks += [(long_name, "long", seed) for seed in LONG_SEEDS]
+    results, _ = run_missing(path, tasks, functools.partial(run, penalties=penalties),
+                             lambda r: (r["name"], r["stream"], r["rep"]), jobs=args.jobs)
+    return results, args.reps
+
+
+def report(results: list[dict], reps: int, speed: tuple[dict[str, float], list[float]]
+           ) -> str:
+    means, growth = summarize(results, reps)
     names = list(PENALTIES)
     largest = KNOWN_GROWTH | {n: max(g) for n, g in growth.items()
                               if len(g) == len(LONG_SEEDS)}
     eligible = [n for n in names if largest.get(n, np.inf) <= MAX_GROWTH]
 
     def mean(name, streams):
-        return float(np.mean([means[(name, s)] for s in streams]))
+        return mean_over(means, name, streams)
 
-    chosen = {s: max(eligible, key=lambda n: mean(n, [t for t in STREAMS if t != s]))
-              for s in STREAMS}
+    chosen = leave_one_out(means, eligible)
     lines = [
         "# Noisy rewards: the random-features model's ridge weight, fixed or chosen by GCV",
         "",
@@ -231,16 +264,8 @@ def report(results: list[dict], reps: int, speed: tuple[dict[str, float], list[f
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=5)
-    args = parser.parse_args(argv)
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    tasks = [(n, s, rep) for s in STREAMS for n in PENALTIES for rep in range(args.reps)]
-    tasks += [(GCV, "long", seed) for seed in LONG_SEEDS]
-    results, _ = run_missing(RESULTS, tasks, run, lambda r: (r["name"], r["stream"], r["rep"]),
-                             jobs=args.jobs)
-    REPORT.write_text(report(results, args.reps, speeds()), encoding="utf-8")
+    results, reps = collect(RESULTS, PENALTIES, GCV, argv, __doc__.split("\n\n")[0])
+    REPORT.write_text(report(results, reps, speeds()), encoding="utf-8")
     print(REPORT.read_text(encoding="utf-8"))
 
 

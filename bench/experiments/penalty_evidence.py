@@ -34,9 +34,6 @@ Runs are kept in ``results/penalty_evidence.jsonl`` (resumable); writes
 
 from __future__ import annotations
 
-import argparse
-import functools
-import os
 import pathlib
 from collections import defaultdict
 
@@ -45,7 +42,6 @@ import numpy as np
 from bench.experiments import noisy_rewards, throughput, unseen_streams
 from bench.experiments.defaults import LONG_SEEDS, MAX_GROWTH
 from bench.provenance import command_line, stamp
-from bench.runs import run_missing
 from regcb_stream.datasets.uci import bandit_stream
 from regcb_stream.oracles.ridge import RidgeOracle
 
@@ -92,22 +88,15 @@ def speeds(reps: int = 3, rounds: int = noisy_rewards.SPEED_ROUNDS) -> dict[str,
 
 
 def report(results: list[dict], reps: int, rates: dict[str, float]) -> str:
-    values, growth = defaultdict(list), defaultdict(list)
-    for r in results:
-        if r["stream"] == "long":
-            growth[r["name"]].append(r["regret"][1] / r["regret"][0])
-        elif r["rep"] < reps:
-            values[(r["name"], r["stream"])].append(r["progressive"])
-    means = {key: float(np.mean(v)) for key, v in values.items()}
+    means, growth = noisy_rewards.summarize(results, reps)
     names = list(PENALTIES)
     largest = {GCV: GCV_GROWTH, EVIDENCE: max(growth[EVIDENCE], default=np.inf)}
     eligible = [n for n in names if largest[n] <= MAX_GROWTH]
 
     def mean(name, streams):
-        return float(np.mean([means[(name, s)] for s in streams]))
+        return noisy_rewards.mean_over(means, name, streams)
 
-    chosen = {s: max(eligible, key=lambda n: mean(n, [t for t in STREAMS if t != s]))
-              for s in STREAMS}
+    chosen = noisy_rewards.leave_one_out(means, eligible)
     held_out = np.mean([means[(chosen[s], s)] for s in STREAMS])
     lines = [
         "# The random features' prior room, chosen by the labels' evidence",
@@ -168,17 +157,9 @@ def report(results: list[dict], reps: int, rates: dict[str, float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--reps", type=int, default=5)
-    args = parser.parse_args(argv)
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    tasks = [(n, s, rep) for s in STREAMS for n in PENALTIES for rep in range(args.reps)]
-    tasks += [(EVIDENCE, "long", seed) for seed in LONG_SEEDS]
-    results, _ = run_missing(RESULTS, tasks, functools.partial(
-        noisy_rewards.run, penalties=PENALTIES), lambda r: (r["name"], r["stream"], r["rep"]),
-        jobs=args.jobs)
-    REPORT.write_text(report(results, args.reps, speeds()), encoding="utf-8")
+    results, reps = noisy_rewards.collect(RESULTS, PENALTIES, EVIDENCE, argv,
+                                           __doc__.split("\n\n")[0])
+    REPORT.write_text(report(results, reps, speeds()), encoding="utf-8")
     print(REPORT.read_text(encoding="utf-8"))
 
 
