@@ -121,6 +121,8 @@ EXPERIMENTS: tuple[Experiment, ...] = (
     # reads the reports of defaults, unseen_streams and noisy_rewards (VW's, River's, GCV's)
     _experiment("penalty_evidence", inputs=("defaults", "unseen_streams", "noisy_rewards"),
                 data=("results/penalty_evidence.jsonl",)),
+    # reads unseen_streams' report (VW's winner per stream)
+    _experiment("noisy_gap", inputs=("unseen_streams",), data=("results/noisy_gap.jsonl",)),
     _experiment("forgetting", data=("results/forgetting.jsonl",)),
     _experiment("change_detection", data=("results/change_detection.jsonl",)),
     _experiment("auto_budget_cost"),

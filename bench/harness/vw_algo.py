@@ -39,10 +39,15 @@ class VWAlgorithm:
         K.
     seed : int
         VW's ``--random_seed``.
+    cost_encoding : {"01", "-10"}
+        A reward r as VW's cost ``1 - r`` (the harness's, `bench.vw_explorers.vw_args`) or
+        ``-r``.
     """
 
-    def __init__(self, explorer: str, param: float, n_actions: int, seed: int):
-        self.ws = Workspace(vw_args(explorer, param, seed=seed))
+    def __init__(self, explorer: str, param: float, n_actions: int, seed: int,
+                 cost_encoding: str = "01"):
+        self.ws = Workspace(vw_args(explorer, param, seed=seed, cost_encoding=cost_encoding))
+        self.offset = COST_OFFSETS[cost_encoding]
         self.label_type = self.ws.get_label_type().value
         self.k = n_actions
         self._hold: list | None = None
@@ -56,7 +61,7 @@ class VWAlgorithm:
             pmf = self._pmf(examples)
             action = int(sample(pmf[None], u[i : i + 1])[0])
             prob = float(pmf[action] / pmf.sum())
-            cost = COST_OFFSETS["01"] - float(reveal(i, action))
+            cost = self.offset - float(reveal(i, action))
             line = examples[action + (0 if rounds.adf else 1)]
             line.set_label_string(self.ws, f"0:{cost}:{prob}", self.label_type)
             pylibvw.vw.learn_multi(self.ws, examples)
