@@ -189,6 +189,44 @@ def test_delayed_rewards_count_as_the_rewards_learned_in_order():
     np.testing.assert_allclose(ours["b"], theirs["b"], atol=1e-9)
 
 
+@pytest.mark.parametrize("forget", [1.0, 0.999])
+def test_a_choice_scores_only_revealed_rewards(forget):
+    """Rows learned with stand-in rewards while theirs are awaited are in the fit, not in
+    what the choice scores: with 40 stand-ins waiting (each far from its reward), the
+    choice at the 256th revealed label is the brute force's over the revealed labels
+    alone (with them, it would be a larger penalty), and their share is back to nothing
+    once each stand-in is revealed or dropped."""
+    rng = np.random.default_rng(9)
+    n, waiting = GCV_FIRST, 40
+    X, models = rng.normal(size=(n + waiting, 6)), rng.integers(0, 2, n + waiting)
+    y = X @ np.array([0.0, 0.0, 0.0, 0.0, 1.0, -1.0]) + 0.05 * rng.normal(size=n + waiting)
+    oracle = RidgeOracle(l2="evidence", prior=0.5, forget=forget).bind(
+        Binding(random_features=2))
+    oracle.grow(2, 6)
+    clocks = {}
+    for t in rng.permutation(n + waiting):
+        clocks[t] = oracle.clock if forget < 1.0 else None
+        oracle.learn(X[t], int(models[t]), 3.0 if t >= n else float(y[t]),
+                     stand_in=bool(t >= n))
+        oracle.rebuild()
+    assert oracle.state()["labels"] == n
+    if forget == 1.0:
+        scores = {(p, s): brute_force_evidence(X[:n], y[:n], models[:n], p, s, 2, 0.5)
+                  for s in FEATURE_SCALES for p in GCV_PENALTIES}
+        assert (oracle.penalty, oracle.state()["scale"]) == min(scores, key=scores.get)
+        assert oracle.penalty == GCV_PENALTIES[0]  # (the stand-ins' noise would ask for 3)
+    for t in range(n, n + waiting):
+        when = {} if clocks[t] is None else {"at": clocks[t]}
+        if t % 2:
+            oracle.relabel(X[t], int(models[t]), 3.0, float(y[t]), **when)
+        else:
+            oracle.learn(X[t], int(models[t]), 3.0, -1.0, stand_in=True, **when)
+        oracle.rebuild()
+    assert oracle.state()["labels"] == n + waiting // 2
+    for part in oracle.state()["standing"]:
+        np.testing.assert_allclose(part, 0.0, atol=1e-9)
+
+
 @pytest.mark.parametrize("l2", CHOOSERS)
 def test_a_choice_is_refused_where_it_cannot_choose(l2):
     with pytest.raises(ValueError, match="l2"):

@@ -355,7 +355,8 @@ class Explorer(Stateful):
         test's), to replace it with (`replace_stand_in`)."""
         fitted = None if self.change is None else float(self.fitted(rows, np.array([model]))[0])
         at = self.oracle.clock if self.oracle.forget < 1.0 else None
-        self.oracle.learn(example_for(self.capabilities.rows, rows), model, value)
+        self.oracle.learn(example_for(self.capabilities.rows, rows), model, value,
+                          stand_in=True)
         self.oracle.rebuild()
         return at, fitted
 
@@ -367,7 +368,8 @@ class Explorer(Stateful):
         x = example_for(self.capabilities.rows, rows)
         when = {} if at is None else {"at": at}
         if reward is None:
-            self.oracle.learn(x, model, value, -1.0, **when)
+            as_stand_in = {"stand_in": True} if self.capabilities.relabel else {}
+            self.oracle.learn(x, model, value, -1.0, **as_stand_in, **when)
             self.oracle.rebuild()
             return
         if self.capabilities.relabel:

@@ -31,7 +31,8 @@ features, or dense arrays), and which of these it has:
   (`regcb_stream.stream.parallel`);
 - ``ridge``: a penalty ``l2`` and a ``prior`` the learner's defaults fill in, forgetting
   (``forget``, ``clock``), ``shrink`` (the change test's reset) and, with ``relabel``, a
-  label learned before changed in place (delayed rewards);
+  row learned with a stand-in reward (``learn(..., stand_in=True)``) given its reward in
+  place (delayed rewards);
 - ``hands_over``: ``fits(n_models, dim)`` and ``bounded(n_models)``: past its size, the
   learner carries on with the bounded form.
 

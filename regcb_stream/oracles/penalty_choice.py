@@ -17,7 +17,10 @@ random features' rows and columns scaled by ``1 / sqrt(factor)``), ``b``, and th
 sum of squares and weight per model, which the oracle keeps beside them; no second fit. The
 choice falls at the same label on every path (the compiled loop stops there), so a stream
 gives the same state however it is cut into blocks (``docs/results/noisy_rewards.md``,
-``docs/results/penalty_evidence.md``).
+``docs/results/penalty_evidence.md``). It uses only revealed rewards: a row learned with a
+stand-in reward while its own is awaited (delayed rewards, ``learn(..., stand_in=True)``)
+is in the fit, and its share of the statistics is kept apart (``_standing``) and taken off
+what the choice scores, until its reward comes (``relabel``) and it counts as a label.
 """
 
 from __future__ import annotations
@@ -38,9 +41,49 @@ GCV_LEAST_DOF = 1e-3  # the least 1 - dof/n of a model's score (fewer labels tha
 class PenaltyChoice:
     """The label statistics and the choice of a `RidgeOracle` whose ``l2`` is one of
     `CHOOSERS` (``_labels``, ``_next_choice``, ``_squares``, ``_weights``; with
-    ``"evidence"``, the random features' columns ``_scaled`` and their factor ``_scale``)."""
+    ``"evidence"``, the random features' columns ``_scaled`` and their factor ``_scale``;
+    the stand-ins' share ``_standing``)."""
 
     chooses_penalty = True  # it takes l2="gcv" or "evidence" (`RidgeBase.bind`)
+    #: what a model file holds of them (`regcb_stream.state`), and the value of each in a
+    #: file from before it
+    LABEL_STATISTICS = {"labels": "_labels", "next_choice": "_next_choice",
+                        "squares": "_squares", "weights": "_weights",
+                        "random_columns": "_random_columns", "scaled": "_scaled",
+                        "scale": "_scale", "standing": "_standing"}
+    LABEL_STATISTICS_ADDED = {"labels": 0, "next_choice": GCV_FIRST, "squares": None,
+                              "weights": None, "random_columns": 0, "scaled": None,
+                              "scale": 1.0, "standing": None}
+
+    def _start_label_statistics(self) -> None:
+        self._labels = 0  # labels learned (weight > 0), and the next choice of the penalty
+        self._next_choice = GCV_FIRST
+        self._squares = np.zeros(0)  # per model: sum w (y - prior)^2 (a chosen penalty)
+        self._weights = np.zeros(0)  # per model: sum w
+        self._random_columns = 0  # a learner's random features: its first rows' last columns
+        self._scaled: tuple[int, int] | None = None  # their columns, at the first growth
+        self._scale = 1.0  # their penalty, times l2 (l2="evidence")
+        #: the stand-ins' share of the statistics, None before the first: [sum w x x^T
+        #: (models, D, D), sum w (y - prior) x, sum w (y - prior)^2, sum w]
+        self._standing: list | None = None
+
+    def _grow_label_statistics(self, m: int, d: int) -> None:
+        """Room for ``m`` models of ``d`` columns (new ones empty)."""
+        grown = m - len(self._squares)
+        self._squares = np.r_[self._squares, np.zeros(grown)]
+        self._weights = np.r_[self._weights, np.zeros(grown)]
+        if self._standing is not None:
+            gram, b, squares, weights = self._standing
+            pad = [(0, m - len(gram)), (0, d - gram.shape[1])]
+            self._standing = [np.pad(gram, pad + pad[1:]), np.pad(b, pad),
+                              np.r_[squares, np.zeros(grown)], np.r_[weights, np.zeros(grown)]]
+
+    def _decay_label_statistics(self, decay: float) -> None:
+        """A forgetting step's decay of the label statistics."""
+        self._squares *= decay
+        self._weights *= decay
+        for part in self._standing or ():
+            part *= decay
 
     @property
     def chooses(self) -> bool:
@@ -55,12 +98,38 @@ class PenaltyChoice:
         return (f", penalty {self._l2:g} chosen by "
                 + ("GCV" if self.l2 == "gcv" else "evidence") + factor)
 
-    def _observe(self, model: int, weight: float, residual: float, new: bool) -> None:
-        """Count a label learned (``new``: not one learned before) for a chosen penalty."""
+    def _observe(self, model: int, weight: float, residual: float, new: bool,
+                 stand_in: tuple | None = None) -> None:
+        """Count a label learned (``new``: not one learned before) for a chosen penalty; a
+        row ``stand_in`` (``(index, value)``) learned with a stand-in reward (``weight``
+        < 0: unlearned) goes to the stand-ins' share, not a label."""
         if self.chooses:
             self._squares[model] += weight * residual * residual
             self._weights[model] += weight
-            self._labels += new and weight > 0
+            if stand_in is None:
+                self._labels += new and weight > 0
+            else:
+                self._stand(model, weight, residual, *stand_in)
+
+    def _stand(self, model: int, weight: float, residual: float, index: np.ndarray,
+               value: np.ndarray) -> None:
+        """Add a row's share (``weight`` < 0: take it off) to the stand-ins'."""
+        if self._standing is None:
+            self._standing = [np.zeros_like(self._a), np.zeros_like(self._b),
+                              np.zeros(self.n_models), np.zeros(self.n_models)]
+        gram, b, squares, weights = self._standing
+        columns = index if index.size else np.arange(len(value))
+        np.add.at(gram[model], (columns[:, None], columns), weight * np.outer(value, value))
+        np.add.at(b[model], columns, weight * residual * value)
+        squares[model] += weight * residual * residual
+        weights[model] += weight
+
+    def _reveal(self, model: int, weight: float, residual: float, index, value) -> None:
+        """A row learned with a stand-in reward (``residual`` its stand-in's) got its own:
+        its share leaves the stand-ins', and it counts as a label."""
+        if self.chooses:
+            self._stand(model, -weight, residual, index, value)
+            self._labels += 1
 
     def _choose_when_due(self) -> None:
         """Choose the penalty if the labels reached the next choice."""
@@ -91,14 +160,21 @@ class PenaltyChoice:
         log(1 + e / l)``."""
         while self._next_choice <= self._labels:
             self._next_choice *= GCV_GROWTH
-        models = np.argsort(-self._weights, kind="stable")[:GCV_MODELS]
-        models = models[self._weights[models] > 0]
+        b, squares, weights = self._b, self._squares, self._weights
+        if self._standing is not None:  # (revealed rewards alone)
+            b, squares, weights = (x - y for x, y in zip((b, squares, weights),
+                                                         self._standing[1:]))
+        models = np.argsort(-weights, kind="stable")[:GCV_MODELS]
+        models = models[weights[models] > 0]
         diagonal = np.arange(self.dim)
         before = self._penalties(self.dim)
         gram = self._a[models]
         gram[:, diagonal, diagonal] -= before
+        if self._standing is not None:
+            gram -= self._standing[0][models]
+        labels = (b[models], squares[models, None], weights[models, None])
         scales = FEATURE_SCALES if self._scaled is not None else (1.0,)
-        scores = np.array([self._scores(gram, models, scale) for scale in scales])
+        scores = np.array([self._scores(gram, *labels, scale) for scale in scales])
         best = int(np.argmin(scores))  # (the first of equals: scales, then penalties)
         self._scale = scales[best // len(GCV_PENALTIES)]
         self._l2 = GCV_PENALTIES[best % len(GCV_PENALTIES)]
@@ -108,10 +184,11 @@ class PenaltyChoice:
             for model in range(self.n_models):
                 self._invert(model)
 
-    def _scores(self, gram: np.ndarray, models: np.ndarray, scale: float) -> np.ndarray:
-        """The score of each of `GCV_PENALTIES`, summed over ``models`` (their Gram
-        matrices ``gram``), with the random features' penalty ``scale`` times the rest's."""
-        b = self._b[models]
+    def _scores(self, gram: np.ndarray, b: np.ndarray, squares: np.ndarray,
+                weights: np.ndarray, scale: float) -> np.ndarray:
+        """The score of each of `GCV_PENALTIES`, summed over the models of the statistics
+        ``gram``, ``b``, ``squares`` and ``weights`` (``(models, 1)``), with the random
+        features' penalty ``scale`` times the rest's."""
         if scale != 1.0:
             shrink = np.ones(self.dim)
             shrink[self._scaled[0]:self._scaled[1]] = scale ** -0.5
@@ -121,7 +198,6 @@ class PenaltyChoice:
         e = np.maximum(eigenvalues, 0.0)[:, None]  # (models, 1, D)
         z2 = np.einsum("mdk,md->mk", vectors, b)[:, None] ** 2
         penalties = np.array(GCV_PENALTIES)[:, None]  # (penalties, 1)
-        squares, weights = self._squares[models, None], self._weights[models, None]
         if self.l2 == "evidence":
             residual = np.maximum(squares - (z2 / (e + penalties)).sum(axis=2), 1e-300)
             return (0.5 * weights * np.log(residual / weights)
@@ -158,7 +234,8 @@ class PenaltyChoice:
                 == shape and type(self._labels) is int and type(self._next_choice) is int
                 and self._next_choice > 0 and (not self.chooses or self._l2 in GCV_PENALTIES)
                 and self._scale in FEATURE_SCALES and type(self._random_columns) is int
-                and (self._scaled is None or _columns(self._scaled, self.dim))):
+                and (self._scaled is None or _columns(self._scaled, self.dim))
+                and (self._standing is None or _standing_ok(self._standing, self._a.shape))):
             raise ValueError("the ridge oracle's label statistics are damaged")
 
 
@@ -166,3 +243,12 @@ def _columns(scaled, dim: int) -> bool:
     """Whether ``scaled`` is a ``(start, stop)`` of columns within ``dim``."""
     return (isinstance(scaled, tuple) and len(scaled) == 2
             and all(type(i) is int for i in scaled) and 0 <= scaled[0] < scaled[1] <= dim)
+
+
+def _standing_ok(standing, shape: tuple) -> bool:
+    """Whether ``standing`` is the stand-ins' share of statistics of ``A``'s ``shape``."""
+    m, d = shape[0], shape[1]
+    shapes = [(m, d, d), (m, d), (m,), (m,)]
+    return (isinstance(standing, list) and len(standing) == 4
+            and all(isinstance(x, np.ndarray) and x.dtype == float and x.shape == want
+                    and np.isfinite(x).all() for x, want in zip(standing, shapes)))

@@ -10,7 +10,7 @@ from regcb_stream.oracles.blocks import ArrowheadBlocks, BlockedInverse
 from regcb_stream.oracles.dense_row import DenseRowCalls
 from regcb_stream.oracles.forgetting import top_up
 from regcb_stream.oracles.loop import kernel_row, kernel_rows
-from regcb_stream.oracles.penalty_choice import CHOOSERS, GCV_FIRST, PenaltyChoice
+from regcb_stream.oracles.penalty_choice import CHOOSERS, PenaltyChoice
 from regcb_stream.oracles.pieces import Pieces
 from regcb_stream.oracles.ridge_base import RidgeBase, _ridge, refresh_interval
 from regcb_stream.parameters import check_oracle_arguments
@@ -122,13 +122,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         "memory": "memory",
         "piecewise": "piecewise",
         "piece": "_piece",
-        "labels": "_labels",
-        "next_choice": "_next_choice",
-        "squares": "_squares",
-        "weights": "_weights",
-        "random_columns": "_random_columns",
-        "scaled": "_scaled",
-        "scale": "_scale",
+        **PenaltyChoice.LABEL_STATISTICS,
         "a": "_a",
         "b": "_b",
         "a_inv": "_a_inv",
@@ -138,8 +132,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         "blocks": "_blocks",
         "tried_blocks": "_tried_blocks",
     }
-    ADDED = {"labels": 0, "next_choice": GCV_FIRST, "squares": None, "weights": None,
-             "random_columns": 0, "scaled": None, "scale": 1.0}
+    ADDED = PenaltyChoice.LABEL_STATISTICS_ADDED
 
     def __init__(self, l2: float | None = 1.0, prior: float | str = 0.0,
                  max_exact: int = MAX_EXACT, memory: int | None = None, forget: float = 1.0,
@@ -154,13 +147,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         self.memory = memory
         self.piecewise = piecewise
         self._piece: tuple | None = None  # the open piece: (A sums, b sums, models touched)
-        self._labels = 0  # labels learned (weight > 0), and the next choice of the penalty
-        self._next_choice = GCV_FIRST
-        self._squares = np.zeros(0)  # per model: sum w (y - prior)^2 (a chosen penalty)
-        self._weights = np.zeros(0)  # per model: sum w
-        self._random_columns = 0  # a learner's random features: its first rows' last columns
-        self._scaled: tuple[int, int] | None = None  # their columns, at the first growth
-        self._scale = 1.0  # their penalty, times l2 (l2="evidence")
+        self._start_label_statistics()
         self._a = np.zeros((0, 0, 0))  # l2 I + sum w x x^T
         self._b = np.zeros((0, 0))  # sum w (y - prior) x
         self._a_inv = np.zeros((0, 0, 0))  # frozen decision state
@@ -199,8 +186,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         self._b = _pad(self._b, (m, d), 0.0)
         self._theta = _pad(self._theta, (m, d), 0.0)
         self._updates = np.r_[self._updates, np.zeros(m - m0, dtype=np.int64)]
-        self._squares = np.r_[self._squares, np.zeros(m - m0)]
-        self._weights = np.r_[self._weights, np.zeros(m - m0)]
+        self._grow_label_statistics(m, d)
         if self._piece is not None:
             a, b, touched = self._piece
             self._piece = (_pad(a, (m, d, d), 0.0), _pad(b, (m, d), 0.0), touched)
@@ -248,20 +234,20 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         decay = self._decay() * keep
         top_up(self._a, decay, self._penalties(self.dim))
         self._b *= decay
-        self._squares *= decay
-        self._weights *= decay
+        self._decay_label_statistics(decay)
         self._pending.update(dict.fromkeys(range(self.n_models)))
 
-    def learn(self, x, model: int, y: float, weight: float = 1.0, at: int | None = None
-              ) -> None:
+    def learn(self, x, model: int, y: float, weight: float = 1.0, at: int | None = None,
+              stand_in: bool = False) -> None:
         """Add one example to the sufficient statistics of ``model``: ``x`` a dense row
         ``(D,)`` or an ``(index, value)`` pair of 1-D arrays. While forgetting, ``at`` is
-        the clock of a label learned before (its weight aged since), None a new one."""
+        the clock of a label learned before (its weight aged since), None a new one.
+        ``stand_in``: ``y`` stands in for a reward to come (`relabel`), not a label."""
         index, value = kernel_row(x)
         residual = y - self.prior_mean
         weight = self._stored(weight, at)
         self._tick(at)
-        self._observe(model, weight, residual, at is None)
+        self._observe(model, weight, residual, at is None, (index, value) if stand_in else None)
         if self.piecewise:
             return self._learn_into(*self._open_piece(model), model, index, value, weight,
                                     residual)
@@ -290,12 +276,14 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
             b[model] += weight * residual * value
 
     def relabel(self, x, model: int, old: float, new: float, at: int | None = None) -> None:
-        """Change the label of a row learned before with weight 1 (at clock ``at`` while
-        forgetting) from ``old`` to ``new`` (``b += (new - old) x``, ``A`` unchanged): the
-        solution moves by ``(new - old) A^-1 x`` at once, exactly, when the model's
-        inverse is up to date, else at the next rebuild (a fresh inverse)."""
+        """Change the label of a row learned with the stand-in reward ``old`` and weight 1
+        (at clock ``at`` while forgetting) to its reward ``new`` (``b += (new - old) x``,
+        ``A`` unchanged): the solution moves by ``(new - old) A^-1 x`` at once, exactly,
+        when the model's inverse is up to date, else at the next rebuild (a fresh
+        inverse)."""
         index, value = kernel_row(x)
         weight = self._stored(1.0, self._clock - 1 if at is None else at)
+        self._reveal(model, weight, old - self.prior_mean, index, value)
         shift = weight * (new - old)
         self._squares[model] += weight * ((new - self.prior_mean) ** 2
                                           - (old - self.prior_mean) ** 2)
