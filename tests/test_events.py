@@ -132,3 +132,35 @@ def test_a_dropped_decision_takes_its_lie_away():
     a, b = oracle.state()["a"], oracle.state()["b"]
     np.testing.assert_allclose(a, np.broadcast_to(eye, a.shape), atol=1e-12)
     np.testing.assert_allclose(b, 0.0, atol=1e-12)
+
+
+@pytest.mark.parametrize("forget", [1.0, 0.99])
+@pytest.mark.parametrize("revealed", [True, False])
+def test_a_change_detected_while_a_lie_waits_shrinks_the_labels_alone(forget, revealed):
+    """A detected change (`shrink`) forgets what was learned, not a lie that waits: the lie
+    keeps its weight, so its reward replaces it (or its drop takes it away) exactly, and
+    the statistics are those of the labels shrunk, plus the reward as a label learned
+    after the change; a drop after the change never leaves ``A`` below the penalty."""
+    x, rows = np.array([1.0, 0.5, -0.2]), 0.3 * np.eye(3)
+    oracle, twin = (RidgeOracle(l2=1.0, prior=0.5, forget=forget) for _ in range(2))
+    for o in (oracle, twin):
+        o.grow(1, 3)
+        for row in rows:
+            o.learn(row, 0, 0.7)
+            o.rebuild()
+    at = {"at": oracle.clock} if forget < 1.0 else {}
+    oracle.learn(x, 0, 0.9, stand_in=True)  # a lie, its reward awaited
+    twin.learn(x, 0, 0.9, 0.0)  # (the same tick of the forgetting clock)
+    for o in (oracle, twin):
+        o.rebuild()
+        o.shrink(0.5)
+    if revealed:
+        oracle.relabel(x, 0, 0.9, 0.2, **at)
+        twin.learn(x, 0, 0.2, **at)
+    else:
+        oracle.learn(x, 0, 0.9, -1.0, stand_in=True, **at)
+    for o in (oracle, twin):
+        o.rebuild()
+    for name in ("a", "b", "theta"):
+        np.testing.assert_allclose(oracle.state()[name], twin.state()[name], atol=1e-12)
+    assert np.linalg.eigvalsh(oracle.state()["a"][0] - np.eye(3)).min() > -1e-12

@@ -90,7 +90,9 @@ class DelayedRewards(Stateful):
     range there, and without the lie it would be played again and again until its first
     rewards come; a typical reward pulls it down as the real one most likely will. The real
     reward replaces the lie exactly (ridge: ``b += (reward - lie) x``), so once every
-    reward has come the state is that of the real rewards. Only an oracle that relabels
+    reward has come the state is that of the real rewards (a change detected meanwhile
+    shrinks what was learned before it, not the lies: their rewards count as labels
+    learned after it). Only an oracle that relabels
     on the ``online`` schedule lies (`Explorer.can_stand_in`); lies are not labels
     (``n_labels``) and score no budget; a reward that comes before the next decision is
     learned as ``learn`` learns it."""

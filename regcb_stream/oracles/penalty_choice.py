@@ -19,8 +19,9 @@ choice falls at the same label on every path (the compiled loop stops there), so
 gives the same state however it is cut into blocks (``docs/results/noisy_rewards.md``,
 ``docs/results/penalty_evidence.md``). It uses only revealed rewards: a row learned with a
 stand-in reward while its own is awaited (delayed rewards, ``learn(..., stand_in=True)``)
-is in the fit, and its share of the statistics is kept apart (``_standing``) and taken off
-what the choice scores, until its reward comes (``relabel``) and it counts as a label.
+is in the fit, and its share of the statistics is kept apart (``_standing``, for any
+penalty: a change detected shrinks the labels, not the stand-ins) and taken off what the
+choice scores, until its reward comes (``relabel``) and it counts as a label.
 """
 
 from __future__ import annotations
@@ -78,12 +79,19 @@ class PenaltyChoice:
             self._standing = [np.pad(gram, pad + pad[1:]), np.pad(b, pad),
                               np.r_[squares, np.zeros(grown)], np.r_[weights, np.zeros(grown)]]
 
-    def _decay_label_statistics(self, decay: float) -> None:
-        """A forgetting step's decay of the label statistics."""
-        self._squares *= decay
-        self._weights *= decay
-        for part in self._standing or ():
-            part *= decay
+    def _decay_label_statistics(self, aging: float, keep: float) -> None:
+        """A forgetting step's decay of the label statistics, by ``aging`` times ``keep``
+        (a change detected); the rows learned with stand-in rewards by ``aging`` alone
+        (their share in ``A`` and ``b``, scaled with the rest, put back): what a change
+        forgets is what was learned, not what is awaited, and a stand-in is taken off
+        (or its reward put in) at the weight it has."""
+        self._squares *= aging * keep
+        self._weights *= aging * keep
+        for total, part in zip((self._a, self._b, self._squares, self._weights),
+                               self._standing or ()):
+            if keep != 1.0:
+                total += (aging - aging * keep) * part
+            part *= aging
 
     @property
     def chooses(self) -> bool:
@@ -102,14 +110,13 @@ class PenaltyChoice:
                  stand_in: tuple | None = None) -> None:
         """Count a label learned (``new``: not one learned before) for a chosen penalty; a
         row ``stand_in`` (``(index, value)``) learned with a stand-in reward (``weight``
-        < 0: unlearned) goes to the stand-ins' share, not a label."""
+        < 0: unlearned) goes to the stand-ins' share (any penalty), not a label."""
+        if stand_in is not None:
+            self._stand(model, weight, residual, *stand_in)
         if self.chooses:
             self._squares[model] += weight * residual * residual
             self._weights[model] += weight
-            if stand_in is None:
-                self._labels += new and weight > 0
-            else:
-                self._stand(model, weight, residual, *stand_in)
+            self._labels += stand_in is None and new and weight > 0
 
     def _stand(self, model: int, weight: float, residual: float, index: np.ndarray,
                value: np.ndarray) -> None:
@@ -127,9 +134,8 @@ class PenaltyChoice:
     def _reveal(self, model: int, weight: float, residual: float, index, value) -> None:
         """A row learned with a stand-in reward (``residual`` its stand-in's) got its own:
         its share leaves the stand-ins', and it counts as a label."""
-        if self.chooses:
-            self._stand(model, -weight, residual, index, value)
-            self._labels += 1
+        self._stand(model, -weight, residual, index, value)
+        self._labels += self.chooses
 
     def _choose_when_due(self) -> None:
         """Choose the penalty if the labels reached the next choice."""

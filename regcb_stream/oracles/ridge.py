@@ -230,11 +230,12 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
 
     def _discount(self, keep: float = 1.0) -> None:
         """A forgetting step (`Forgetting`): ``A = L + c (A - L)`` (``L``: the penalties),
-        ``b = c b``, every model to be inverted afresh (``c``: the decay, times ``keep``)."""
-        decay = self._decay() * keep
-        top_up(self._a, decay, self._penalties(self.dim))
-        self._b *= decay
-        self._decay_label_statistics(decay)
+        ``b = c b``, every model to be inverted afresh (``c``: the decay, times ``keep``;
+        the rows learned with stand-in rewards: the decay alone)."""
+        aging = self._decay()
+        top_up(self._a, aging * keep, self._penalties(self.dim))
+        self._b *= aging * keep
+        self._decay_label_statistics(aging, keep)
         self._pending.update(dict.fromkeys(range(self.n_models)))
 
     def learn(self, x, model: int, y: float, weight: float = 1.0, at: int | None = None,
