@@ -125,9 +125,7 @@ class PenaltyChoice:
             self._standing = [np.zeros_like(self._a), np.zeros_like(self._b),
                               np.zeros(self.n_models), np.zeros(self.n_models)]
         gram, b, squares, weights = self._standing
-        columns = index if index.size else np.arange(len(value))
-        np.add.at(gram[model], (columns[:, None], columns), weight * np.outer(value, value))
-        np.add.at(b[model], columns, weight * residual * value)
+        self._learn_into(gram, b, model, index, value, weight, residual)
         squares[model] += weight * residual * residual
         weights[model] += weight
 
