@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from test_cli import TRAIN, needs
+from test_cli import TRAIN, needs, one_at_a_time
 from test_dsjson import VW_CONSTANT
 from vowpalwabbit import Workspace
 
@@ -175,6 +175,28 @@ def test_delayed_rewards_are_deterministic_and_counted(tmp_path, capsys):
     labelled = [e for e in log if "_label_cost" in e]
     assert len(log) == 200 and len(labelled) >= 195  # (the timed out: the drawn action's)
     assert all(e["_label_probability"] == e["p"][0] > 0 for e in labelled)
+
+
+def test_a_decision_to_make_needs_no_logged_actions(tmp_path, capsys):
+    """With ``--reward_wait``, an event without a label and without ``a`` (a request: the
+    action is not chosen yet) is decided as the same event with the logged ``a`` and
+    ``p``, which are only kept for metrics; without rewards read, VW skips such a line.
+    One request at a time through a pipe is answered at once."""
+    text, _ = unlabelled(rewards_after=3, n=60)
+    requests = []
+    for line in text.splitlines():
+        record = json.loads(line)
+        requests.append(json.dumps({k: v for k, v in record.items() if k not in ("a", "p")}))
+    requests = "\n".join(requests) + "\n"
+    assert requests != text and '"a"' not in requests
+    assert (run(tmp_path, "request", requests, "--reward_wait", "10")
+            == run(tmp_path, "logged", text, "--reward_wait", "10"))
+    data = tmp_path / "requests.json"
+    data.write_text(requests)
+    assert main(["--dsjson", "-d", str(data), "-p", str(tmp_path / "none.p")]) == 0
+    assert "DSJSON lines skipped as VW skips them = 120" in capsys.readouterr().err
+    first = requests.splitlines()[0] + "\n"
+    assert one_at_a_time(["--dsjson", "--reward_wait", "10"], [first]).count("\n\n") == 1
 
 
 @pytest.mark.parametrize("forget", [[], ["--forget", "0.99"]])

@@ -14,9 +14,10 @@ The label is VW's: ``_labelIndex`` (0-based, into ``_multi``), ``_label_cost``,
 (their probabilities) are kept for metrics, ``pdrop`` divides the example's weight by
 ``1 - pdrop`` (in float32, as VW). The lines VW skips are skipped (``parse_event``
 returns None) and counted: a line that does not start with ``{`` (a checkpoint line), an
-event without ``a`` or ``c._multi`` (a reward line, unless rewards are read), a
-``_skipLearn`` event. What VW refuses is an error naming the line, as are a line that is
-not UTF-8, a lone surrogate and nesting deeper than `MAX_DEPTH` levels (VW reads deeper).
+event without ``a`` or ``c._multi`` (a reward line, unless rewards are read; with them,
+an unlabelled event without ``a`` is a decision to make), a ``_skipLearn`` event. What VW
+refuses is an error naming the line, as are a line that is not UTF-8, a lone surrogate and
+nesting deeper than `MAX_DEPTH` levels (VW reads deeper).
 `iter_dsjson_adf` reads through a compiled reader (``_dsjson.c``), with `parse_event` as
 its reference.
 
@@ -94,7 +95,8 @@ def parse_event(text: str, rewards: bool = True) -> DSJSONEvent | Reward | None:
     """One DSJSON line as an event, None for a line VW skips (one that does not start with
     ``{``, an event without actions or context, a ``_skipLearn`` event), a `Reward` for a
     reward line (with ``rewards``; without it, a line without ``c`` is an event without
-    actions), or ``FieldError`` saying what is wrong."""
+    actions), or ``FieldError`` saying what is wrong. With ``rewards``, an event without a
+    label needs no ``a``: it is a decision to make, its reward to come."""
     text = text.removeprefix("\ufeff")
     if not text.startswith("{"):
         return None
@@ -130,8 +132,8 @@ def parse_event(text: str, rewards: bool = True) -> DSJSONEvent | Reward | None:
     weight = _weight(obj)
     shared = _namespaces(context, top=True)
     actions = tuple(_namespaces(action) for action in multi)
-    if skip_learn or not multi or not logged:
-        return None
+    if skip_learn or not multi or not (logged or rewards and label is None):
+        return None  # (with rewards read, an unlabelled event is a decision to make)
     return DSJSONEvent(obj.get("EventId"), shared, actions, label, tuple(logged),
                        tuple(probabilities), weight)
 
