@@ -41,7 +41,7 @@ import numpy as np
 
 from bench.experiments import fresh_envelope, unseen_streams
 from bench.harness.regcb_algo import RegCBAlgorithm
-from bench.provenance import stamp
+from bench.provenance import command_line, stamp
 from bench.runs import run_missing
 from regcb_stream import RegCB
 
@@ -85,7 +85,7 @@ def learners(stream: str, winners: dict) -> list[str]:
     return names
 
 
-def report(rows: list[dict], command: str, winners: dict) -> str:
+def report(rows: list[dict], winners: dict) -> str:
     runs = defaultdict(list)
     for r in rows:
         runs[(r["name"], r["stream"])].append(r["progressive"])
@@ -94,7 +94,7 @@ def report(rows: list[dict], command: str, winners: dict) -> str:
                GREEDY_VW + PESSIMISTIC]
     lines = [
         "# Where VW's tuned envelope beats RegCB() on noisy rewards", "",
-        f"- command: `{command}`",
+        f"- command: `{command_line()}`",
         f"- {stamp()}; {len(rows)} runs, {sum(r['seconds'] for r in rows):.0f} s of runs",
         "- protocol: the docstring of `bench/experiments/noisy_gap.py`: the harness's, "
         f"repetitions {REPS.start}-{REPS.stop - 1}, progressive reward; VW's winner per "
@@ -157,10 +157,7 @@ def main(argv=None) -> None:
              for name in learners(s, winners)]
     rows, ran = run_missing(args.runs, tasks, run, _task_of, args.jobs, context="spawn")
     print(f"{ran} runs", file=sys.stderr)
-    text = report(rows, " ".join(["python -m bench.experiments.noisy_gap",
-                                  *(argv or sys.argv[1:])]), winners)
-    pathlib.Path(args.output).write_text(text, encoding="utf-8")
-    print(text)
+    pathlib.Path(args.output).write_text(report(rows, winners), encoding="utf-8")
 
 
 if __name__ == "__main__":

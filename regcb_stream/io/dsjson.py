@@ -94,9 +94,8 @@ class Reward:
 def parse_event(text: str, rewards: bool = True) -> DSJSONEvent | Reward | None:
     """One DSJSON line as an event, None for a line VW skips (one that does not start with
     ``{``, an event without actions or context, a ``_skipLearn`` event), a `Reward` for a
-    reward line (with ``rewards``; without it, a line without ``c`` is an event without
-    actions), or ``FieldError`` saying what is wrong. With ``rewards``, an event without a
-    label needs no ``a``: it is a decision to make, its reward to come."""
+    reward line (with ``rewards``, when an unlabelled event needs no ``a``; without, a line
+    without ``c`` is an event without actions), or ``FieldError`` saying what is wrong."""
     text = text.removeprefix("\ufeff")
     if not text.startswith("{"):
         return None
