@@ -1,15 +1,16 @@
 /* What the compiled kernels (_ridge.c, _trees.c, _features.c; _scan.c the last) share: the
- * AVX2 clones of their hot loops, the size check of a buffer a call was given, and the
+ * AVX-512 and AVX2 clones of their hot loops, the size check of a buffer a call was given, and the
  * release of the buffers a call took. */
 #ifndef REGCB_BUFFERS_H
 #define REGCB_BUFFERS_H
 
 #include <Python.h>
 
-/* The hot loops are also compiled for AVX2 and chosen at load time where the machine has
- * it; without FMA contraction (setup.py), so every machine computes the same numbers. */
+/* The hot loops are also compiled for AVX-512 (x86-64-v4: 32 vector registers) and AVX2,
+ * the widest the machine has chosen at load time; without FMA contraction (setup.py), so
+ * every machine computes the same numbers. */
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define WIDE __attribute__((target_clones("avx2", "default")))
+#define WIDE __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
 #else
 #define WIDE
 #endif

@@ -128,11 +128,11 @@ class RegCB(Stateful):
         params.check_actions(actions)
         return self._model.decide(context, actions)
 
-    def decide_many(self, contexts, actions: Sequence, *, bounds: bool = True) -> Decision:
-        """``decide`` for a block of contexts at once (``bounds=False``: as `replay`)."""
+    def decide_many(self, contexts, actions: Sequence) -> Decision:
+        """``decide`` for a block of contexts at once."""
         params.check_actions(actions)
         params.check_lengths(contexts=contexts)
-        return self._model.decide_many(contexts, actions, bounds)
+        return self._model.decide_many(contexts, actions)
 
     def pmf(self, context, actions: Sequence) -> list[float]:
         """Probability of each action (in the order given) for ``context``."""
@@ -142,7 +142,7 @@ class RegCB(Stateful):
     def pmf_many(self, contexts, actions: Sequence) -> np.ndarray:
         """Distributions for a block of contexts, ``(n, K)``: ``pmf`` row by row, as long as
         no label is learned in between (one epoch's decisions)."""
-        return self.decide_many(contexts, actions, bounds=False).pmf
+        return self.decide_many(contexts, actions).pmf
 
     def predict(self, context, actions: Sequence) -> tuple[object, float, dict]:
         """Sample an action; return it, its probability and kwargs for ``learn``."""
@@ -184,13 +184,13 @@ class RegCB(Stateful):
             self.allow_out_of_range)
         self._model.learn_many(contexts, actions, rewards, probs, weights, candidates)
 
-    def replay(self, contexts, actions, played, rewards, probs=None, weights=None, *,
-               bounds: bool = True) -> Decision:
+    def replay(self, contexts, actions, played, rewards, probs=None, weights=None
+               ) -> Decision:
         """Progressive validation of a logged block: each context decided, then its
         logged label learned (``played[i]``: the index of the logged action among the
         offered ones, -1 for none; ``actions``: the offered actions, or the joint class's
         ``EncodedRows`` ``(n, K, L)``): ``decide`` and ``learn`` row by row, an epoch in one
-        computation (`regcb_stream.stream.replay`); ``bounds=False``: exact pmfs, loose bounds.
+        computation (`regcb_stream.stream.replay`).
 
         >>> learner = RegCB(seed=0)
         >>> which, logged = np.array([0, 1] * 50), np.array([0, 0, 1, 1] * 25)
@@ -201,7 +201,7 @@ class RegCB(Stateful):
         params.check_actions(actions)
         params.check_lengths(contexts=contexts, played=played)
         log = self.checked_log(played, rewards, probs, weights, params.n_offered(actions))
-        return self._model.replay(contexts, actions, *log, bounds=bounds)
+        return self._model.replay(contexts, actions, *log)
 
     def play(self, contexts, actions: Sequence, reveal, uniforms=None
              ) -> tuple[np.ndarray, Decision]:

@@ -269,15 +269,14 @@ class Model(Stateful):
                 return out
         return None
 
-    def decide_many(self, contexts, actions: Sequence, bounds: bool = True) -> Decision:
+    def decide_many(self, contexts, actions: Sequence) -> Decision:
         """``decide`` for a block of contexts in one computation (rows of the arrays; in
-        parts where a row's new columns widen the oracle, as one at a time grows it;
-        ``bounds``: `RegCB.decide_many`'s)."""
+        parts where a row's new columns widen the oracle, as one at a time grows it)."""
         block = self.decisions(contexts, actions, grow=False)
         dims = self.dims_in_force(block)
         if not len(dims):
-            return self.explorer.decide(*block, bounds)
-        parts = [self.explorer.decide(*block.take(part), bounds)
+            return self.explorer.decide(*block)
+        parts = [self.explorer.decide(*block.take(part))
                  for part in grown_parts(self, dims)]
         if len(parts) == 1:
             return parts[0]
@@ -398,10 +397,9 @@ class Model(Stateful):
     def selection_state(self) -> None:
         return None
 
-    def replay(self, contexts, actions, played, rewards, probs, weights,
-               bounds: bool = True) -> Decision:
+    def replay(self, contexts, actions, played, rewards, probs, weights) -> Decision:
         """``RegCB.replay`` of a checked log (`regcb_stream.stream.replay.replay`)."""
-        return replay(self, contexts, actions, played, rewards, probs, weights, bounds)
+        return replay(self, contexts, actions, played, rewards, probs, weights)
 
     def want_fits(self, fits: bool) -> None:
         """Whether learning returns the fits before each label (model selection's)."""

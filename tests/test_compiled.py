@@ -335,22 +335,32 @@ def test_pmf_is_decides_distribution(variant, ties, select_model):
         learner.learn(x, int(a), float(r), 1 / 26)
 
 
+@pytest.mark.parametrize("random_features", [0, 64])
 @pytest.mark.parametrize("variant, ties", RULES)
-def test_a_replay_without_bounds_makes_the_same_distributions(variant, ties):
-    """``replay(..., bounds=False)`` (the command's) skips the widths a distribution does
-    not need: the same distributions, predictions and state, bit for bit; the bounds it
-    skipped are loose, each around its exact one."""
-    X, played, rewards = logged(2000, 26, seed=8)
-    actions = list(range(26))
-    exact, loose = (RegCB(variant, ties=ties, seed=1) for _ in range(2))
-    want = exact.replay(X, actions, played, rewards)
-    got = loose.replay(X, actions, played, rewards, bounds=False)
-    assert got.pmf.tobytes() == want.pmf.tobytes()
-    assert got.prediction.tobytes() == want.prediction.tobytes()
-    assert (got.low <= want.low).all() and (got.high >= want.high).all()
-    assert (got.high > want.high).mean() > 0.1  # (widths skipped)
-    np.testing.assert_array_equal(loose.model.oracle.state()["a_inv"],
-                                  exact.model.oracle.state()["a_inv"])
+def test_dense_rows_decided_model_by_model_are_decided_example_by_example(
+        variant, ties, random_features):
+    """``replay`` decides dense rows shared by the actions model by model (a model's
+    inverse read once for many rows, its labels learned in between): ``decide`` and
+    ``learn`` row by row, bit for bit (distributions, predictions, bounds, state), with
+    zero entries, unlabelled rows and the fresh inverses the loop stops for (each model's
+    324th update)."""
+    rng = np.random.default_rng(7)
+    n, d = 1500, 16
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.6)
+    played = np.where(rng.random(n) < 0.9, rng.integers(0, 2, n), -1)
+    rewards = (rng.random(n) < 0.4 + 0.2 * played + 0.1 * (X[:, 0] > 0)).astype(float)
+    actions = ["a", "b"]
+    block = RegCB(variant, ties=ties, seed=0, random_features=random_features).replay(
+        X, actions, played, rewards, np.full(n, 0.5))
+    learner, rows = RegCB(variant, ties=ties, seed=0, random_features=random_features), []
+    for x, a, r in zip(X, played.tolist(), rewards.tolist()):
+        rows.append(learner.decide(x, actions))
+        if a >= 0:
+            learner.learn(x, actions[a], r, 0.5)
+    assert np.bincount(played[played >= 0]).min() > 324
+    for name in ("pmf", "prediction", "low", "high"):
+        want = np.array([getattr(decision, name) for decision in rows])
+        assert getattr(block, name).tobytes() == want.tobytes(), name
 
 
 @pytest.mark.parametrize("dicts", [False, True])

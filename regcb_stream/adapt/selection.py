@@ -160,8 +160,8 @@ class ModelSelection(Stateful):
     def pmf(self, context, actions):
         return self._leader().pmf(context, actions)
 
-    def decide_many(self, contexts, actions, bounds: bool = True):
-        return self._leader().decide_many(contexts, actions, bounds)
+    def decide_many(self, contexts, actions):
+        return self._leader().decide_many(contexts, actions)
 
     def draw(self, context, actions, rng):
         return self._leader().draw(context, actions, rng)
@@ -181,15 +181,12 @@ class ModelSelection(Stateful):
                 contexts, actions, rewards, probs, weights, None), weights)
         return fitted
 
-    def replay(self, contexts, actions, played, rewards, probs, weights,
-               bounds: bool = True) -> Decision:
+    def replay(self, contexts, actions, played, rewards, probs, weights) -> Decision:
         """Each model's replay, each row decided by the model that led before it."""
-        decision = replay(self.features, contexts, actions, played, rewards, probs, weights,
-                          bounds)
+        decision = replay(self.features, contexts, actions, played, rewards, probs, weights)
         if not self._selecting():
             return decision
-        linear = replay(self.linear, contexts, actions, played, rewards, probs, weights,
-                        bounds)
+        linear = replay(self.linear, contexts, actions, played, rewards, probs, weights)
         rows = np.flatnonzero(played >= 0)  # each row decided by the leader before it
         before = self.losses.observe_many(rewards[rows], *(
             d.prediction[rows, played[rows]] for d in (decision, linear)), weights[rows])

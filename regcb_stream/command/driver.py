@@ -313,8 +313,7 @@ class Driver:
         before = self.learner.n_labels
         try:
             decision = self.learner.replay(contexts, actions, played if self.learn else
-                                           np.full_like(played, -1), -costs, probs, weights,
-                                           bounds=False)  # (-p: distributions, predictions)
+                                           np.full_like(played, -1), -costs, probs, weights)
         except (ValueError, TypeError, MemoryError) as error:
             if len(played) == 1 or self.learner.n_labels != before:
                 raise ExampleError(line_nos[0], error) from error

@@ -213,8 +213,7 @@ class _PartLearner(_Labelled):
         super().__init__(learner)
         self.n_labels, self.pieces = first_label, pieces
 
-    def replay(self, contexts, actions, played, rewards, probs=None, weights=None,
-               bounds: bool = True):  # (the epoch's frozen decisions: every bound)
+    def replay(self, contexts, actions, played, rewards, probs=None, weights=None):
         decision = parallel.replay_part(self._learner, contexts, actions, played, rewards,
                                         probs, weights, self.n_labels, self.pieces)
         self.n_labels += len(played)

@@ -132,14 +132,13 @@ class FixedBudget(Stateful):
         """The candidates' distributions in uniform play (none)."""
         return None
 
-    def decide(self, explorer, phi, models, bounds: bool = True) -> Decision:
-        """Bounds and distributions of a block under the frozen fit (``bounds``:
-        `RegCB.replay`'s)."""
+    def decide(self, explorer, phi, models) -> Decision:
+        """Bounds and distributions of a block under the frozen fit."""
         oracle, k = explorer.oracle, phi.shape[1]
         budget = self.loss(explorer, explorer.n_frozen, k)
         if explorer.capabilities.online_loop:
             return oracle.decisions(phi, models, budget, explorer.rule,
-                                    explorer.reward_range, explorer.tolerance, bounds=bounds)
+                                    explorer.reward_range, explorer.tolerance)
         prediction, low, high = oracle.bounds(phi, models, budget)
         low, high = clip_bounds(low, high, explorer.reward_range)
         return Decision(explorer.rule(low, high, explorer.tolerance, prediction,
@@ -158,14 +157,13 @@ class FixedBudget(Stateful):
             explorer.rule, explorer.reward_range, explorer.tolerance, uniform, out)
         return None if drawn is None else (*drawn, {})
 
-    def replay(self, explorer, rows, models, played, rewards, probs, weights, counts,
-               bounds: bool = True):
+    def replay(self, explorer, rows, models, played, rewards, probs, weights, counts):
         """A block in the oracle's compiled online loop (``counts``: the labels before each
-        rebuild; ``bounds``: `RegCB.replay`'s)."""
+        rebuild)."""
         return explorer.oracle.replay_online(
             rows, models, played, rewards, weights,
             self.loss(explorer, counts, rows.shape[1]), explorer.rule,
-            explorer.reward_range, explorer.tolerance, bounds=bounds)
+            explorer.reward_range, explorer.tolerance)
 
     def score(self, candidates, probs, rewards, reward_range) -> None:
         """Labels score nothing."""
@@ -202,9 +200,9 @@ class AutoBudget(Stateful):
         n, k = pmf.shape
         return np.broadcast_to(pmf[:, None, :], (n, len(self.selector.grid), k))
 
-    def decide(self, explorer, phi, models, bounds: bool = True) -> Decision:
+    def decide(self, explorer, phi, models) -> Decision:
         """Every candidate budget's distribution and the selector's mixture of them, with
-        the leading candidate's bounds (every bound: the mixture needs them)."""
+        the leading candidate's bounds."""
         return Decision(*candidate_decisions(
             self.selector, explorer.oracle, explorer.rule, phi, models, explorer.n_frozen,
             explorer.reward_range, explorer.tolerance, explorer.capabilities.online_loop))
@@ -224,8 +222,7 @@ class AutoBudget(Stateful):
             explorer.rule, explorer.reward_range, explorer.tolerance, uniform, pmfs)
         return None if drawn is None else (drawn[0], drawn[1], {"candidates": drawn[2]}, pmfs)
 
-    def replay(self, explorer, rows, models, played, rewards, probs, weights, counts,
-               bounds: bool = True):  # (the candidates' mixture needs every bound)
+    def replay(self, explorer, rows, models, played, rewards, probs, weights, counts):
         lo, hi = explorer.reward_range
         scales = self.selector.radius_scales(counts, rows.shape[1], hi - lo)
         return explorer.oracle.replay_auto(

@@ -158,8 +158,8 @@ class Explorer(Stateful):
 
     # -- decisions ---------------------------------------------------------------------
 
-    def decide(self, rows: SparseRows, models: np.ndarray, bounds: bool = True) -> Decision:
-        """The frozen state's decisions of rows ``(n, K, L)`` (``bounds``: `RegCB.replay`'s)."""
+    def decide(self, rows: SparseRows, models: np.ndarray) -> Decision:
+        """The frozen state's decisions of rows ``(n, K, L)``."""
         n, k = rows.shape[:2]
         phi = rows_for(self.capabilities.rows, rows)
         if self.n_frozen == 0 or self.epoch <= self.warm_start_epochs:  # F_1 = F
@@ -168,13 +168,11 @@ class Explorer(Stateful):
             pmf = rules.uniform(n, k)
             return Decision(pmf, prediction, np.full((n, k), lo), np.full((n, k), hi),
                             self.budget.uniform(pmf))
-        return self.budget.decide(self, phi, models, bounds)
+        return self.budget.decide(self, phi, models)
 
-    def replay(self, block: Block, played, rewards, probs, weights, bounds: bool = True
-               ) -> Decision:
+    def replay(self, block: Block, played, rewards, probs, weights) -> Decision:
         """A block of rows decided and learned in order in the oracle's compiled online
-        loop (``compiled_replay``), at most ``replay_room`` labels; then the change test
-        (``bounds``: `RegCB.replay`'s)."""
+        loop (``compiled_replay``), at most ``replay_room`` labels; then the change test."""
         rows, models = block
         k = rows.shape[1]
         if (played >= k).any():
@@ -182,7 +180,7 @@ class Explorer(Stateful):
                              f"{k} offered actions")
         counts = self.n_labels + np.arange(np.count_nonzero(played >= 0) + 1)
         decision = self.budget.replay(self, rows, models, played, rewards, probs, weights,
-                                      counts, bounds)
+                                      counts)
         self.n_labels += len(counts) - 1
         self._rebuilt(epochs=len(counts) - 1)  # one per label
         labelled = np.flatnonzero(played >= 0)

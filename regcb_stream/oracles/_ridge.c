@@ -96,6 +96,7 @@ WIDE static void row_moments(const double *a_inv, const double *theta, Py_ssize_
 }
 
 #define GROUP 4  /* models read side by side */
+#define ROWS 16  /* rows read side by side (rows_moments; a multiple of 4) */
 #if defined(__GNUC__)
 /* row_moments of one dense row under GROUP models at once (a_inv[g], theta[g]): each
  * model's sums in row_moments' order exactly, the GROUP chains of additions in flight side
@@ -141,6 +142,66 @@ WIDE static void group_moments(const double *const *a_inv, const double *const *
         pred[g] = dot(theta[g], value, L);
         var[g] = v[g] > 0.0 ? v[g] : 0.0;
     }
+}
+
+typedef long long lane_mask __attribute__((vector_size(32)));
+
+/* x^T A^-1 x of 4 Q dense rows under one model (m its inverse), row_moments' sums: the
+ * rows transposed in xt (row g's value c at xt[c * stride + g]), a row per lane, so that
+ * the inverse is read once for the 4 Q rows. Each row's sums are in row_moments' order
+ * exactly (dot's lane k: the terms k mod 4 from the sum's start, then the tail in lane 0);
+ * a row's zero entry adds nothing to its sum, as row_moments skips it. Q: a constant of
+ * each caller (rows_moments), for the loops to unroll into registers. */
+static inline __attribute__((always_inline)) void quads_moments(
+        const double *m, Py_ssize_t D, const double *xt, Py_ssize_t stride, double *var,
+        const int Q) {
+    lanes v[ROWS / 4];
+#pragma GCC unroll 8
+    for (int q = 0; q < Q; q++) v[q] = (lanes){0.0, 0.0, 0.0, 0.0};
+    for (Py_ssize_t l = 0; l < D; l++) {
+        const double *r = m + l * D + l + 1, *y = xt + (l + 1) * stride;
+        Py_ssize_t n = D - l - 1, i = 0;
+        lanes s[4][ROWS / 4];  /* s[k][q]: lane k of the dots of rows 4q..4q+3 */
+#pragma GCC unroll 8
+        for (int k = 0; k < 4; k++)
+#pragma GCC unroll 8
+            for (int q = 0; q < Q; q++) s[k][q] = (lanes){0.0, 0.0, 0.0, 0.0};
+        for (; i + 4 <= n; i += 4)
+#pragma GCC unroll 8
+            for (int k = 0; k < 4; k++)
+#pragma GCC unroll 8
+                for (int q = 0; q < Q; q++) {
+                    lanes u;
+                    memcpy(&u, y + (i + k) * stride + 4 * q, sizeof u);
+                    s[k][q] += r[i + k] * u;
+                }
+        for (; i < n; i++)
+#pragma GCC unroll 8
+            for (int q = 0; q < Q; q++) {
+                lanes u;
+                memcpy(&u, y + i * stride + 4 * q, sizeof u);
+                s[0][q] += r[i] * u;
+            }
+        double d = m[l * D + l];
+#pragma GCC unroll 8
+        for (int q = 0; q < Q; q++) {
+            lanes x;
+            memcpy(&x, xt + l * stride + 4 * q, sizeof x);
+            lanes t = x * (d * x + 2.0 * ((s[0][q] + s[1][q]) + (s[2][q] + s[3][q])));
+            v[q] += (lanes)((lane_mask)t & (x != 0.0));
+        }
+    }
+    for (int g = 0; g < 4 * Q; g++) var[g] = v[g / 4][g % 4] > 0.0 ? v[g / 4][g % 4] : 0.0;
+}
+
+/* quads_moments of the G <= ROWS rows of xt, in as few quads as hold them (the last
+ * quad's spare lanes compute rows of xt beyond them: xt has room, their results unused) */
+WIDE static void rows_moments(const double *m, Py_ssize_t D, const double *xt,
+                              Py_ssize_t stride, Py_ssize_t G, double *var) {
+    if (G > 12) quads_moments(m, D, xt, stride, var, 4);
+    else if (G > 8) quads_moments(m, D, xt, stride, var, 3);
+    else if (G > 4) quads_moments(m, D, xt, stride, var, 2);
+    else quads_moments(m, D, xt, stride, var, 1);
 }
 #endif
 
@@ -1118,10 +1179,79 @@ static PyObject *py_learn_dense(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* The end of run_online's examples from start: n, or one past the label that finds its
+ * model due a fresh inverse (learn_row's test), whose model goes in *due (else -1); counts:
+ * scratch (M). */
+static Py_ssize_t online_end(const int64_t *act, const int64_t *model, const int64_t *up,
+                             Py_ssize_t M, Py_ssize_t start, Py_ssize_t n,
+                             Py_ssize_t refresh, int64_t *counts, Py_ssize_t *due) {
+    memcpy(counts, up, M * sizeof(int64_t));
+    *due = -1;
+    for (Py_ssize_t i = start; i < n; i++) {
+        if (act[i] < 0) continue;
+        Py_ssize_t m = model[act[i]];
+        if (counts[m]++ >= refresh) {
+            *due = m;
+            return i + 1;
+        }
+    }
+    return n;
+}
+
+/* run_online's moments (predictions with the prior into p (n, K), widths into var from
+ * example start on) and labels for examples start..end-1 of dense rows shared by the K
+ * actions, model by model: a model's inverse changes with its own labels alone, so its
+ * rows are read in groups while it stays in cache, its labels learned in between, and
+ * each example meets the state it meets example by example (shared_moments' sums, each
+ * model's updates in their order). */
+static void model_major(double *A, double *B, double *AI, double *TH, int64_t *up,
+                        const int64_t *model, Py_ssize_t K, Py_ssize_t M, Py_ssize_t D,
+                        const int64_t *idx, const double *val, const int64_t *act,
+                        const double *rw, const double *wt, double prior, Py_ssize_t refresh,
+                        Py_ssize_t start, Py_ssize_t end, double *p, double *var,
+                        double *spread, double *xt) {
+    Py_ssize_t stride = end - start + ROWS;  /* xt (D, stride): the rows transposed, padded */
+    for (Py_ssize_t c = 0; c < D; c++) {
+        for (Py_ssize_t i = start; i < end; i++) xt[c * stride + i - start] = val[i * D + c];
+        for (Py_ssize_t i = end; i < start + stride; i++) xt[c * stride + i - start] = 0.0;
+    }
+    for (Py_ssize_t m = 0; m < M; m++) {
+        for (Py_ssize_t i = start; i < end;) {
+            Py_ssize_t j = i;  /* the model's next label */
+            while (j < end && (act[j] < 0 || model[act[j]] != m)) j++;
+            Py_ssize_t stop = j < end ? j + 1 : end;
+            for (Py_ssize_t r = i; r < stop;) {
+                double pg[ROWS], vg[ROWS];
+                Py_ssize_t G = stop - r < ROWS ? stop - r : ROWS;
+#if defined(__GNUC__)
+                for (Py_ssize_t g = 0; g < G; g++)
+                    pg[g] = dot(TH + m * D, val + (r + g) * D, D);
+                rows_moments(AI + m * D * D, D, xt + (r - start), stride, G, vg);
+#else
+                for (Py_ssize_t g = 0; g < G; g++)
+                    row_moments(AI + m * D * D, TH + m * D, D, NULL, val + (r + g) * D, D,
+                                pg + g, vg + g);
+#endif
+                for (Py_ssize_t g = 0; g < G; g++)
+                    for (Py_ssize_t k = 0; k < K; k++)
+                        if (model[k] == m) {
+                            p[(r + g) * K + k] = pg[g] + prior;
+                            var[(r + g - start) * K + k] = vg[g];
+                        }
+                r += G;
+            }
+            if (j < end)
+                learn_row(A, B, AI, TH, up, m, D, idx ? idx + j * D : NULL, val + j * D, D,
+                          wt[j], rw[j] - prior, refresh, NULL, NULL, spread);
+            i = stop;
+        }
+    }
+}
+
 PyDoc_STRVAR(run_online_doc,
 "run_online(a, b, a_inv, theta, updates, models, index, value, played, reward, weight,\n"
 "           budget, pmf, pred, low, high, start, n, R, K, L, D, rule, refresh,\n"
-"           prior, lo, hi, tol[, blocks, selector, var, penalty]) -> (stop, learned, stale)\n"
+"           prior, lo, hi, tol[, blocks, selector, var]) -> (stop, learned, stale)\n"
 "Examples start..n-1 in order: bounds with budget[labels learned so far in the call]\n"
 "(uniform play while that budget is NaN: no label yet), the rule's distribution, then\n"
 "the label of played[i] >= 0 learned and the decision state rebuilt (online schedule).\n"
@@ -1129,10 +1259,8 @@ PyDoc_STRVAR(run_online_doc,
 "fresh inverse, its row added to the Gram matrix only, or (with the joint model's\n"
 "blocks) before an example with a row outside them; returns (examples done, labels\n"
 "learned, that model, or -2 for a row outside the blocks, or -1). var (n, K), if\n"
-"given: each decision's x^T A^-1 x, the width before the budget. With a penalty > 0 (every\n"
-"A at least penalty I), dense rows shared by the actions and a fixed budget, only the\n"
-"widths each distribution needs (decisive_moments: the same distributions and\n"
-"predictions; the other actions' bounds and widths are loose).");
+"given: each decision's x^T A^-1 x, the width before the budget. Dense rows shared by the\n"
+"actions are decided model by model (model_major: the same numbers).");
 
 /* The automatic budget in the online loop (budget.BudgetSelector, one rebuild per label):
  * candidate j's radius is sqrt_grid[j] * scale[labels learned] (NaN: uniform play), the
@@ -1224,12 +1352,11 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     int rule;
     double prior, lo, hi, tol;
     PyObject *blocks = Py_None, *selector = Py_None, *var_out = Py_None;
-    double penalty = 0.0;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnindddd|OOOd", &a, &b,
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnindddd|OOO", &a, &b,
                           &a_inv, &theta, &updates, &models, &index, &value, &played,
                           &reward, &weight, &budget, &pmf, &pred, &low, &high, &start, &n,
                           &R, &K, &L, &D, &rule, &refresh, &prior, &lo, &hi, &tol,
-                          &blocks, &selector, &var_out, &penalty))
+                          &blocks, &selector, &var_out))
         return NULL;
     Py_buffer widths = {0};  /* var_out's: each decision's x^T A^-1 x */
     if (var_out != Py_None && PyObject_GetBuffer(var_out, &widths, PyBUF_WRITABLE) < 0) {
@@ -1269,29 +1396,60 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
         if (M != 1) PyErr_SetString(PyExc_ValueError, "blocks are for one model");
         ok = 0;
     }
-    double *spread = ok ? PyMem_Malloc((D + 2 * K) * sizeof(double)) : NULL;  /* and var */
+    double *spread = ok ? PyMem_Malloc((D + K) * sizeof(double)) : NULL;  /* and var */
     if (ok && !spread) {
         PyErr_NoMemory();
         ok = 0;
     }
     double *var = ok ? spread + D : NULL;
-    Py_ssize_t *pending = ok ? (Py_ssize_t *)(var + K) : NULL;  /* decisive_moments' */
+    /* dense rows shared by the actions: decided model by model, into wide: the widths
+     * (n - start, K), online_end's counts (M), model_major's rows transposed */
+    const int64_t *idx = index.len ? index.buf : NULL;
+    int by_model = ok && R == 1 && !blocked && L == D && start < n;
+    for (Py_ssize_t i = start; by_model && idx && i < n; i++)
+        by_model = !unless_dense(idx + i * L, L);
+    double *wide = by_model ? PyMem_Malloc(
+        ((n - start) * K + M + D * (n - start + ROWS)) * sizeof(double)) : NULL;
+    if (by_model && !wide) {
+        PyErr_NoMemory();
+        ok = 0;
+    }
+    Py_ssize_t end = n, due = -1;
+    if (ok && wide)
+        end = online_end(act, model, updates.buf, M, start, n, refresh,
+                         (int64_t *)(wide + (n - start) * K), &due);
     Py_ssize_t i = start, learned = 0, stale = -1;
-    if (ok) {
+    if (ok && wide) {
+        Py_BEGIN_ALLOW_THREADS
+        const double *rw = reward.buf, *bud = budget.buf;
+        model_major(a.buf, b.buf, a_inv.buf, theta.buf, updates.buf, model, K, M, D, idx,
+                    value.buf, act, rw, weight.buf, prior, refresh, start, end, pred.buf, wide,
+                    spread, wide + (n - start) * K + M);
+        for (; i < end; i++) {
+            double *p = (double *)pred.buf + i * K, *lw = (double *)low.buf + i * K,
+                   *hg = (double *)high.buf + i * K, *pm = (double *)pmf.buf + i * K,
+                   *v = wide + (i - start) * K;
+            if (widths.obj) memcpy((double *)widths.buf + i * K, v, K * sizeof(double));
+            if (au)
+                auto_decide(au, p, v, K, learned, rule, lo, hi, tol, lw, hg, pm);
+            else
+                decision(p, v, K, bud[learned], lo, hi, rule, tol, lw, hg, pm);
+            if (act[i] < 0) continue;
+            if (au) auto_credit(au, act[i], K, rw[i], ((const double *)au->prob.buf)[i], lo, hi);
+            learned++;
+        }
+        stale = due;
+        Py_END_ALLOW_THREADS
+    } else if (ok) {
         Py_BEGIN_ALLOW_THREADS
         double *A = a.buf, *B = b.buf, *AI = a_inv.buf, *TH = theta.buf;
         int64_t *up = updates.buf;
-        const int64_t *idx = index.len ? index.buf : NULL;
         const double *val = value.buf, *rw = reward.buf, *wt = weight.buf, *bud = budget.buf;
         for (; i < n; i++) {
             double *p = (double *)pred.buf + i * K, *lw = (double *)low.buf + i * K,
                    *hg = (double *)high.buf + i * K, *pm = (double *)pmf.buf + i * K;
             double beta = bud[learned];
-            if (R == 1 && !blocked && penalty > 0.0 && !au && !isnan(beta) && L == D &&
-                !unless_dense(idx ? idx + i * L : NULL, L))
-                decisive_moments(AI, TH, model, K, D, val + i * L, prior, beta, penalty, rule,
-                                 lo, hi, tol, p, var, pending);
-            else if (R == 1 && !blocked)
+            if (R == 1 && !blocked)
                 shared_moments(AI, TH, model, K, D, idx ? idx + i * L : NULL, val + i * L, L,
                                prior, p, var);
             else for (Py_ssize_t k = 0; k < K; k++) {
@@ -1334,6 +1492,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
         release_blocks(block_bufs);
     }
     PyMem_Free(spread);
+    PyMem_Free(wide);
     if (au) ok = auto_close(au, ok);
     RELEASE(&a, &b, &a_inv, &theta, &updates, &models, &index, &value, &played, &reward,
             &weight, &budget, &pmf, &pred, &low, &high, &widths);

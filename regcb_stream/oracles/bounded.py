@@ -285,7 +285,7 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
         return pred, np.maximum(head, 0.0) + tail
 
     def _loop(self, index, value, models, played, rewards, weights, budgets, rule,
-              reward_range, tolerance, out, bounds=True):  # (every bound: ``bounds`` moot)
+              reward_range, tolerance, out):
         n = len(value)
         run = self._run_compiled if self.compiled else self._run_reference
         scaled = weights.copy() if self.forget < 1.0 else weights

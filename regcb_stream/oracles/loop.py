@@ -22,17 +22,15 @@ class OnlineLoop:
     """``decisions`` and ``replay_online`` over an oracle's ``_loop``."""
 
     def decisions(self, phi, models, budget: float, rule: Rule,
-                  reward_range: tuple[float, float], tolerance: float, bounds: bool = True):
+                  reward_range: tuple[float, float], tolerance: float):
         """The decision ``rule``'s distributions (`regcb_stream.rules.Rule`), predictions
         and clipped bounds of a block of rows under the frozen fit, ``(n, K)`` each (a
-        `Decision`), in the compiled loop (``budget`` NaN: uniform play; ``bounds``:
-        `RegCB.replay`'s)."""
+        `Decision`), in the compiled loop (``budget`` NaN: uniform play)."""
         n = len(phi.value if isinstance(phi, SparseRows) else phi)
         played, unused = (_NO_LABEL, _UNUSED) if n == 1 else (np.full(n, -1, np.int64),
                                                                 np.zeros(n))
         return self._run(phi, models, played, unused, unused, np.array([budget]), rule,
-                         reward_range, tolerance,  # (no labels: rewards, weights unread)
-                         bounds=bounds)
+                         reward_range, tolerance)  # (no labels: rewards, weights unread)
 
     def replay_online(self, phi, models, played, rewards, weights, budgets, rule: Rule,
                       reward_range: tuple[float, float], tolerance: float, **options):

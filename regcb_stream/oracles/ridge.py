@@ -371,7 +371,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         return pred, np.maximum(var, 0.0)
 
     def _loop(self, index, value, models, played, rewards, weights, budgets, rule,
-              reward_range, tolerance, out, scoring=None, bounds=True):
+              reward_range, tolerance, out, scoring=None):
         (n, r, width), k = value.shape, len(models)
         self._block_arrays(index, value)
         scaled = weights.copy() if self.forget < 1.0 else weights
@@ -390,8 +390,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
                 index[rows] if index.size else index, value[rows], played[rows],
                 rewards[rows], scaled[rows], budgets, *out[:4, rows],
                 start, stop, r, k, width, self.dim, rule.code, self.refresh_every,
-                self.prior_mean, *reward_range, tolerance, blocks, spec, out[4, rows],
-                0.0 if bounds else self._l2)  # (a penalty: only the widths that decide)
+                self.prior_mean, *reward_range, tolerance, blocks, spec, out[4, rows])
             if scoring is not None:
                 scoring[0].loop_done(learned)
             budgets = budgets[learned:]

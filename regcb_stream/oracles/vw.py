@@ -154,8 +154,8 @@ class VWOracle(OnlineLoop, Oracle, Stateful):
         self._pending.clear()
 
     def _loop(self, index, value, models, played, rewards, weights, budgets, rule,
-              reward_range, tolerance, out, bounds=True):
-        """``_ridge.vw_run`` (every bound: ``bounds`` moot)."""
+              reward_range, tolerance, out):
+        """``_ridge.vw_run``."""
         (n, r, width), k = value.shape, len(models)
         index, value = self._ordered(index, value)
         events = np.array([self._events, self._action_sum], np.int64)

@@ -18,8 +18,7 @@ from regcb_stream.features.encoder import EncodedRows
 from regcb_stream.features.rows import Block
 
 
-def replay(model, contexts, actions, played, rewards, probs, weights, bounds: bool = True
-           ) -> Decision:
+def replay(model, contexts, actions, played, rewards, probs, weights) -> Decision:
     """Progressive validation of a checked log by ``model``: each context decided, then
     its logged label learned (``played[i]`` -1: none), epoch by epoch (see
     `RegCB.replay`). The rows are encoded ahead (the whole block for the compiled loop, an
@@ -46,7 +45,7 @@ def replay(model, contexts, actions, played, rewards, probs, weights, bounds: bo
         block, part = slice(start, stop), all_rows.take(slice(start - at, stop - at))
         if compiled:
             decision = model.explorer.replay(part, played[block], rewards[block],
-                                             probs[block], weights[block], bounds)
+                                             probs[block], weights[block])
         else:
             rows = rows[rows < stop]
             decision = model.explorer.decide(*part)
