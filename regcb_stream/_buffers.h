@@ -6,11 +6,13 @@
 
 #include <Python.h>
 
-/* The hot loops are also compiled for AVX-512 (x86-64-v4: 32 vector registers) and AVX2,
- * the widest the machine has chosen at load time; without FMA contraction (setup.py), so
- * every machine computes the same numbers. */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+/* The hot loops are also compiled for AVX-512 (x86-64-v4, GCC 12 on: 32 vector registers)
+ * and AVX2, the widest the machine has chosen at load time; without FMA contraction
+ * (setup.py), so every machine computes the same numbers. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && __GNUC__ >= 12
 #define WIDE __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#elif defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define WIDE __attribute__((target_clones("avx2", "default")))
 #else
 #define WIDE
 #endif
