@@ -59,7 +59,7 @@ STAGES = {
     "parsing": r"py_scan|py_adf|py_lines|line_texts|parse_number|hash_name|py_hashes|"
                r"py_labels|py_merge|py_slot|py_known|layout_fill|dsjson|json|_scan",
     "features (random features, crosses)": r"cosine|__cos|__sin|sincos|cross",
-    "decisions (bounds, widths, draws)": r"moments|shared_residual|split_row|decide|"
+    "decisions (bounds, widths, draws)": r"moments|shared_residual|split_row|group_sums|decide|"
                                          r"decision|candidate|draw|^dot|gather_dot|weigh|"
                                          r"auto_|quadratic|predict_",
     "learning (Gram, inverse updates)": r"gram_add|rank_one|learn|block_update|credit|"
@@ -91,9 +91,7 @@ def multiply_adds(path: str) -> int:
     with the file's features. CCB: each slot's rows over the pool (``c = SHARED + 2``
     context columns: the shared line, the slot's feature and its position; 2 of an action;
     their crosses) decided, and each slot's label a rank-one update of the joint model's
-    inverse over its ``D`` columns (every name of the stream and their crosses). The
-    compiled decisions of a shared dense row compute fewer quadratic forms: only those the
-    distribution needs (``decisive_moments`` in ``_ridge.c``); the floor is of them all."""
+    inverse over its ``D`` columns (every name of the stream and their crosses)."""
     if path == "CCB":
         context, own = SHARED + 2, 2
         row = 1 + context + own + context * own
