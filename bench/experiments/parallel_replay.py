@@ -122,6 +122,11 @@ def fit(traces: list) -> dict:
                                        else sum(in_parts) / workers))
             elif workers == 1:
                 local.append((n, seconds))
+    if len(rows) < 3:
+        raise SystemExit(f"parallel_replay: {len(rows)} epochs were spread over the workers, "
+                         "the cost model needs 3 (an epoch of fewer than "
+                         f"{parallel.MIN_SPREAD:,} labels is replayed by the driver): "
+                         "give more --events")
     a, b, d = np.linalg.lstsq(np.array(rows), np.array(comm), rcond=None)[0]
     return {"epoch": a, "task": b, "driver": d, "compute": busy / labels,
             "local": sum(s for _, s in local) / sum(n for n, _ in local)}
