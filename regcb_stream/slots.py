@@ -242,10 +242,13 @@ def _block(learner, rounds: Sequence[SlotRound], learn: bool
         rewards += [0.0] * len(own) + [r.labels[j][2] for j in labelled]
         weights += [1.0] * len(own) + [r.weight] * len(labelled)
         first += len(own)
-    before = learner.n_labels
-    decision = learner.replay(np.empty((len(order), 0)), encoded[np.array(order)],
-                              np.array(played), np.array(rewards), np.array(probs),
-                              np.array(weights))
+    before, played = learner.n_labels, np.array(played)
+    rows = encoded[np.array(order)]
+    labels = played >= 0  # (their decisions unused: only the played action's row kept,
+    rows.value[labels] *= (np.arange(rows.value.shape[1]) == played[labels, None])[..., None]
+    # the others' zeros skipped by the loop's sums)
+    decision = learner.replay(np.empty((len(order), 0)), rows, played, np.array(rewards),
+                              np.array(probs), np.array(weights))
     counts = before + np.cumsum([0] + [sum(label is not None for label in r.labels)
                                        if learn else 0 for r in rounds[:-1]])
     return _slot_decisions(learner, rounds, decision, np.array(decided), counts)
@@ -278,10 +281,12 @@ def _slot_decisions(learner, rounds, decision, decided: np.ndarray, counts: np.n
         pmf[np.isnan(budget[:, 0])] = 1.0 / (k - j)
         drawn = rules.sample(pmf, uniforms[order[live, j]])
         indices = np.flatnonzero(offered.ravel()).reshape(len(live), k - j) % k
-        chosen = indices[np.arange(len(live)), drawn]
+        rows = np.arange(len(live))
+        chosen = indices[rows, drawn]
         taken[live, chosen] = True
-        for r, row, pick, offer in zip(live.tolist(), pmf, drawn.tolist(), indices.tolist()):
-            out[r][j] = SlotDecision(offer[pick], float(row[pick]), row, tuple(offer), {})
+        for r, index, prob, row, offer in zip(live.tolist(), chosen.tolist(),
+                                               pmf[rows, drawn].tolist(), pmf, indices.tolist()):
+            out[r][j] = SlotDecision(index, prob, row, tuple(offer), {})
     return out
 
 

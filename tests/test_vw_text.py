@@ -22,6 +22,7 @@ from regcb_stream.io.vw_predictions import (
     format_legacy_block,
     format_pmf,
     format_prob,
+    format_slots,
 )
 from regcb_stream.io.vw_text import (
     ADFExample,
@@ -34,6 +35,7 @@ from regcb_stream.io.vw_text import (
     parse_line,
     read_cb_block,
 )
+from regcb_stream.slots import SlotDecision
 
 vw = pytest.importorskip("vowpalwabbit")
 VW_TESTS = Path(__file__).resolve().parents[1].parent / "shared" / "vw_tests"  # ../shared
@@ -364,6 +366,31 @@ def test_a_block_of_predictions_is_its_lines_one_by_one(seed, n, k):
     assert format_legacy_block(pmfs, tags) == "".join(
         format_legacy(pmfs[i].tolist(), tags[i]) for i in range(n))
 
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(0, 12), k=st.integers(1, 12))
+def test_multi_slot_predictions_are_each_slots_pairs_drawn_first(seed, n, k):
+    """The ``-p`` text of multi-slot examples: a line per slot, its offered actions with
+    the drawn one first (`SlotDecision.drawn_first`), an empty line for a slot left
+    without actions, an empty line after each example; compiled and reference alike."""
+    rng = np.random.default_rng(seed)
+    examples = []
+    for _ in range(n):
+        slots = []
+        for _ in range(int(rng.integers(1, 4))):
+            offered = tuple(sorted(rng.choice(3 * k, int(rng.integers(1, k + 1)),
+                                              replace=False).tolist()))
+            pmf = rng.choice([0.0, 1.0, 1 / 3, 0.5, 4e-7, 2**-7, rng.random()], len(offered))
+            index = offered[int(rng.integers(len(offered)))]
+            slots.append(None if rng.random() < 0.1 else SlotDecision(
+                index, float(pmf[offered.index(index)]), pmf, offered, {}))
+        examples.append(slots)
+    lines = "".join("".join("\n" if slot is None else ",".join(
+        f"{a}:{format_prob(p)}" for a, p in slot.drawn_first()) + "\n" for slot in slots)
+        + "\n" for slots in examples)
+    assert format_slots(examples) == lines
+    assert vw_predictions.format_slots_reference(examples) == lines
 
 # ------------------------------------------------------------------------ errors
 ERRORS = [

@@ -26,10 +26,10 @@ import functools
 from regcb_stream.command.driver import ExampleError, warn_cost_range
 from regcb_stream.io.dsjson import iter_slots_dsjson
 from regcb_stream.io.slot_events import SlotReward, iter_slot_events
-from regcb_stream.io.vw_predictions import format_prob
+from regcb_stream.io.vw_predictions import format_slots
 from regcb_stream.io.vw_slots import FLAGS, SlotsExample, feature_dict, iter_slots
 from regcb_stream.io.vw_text import OnError, VWParseError
-from regcb_stream.slots import Slot, SlotDecision, SlotRound, replay_slots
+from regcb_stream.slots import Slot, SlotRound, replay_slots
 
 MAX_BLOCK = 64  # examples decided at once: larger blocks take memory, not time (a block's
 # rows, twice: 512 examples of 3 slots and 10 actions took 30 MiB more, no faster)
@@ -139,8 +139,7 @@ class SlotsDriver:
         """The ``-p`` lines of a block's examples, then their outcomes and progress rows
         (``version``: the labels learned before the block)."""
         if self.sink is not None:
-            self.sink.write("".join("".join(map(_line, slots)) + "\n"
-                                    for slots in decisions))
+            self.sink.write(format_slots(decisions))
             self.sink.flush()  # a process may be waiting for these lines
         for (example, event_context), round_, slots in zip(items, rounds, decisions):
             if self.outcomes is not None:
@@ -168,14 +167,6 @@ class SlotsDriver:
             warn_cost_range(f"the example of line {line_no}", outside[0], low, high)
 
 
-def _line(decision: SlotDecision | None) -> str:
-    """A slot's ``-p`` line: its drawn action first, then the others in order."""
-    if decision is None:
-        return "\n"
-    return ",".join([f"{a}:{_prob(p)}" for a, p in decision.drawn_first()]) + "\n"
-
-
 # the features of the lines a stream repeats (actions, slots), as one dict each (read,
-# never changed, by the learner), and the probabilities it prints, each made once
+# never changed, by the learner), each made once
 _repeated = functools.lru_cache(maxsize=1 << 12)(feature_dict)
-_prob = functools.lru_cache(maxsize=1 << 12)(format_prob)

@@ -25,7 +25,7 @@
  * (features whose hashes share a slot), for vw_encode's hashed rows.
  *
  * lines splits the input's bytes into decoded lines, for io.read_ahead; format_block
- * writes a block's -p lines, for io.vw_predictions.
+ * and format_slots write a block's -p lines, for io.vw_predictions.
  *
  * keep_freed_memory tunes glibc's malloc for the command's process (see its docstring).
  */
@@ -947,6 +947,93 @@ static PyObject *py_format_block(PyObject *self, PyObject *args) {
     return result;
 }
 
+PyDoc_STRVAR(format_slots_doc,
+"format_slots(examples) -> str\n"
+"The -p text of multi-slot examples (vw_predictions.format_slots): for each example (a\n"
+"list of slot decisions), a line per slot, a:p for each action a of its offered (a tuple\n"
+"of ints) with its probability in pmf (float64), the drawn index first, then the others\n"
+"in order, joined by ',' (an empty line for None), then an empty line. A decision is a\n"
+"tuple (index, prob, pmf, offered, ...), as slots.SlotDecision.");
+
+/* One slot decision's pairs, the drawn action first, into out; 0 (an error set) if it is
+ * not (index, prob, pmf, offered, ...) with pmf's length that of offered */
+static int put_slot(PyObject *slot, Formatted *cache, char **out, Py_ssize_t *size,
+                    Py_ssize_t *capacity) {
+    if (!PyTuple_Check(slot) || PyTuple_GET_SIZE(slot) < 4 ||
+        !PyTuple_Check(PyTuple_GET_ITEM(slot, 3))) {
+        PyErr_SetString(PyExc_TypeError, "a slot decision is (index, prob, pmf, offered, ...)");
+        return 0;
+    }
+    PyObject *offered = PyTuple_GET_ITEM(slot, 3);
+    Py_ssize_t w = PyTuple_GET_SIZE(offered), at = -1;
+    int64_t drawn = PyLong_AsLongLong(PyTuple_GET_ITEM(slot, 0));
+    if (drawn == -1 && PyErr_Occurred()) return 0;
+    Py_buffer pmf;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(slot, 2), &pmf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return 0;
+    int ok = pmf.len == w * 8 && pmf.format && strcmp(pmf.format, "d") == 0;
+    if (!ok) PyErr_SetString(PyExc_ValueError, "a slot's pmf: float64, one per offered action");
+    for (Py_ssize_t j = 0; ok && at < 0 && j < w; j++) {
+        int64_t id = PyLong_AsLongLong(PyTuple_GET_ITEM(offered, j));
+        ok = !(id == -1 && PyErr_Occurred());
+        if (ok && id == drawn) at = j;
+    }
+    if (ok && at < 0) {
+        PyErr_SetString(PyExc_ValueError, "a slot's drawn action is not among its offered");
+        ok = 0;
+    }
+    const double *p = pmf.buf;
+    for (Py_ssize_t j = -1; ok && j < w; j++) {
+        if (j == at) continue;
+        Py_ssize_t c = j < 0 ? at : j;
+        int64_t id = PyLong_AsLongLong(PyTuple_GET_ITEM(offered, c));
+        if (id < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a slot's offered actions: numbers from 0");
+            ok = 0;
+            break;
+        }
+        char cell[64];
+        int length = 0;
+        if (j >= 0) cell[length++] = ',';
+        length += decimal(cell + length, id);
+        cell[length++] = ':';
+        length += probability_text(cache, p[c], cell + length);
+        ok = put_text(out, size, capacity, cell, length);
+        if (!ok && !PyErr_Occurred()) PyErr_NoMemory();
+    }
+    PyBuffer_Release(&pmf);
+    return ok;
+}
+
+static PyObject *py_format_slots(PyObject *self, PyObject *args) {
+    PyObject *examples, *result = NULL;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &examples)) return NULL;
+    Py_ssize_t size = 0, capacity = 0;
+    char *out = NULL;
+    Formatted *cache = PyMem_Calloc(FORMATTED, sizeof(Formatted));
+    int ok = cache != NULL;
+    if (!ok) PyErr_NoMemory();
+    for (Py_ssize_t e = 0; ok && e < PyList_GET_SIZE(examples); e++) {
+        PyObject *slots = PyList_GET_ITEM(examples, e);
+        if (!PyList_Check(slots)) {
+            PyErr_SetString(PyExc_TypeError, "an example's slot decisions: a list");
+            ok = 0;
+        }
+        for (Py_ssize_t j = 0; ok && j < PyList_GET_SIZE(slots); j++) {
+            PyObject *slot = PyList_GET_ITEM(slots, j);
+            ok = (slot == Py_None || put_slot(slot, cache, &out, &size, &capacity)) &&
+                 put_text(&out, &size, &capacity, "\n", 1);
+        }
+        ok = ok && put_text(&out, &size, &capacity, "\n", 1);
+        if (!ok && !PyErr_Occurred()) PyErr_NoMemory();
+    }
+    if (ok) result = PyUnicode_DecodeUTF8(out ? out : "", size, "strict");
+    PyMem_Free(out);
+    PyMem_Free(cache);
+    return result;
+}
+
 PyDoc_STRVAR(lines_doc,
 "lines(data) -> list of str\n\n"
 "The lines of a bytes-like object split at each '\\n' (n newlines: n + 1 lines), each\n"
@@ -1001,6 +1088,7 @@ static PyMethodDef methods[] = {
     {"layout_values", py_layout_values, METH_VARARGS, layout_values_doc},
     {"lines", py_lines, METH_VARARGS, lines_doc},
     {"format_block", py_format_block, METH_VARARGS, format_block_doc},
+    {"format_slots", py_format_slots, METH_VARARGS, format_slots_doc},
     {"keep_freed_memory", py_keep_freed_memory, METH_NOARGS, keep_freed_memory_doc},
     {NULL, NULL, 0, NULL},
 };

@@ -106,6 +106,35 @@ def format_block_reference(pmfs: np.ndarray, orders: np.ndarray, tags: Sequence[
                     for row, tag in zip(picked.tolist(), tags)])
 
 
+def format_slots(examples: Sequence[Sequence]) -> str:
+    """The ``-p`` text of multi-slot examples (``--ccb_explore_adf``, ``--slates``): a line
+    per slot, ``a:p,...`` over the actions it was offered with the drawn one first, then
+    the others in order (an empty line for a slot no action was left for, None), then an
+    empty line after each example. A slot's decision is ``(index, prob, pmf, offered,
+    ...)``, as `regcb_stream.slots.SlotDecision` (compiled: ``_scan.format_slots``).
+
+    >>> format_slots([[(2, 0.5, np.array([0.5, 0.5]), (0, 2)), None]])
+    '2:0.5,0:0.5\n\n\n'
+    """
+    if _scan is not None:
+        return _scan.format_slots(examples if isinstance(examples, list) else list(examples))
+    return format_slots_reference(examples)
+
+
+def format_slots_reference(examples: Sequence[Sequence]) -> str:
+    """`format_slots` in Python (the compiled one's reference)."""
+    def line(slot) -> str:
+        if slot is None:
+            return "\n"
+        index, _, pmf, offered = slot[:4]
+        pairs = list(zip(offered, np.asarray(pmf, float).tolist()))
+        at = offered.index(index)
+        pairs = [pairs[at], *pairs[:at], *pairs[at + 1:]]
+        return ",".join([f"{a}:{format_prob(p)}" for a, p in pairs]) + "\n"
+
+    return "".join("".join(map(line, slots)) + "\n" for slots in examples)
+
+
 def format_legacy_block(pmfs: np.ndarray, tags: Sequence[str | None]) -> str:
     """`format_legacy` for a block of examples (rows of ``pmfs``).
 
