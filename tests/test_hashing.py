@@ -198,3 +198,25 @@ def test_hashed_joint_rows_take_the_columns_of_their_features_one_kind_at_a_time
             "xa", [(s, a) for s in context for a in keys])
         assert values == [*context.values(), *action.values(), *(
             sv * av for sv in context.values() for av in action.values())]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_slot_columns_are_numbered_in_order_and_saved_as_columns(compiled, monkeypatch):
+    """Hashed slots get columns in order of first appearance (a slot a key shares, its
+    column), compiled or not; the saved table holds each slot's column, -1 for a slot not
+    seen, and a table built back from it numbers on from where it stopped."""
+    from regcb_stream.features import encoder
+    from regcb_stream.features.encoder import SlotColumns
+
+    if not compiled:
+        monkeypatch.setattr(encoder, "_scan", None)
+    slots = SlotColumns(bits=4)
+    columns, fresh = slots(np.array([21, 3, 5, 21, 19], np.uint64), first=1)
+    assert (columns.tolist(), fresh) == ([1, 2, 1, 1, 2], 2)  # (21 & 15 = 5, 19 & 15 = 3)
+    table = slots.state()["table"]
+    assert table.tolist() == [-1, -1, -1, 2, -1, 1] + [-1] * 10
+    back = SlotColumns.from_state(slots.state())
+    columns, fresh = back(np.array([7, 5], np.uint64), first=3)
+    assert (columns.tolist(), fresh) == ([3, 1], 1)
+    columns, fresh = SlotColumns.from_state(back.state())(np.array([7, 8, 3], np.uint64), 4)
+    assert (columns.tolist(), fresh) == ([3, 4, 2], 1)

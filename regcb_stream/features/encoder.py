@@ -498,8 +498,21 @@ class SlotColumns(Stateful):
 
     def __init__(self, bits: int):
         self.mask = mask(bits)
-        self._table = np.full(1 << bits, -1, np.int64) if bits <= self.TABLE_BITS else None
+        # each slot's column + 1 (0: not seen): zeros, so the pages of slots never seen
+        # are never touched (2 MiB of memory at 18 bits otherwise); saved as the columns
+        self._table = np.zeros(1 << bits, np.int64) if bits <= self.TABLE_BITS else None
         self._dict: dict[int, int] = {}
+
+    def state(self) -> dict:
+        """The saved state: the table as each slot's column, -1 for a slot not seen."""
+        saved = super().state()
+        if self._table is not None:
+            saved["table"] = self._table - 1
+        return saved
+
+    def restored(self) -> None:
+        if self._table is not None:
+            self._table = np.asarray(self._table, np.int64) + 1
 
     def __call__(self, hashes: np.ndarray, first: int) -> tuple[np.ndarray, int]:
         """Columns of ``hashes``; new slots get columns ``first, first + 1, ...``. Returns
@@ -515,7 +528,7 @@ class SlotColumns(Stateful):
             known = [self._dict.get(s, -1) for s in unique.tolist()]
             columns = np.array(known, np.int64)[inverse.reshape(-1)]
         else:
-            columns = self._table[slots]
+            columns = self._table[slots] - 1
         new = columns < 0
         if not new.any():
             return columns, 0
@@ -525,8 +538,8 @@ class SlotColumns(Stateful):
         if self._table is None:
             self._dict.update(zip(fresh.tolist(), numbers.tolist()))
             return self(hashes, first + len(fresh))[0], len(fresh)
-        self._table[fresh] = numbers
-        return self._table[slots], len(fresh)
+        self._table[fresh] = numbers + 1
+        return self._table[slots] - 1, len(fresh)
 
 
 def named_values(context: dict, names: tuple) -> np.ndarray | None:

@@ -654,9 +654,9 @@ static PyObject *py_adf_examples(PyObject *self, PyObject *args) {
 
 PyDoc_STRVAR(slot_columns_doc,
 "slot_columns(keys, table, first, out) -> fresh\n"
-"The columns of hashed keys (uint64) into out (int64): table[key & (len(table) - 1)], a\n"
-"table of 2**bits int64 entries (-1: a slot not seen yet), new slots numbered first,\n"
-"first + 1, ... in order of appearance; returns how many were new.");
+"The columns of hashed keys (uint64) into out (int64): table[key & (len(table) - 1)] - 1,\n"
+"a table of 2**bits int64 entries (a slot's column + 1; 0: not seen yet), new slots\n"
+"numbered first, first + 1, ... in order of appearance; returns how many were new.");
 
 static PyObject *py_slot_columns(PyObject *self, PyObject *args) {
     Py_buffer keys = {0}, table = {0}, out = {0};
@@ -671,8 +671,8 @@ static PyObject *py_slot_columns(PyObject *self, PyObject *args) {
         int64_t *t = table.buf, *o = out.buf;
         for (Py_ssize_t i = 0; i < n; i++) {
             int64_t *slot = t + (k[i] & m);
-            if (*slot < 0) *slot = first + fresh++;
-            o[i] = *slot;
+            if (*slot <= 0) *slot = first + 1 + fresh++;
+            o[i] = *slot - 1;
         }
     }
     PyBuffer_Release(&keys);

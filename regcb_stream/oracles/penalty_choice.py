@@ -172,13 +172,10 @@ class PenaltyChoice:
         models = models[weights[models] > 0]
         diagonal = np.arange(self.dim)
         before = self._penalties(self.dim)
-        gram = self._a[models]
-        gram[:, diagonal, diagonal] -= before
-        if self._standing is not None:
-            gram -= self._standing[0][models]
         labels = (b[models], squares[models, None], weights[models, None])
         scales = FEATURE_SCALES if self._scaled is not None else (1.0,)
-        scores = np.array([self._scores(gram, *labels, scale) for scale in scales])
+        scores = np.array([self._scores(*self._spectra(models, before, labels[0], scale),
+                                        *labels[1:]) for scale in scales])
         best = int(np.argmin(scores))  # (the first of equals: scales, then penalties)
         self._scale = scales[best // len(GCV_PENALTIES)]
         self._l2 = GCV_PENALTIES[best % len(GCV_PENALTIES)]
@@ -188,19 +185,37 @@ class PenaltyChoice:
             for model in range(self.n_models):
                 self._invert(model)
 
-    def _scores(self, gram: np.ndarray, b: np.ndarray, squares: np.ndarray,
-                weights: np.ndarray, scale: float) -> np.ndarray:
-        """The score of each of `GCV_PENALTIES`, summed over the models of the statistics
-        ``gram``, ``b``, ``squares`` and ``weights`` (``(models, 1)``), with the random
-        features' penalty ``scale`` times the rest's."""
+    def _spectra(self, models: np.ndarray, penalties: np.ndarray, b: np.ndarray,
+                 scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """The eigenvalues ``e`` of each model's ``sum w x x^T`` (its Gram matrix less
+        ``penalties`` and any standing statistics), with the random features' penalty
+        ``scale`` times the rest's, and the squares of ``z = V^T b``: ``(models, 1, D)``
+        each, one model at a time (a stack would hold several copies of every model's
+        matrix: the command's peak memory)."""
+        diagonal, standing = np.arange(self.dim), self._standing
+        e, z2 = np.empty((2, len(models), 1, self.dim))
         if scale != 1.0:
             shrink = np.ones(self.dim)
             shrink[self._scaled[0]:self._scaled[1]] = scale ** -0.5
-            gram, b = gram * shrink[:, None] * shrink, b * shrink
+            b = b * shrink
         with one_blas_thread():  # (as `RidgeOracle._invert`)
-            eigenvalues, vectors = np.linalg.eigh(gram)
-        e = np.maximum(eigenvalues, 0.0)[:, None]  # (models, 1, D)
-        z2 = np.einsum("mdk,md->mk", vectors, b)[:, None] ** 2
+            for at, model in enumerate(models.tolist()):
+                gram = self._a[model].copy()
+                gram[diagonal, diagonal] -= penalties
+                if standing is not None:
+                    gram -= standing[0][model]
+                if scale != 1.0:
+                    gram = gram * shrink[:, None] * shrink
+                eigenvalues, vectors = np.linalg.eigh(gram)
+                e[at, 0] = np.maximum(eigenvalues, 0.0)
+                z2[at, 0] = np.einsum("dk,d->k", vectors, b[at]) ** 2
+        return e, z2
+
+    def _scores(self, e: np.ndarray, z2: np.ndarray, squares: np.ndarray,
+                weights: np.ndarray) -> np.ndarray:
+        """The score of each of `GCV_PENALTIES`, summed over the models of the spectra
+        ``e`` and ``z2`` (`_spectra`) and the statistics ``squares`` and ``weights``
+        (``(models, 1)``)."""
         penalties = np.array(GCV_PENALTIES)[:, None]  # (penalties, 1)
         if self.l2 == "evidence":
             residual = np.maximum(squares - (z2 / (e + penalties)).sum(axis=2), 1e-300)
