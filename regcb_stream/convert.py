@@ -25,9 +25,10 @@ from regcb_stream.adapt.events import DelayedRewards, PendingDecisions
 from regcb_stream.adapt.selection import Losses, ModelSelection
 from regcb_stream.explore.budget import DEFAULT_BETA, AutoBudget, BudgetSelector, FixedBudget
 from regcb_stream.explore.explorer import TIE_TOLERANCE, Explorer
-from regcb_stream.features.encoder import FeatureEncoder, SlotColumns
+from regcb_stream.features.encoder import FeatureEncoder
 from regcb_stream.features.random_features import RandomFeatures
 from regcb_stream.features.rows import ActionRegistry, Rows
+from regcb_stream.features.slot_columns import SlotColumns
 from regcb_stream.learner import RegCB
 from regcb_stream.model import Model
 from regcb_stream.oracles.blocks import ArrowheadBlocks

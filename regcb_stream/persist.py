@@ -52,9 +52,10 @@ def _classes() -> dict[str, type]:
     from regcb_stream.adapt.selection import Losses, ModelSelection
     from regcb_stream.explore.budget import AutoBudget, BudgetSelector, FixedBudget
     from regcb_stream.explore.explorer import Explorer
-    from regcb_stream.features.encoder import FeatureEncoder, SlotColumns
+    from regcb_stream.features.encoder import FeatureEncoder
     from regcb_stream.features.random_features import RandomFeatures
     from regcb_stream.features.rows import ActionRegistry, Rows
+    from regcb_stream.features.slot_columns import SlotColumns
     from regcb_stream.learner import RegCB
     from regcb_stream.model import Model, Spec
     from regcb_stream.oracles.base import Capabilities

@@ -78,13 +78,17 @@ def slot_context(context, slot: Slot, position: int) -> dict:
     {'u': 1.0, 'slot^h': 2.0, 'slot_index=1': 1.0}
     """
     if isinstance(context, Mapping):
-        merged = dict(context)
-    else:
-        merged = dict(enumerate(np.asarray(context, dtype=float).ravel().tolist()))
-    for name, value in (slot.features or {}).items():
-        merged[f"slot^{name}"] = value
-    merged[f"{SLOT_INDEX}={position}"] = 1.0
-    return merged
+        return {**context, **_slot_part(slot.features, position)}
+    return {**dict(enumerate(np.asarray(context, dtype=float).ravel().tolist())),
+            **_slot_part(slot.features, position)}
+
+
+def _slot_part(features: Mapping | None, position: int) -> dict:
+    """What `slot_context` adds to the example's features: the slot's own under
+    ``slot^name``, then its position."""
+    part = {f"slot^{name}": value for name, value in (features or {}).items()}
+    part[f"{SLOT_INDEX}={position}"] = 1.0
+    return part
 
 
 def _as_slots(slots: Sequence) -> list[Slot]:
@@ -228,8 +232,18 @@ def _block(learner, rounds: Sequence[SlotRound], learn: bool
     label), then its labelled slots' rows again (their labels); then each slot's decision
     from its rows' fit and ``x^T A^-1 x``, slot by slot across the rounds."""
     slots = [_as_slots(r.slots) for r in rounds]
+    parts: dict[tuple[int, int], dict] = {}  # (a slot's features, position): its part
+
+    def context(r: SlotRound, slot: Slot, j: int) -> dict:  # (slot_context's, made faster)
+        if not isinstance(r.context, Mapping):
+            return slot_context(r.context, slot, j)
+        part = parts.get(key := (id(slot.features), j))  # (the dicts live while this runs)
+        if part is None:
+            part = parts[key] = _slot_part(slot.features, j)
+        return {**r.context, **part}
+
     encoded = learner.encoder.joint_rounds([
-        ([slot_context(r.context, slot, j) for j, slot in enumerate(own)], r.actions)
+        ([context(r, slot, j) for j, slot in enumerate(own)], r.actions)
         for r, own in zip(rounds, slots)])
     order, played, rewards, probs, weights, decided = [], [], [], [], [], []
     first = 0  # each round's first slot row in encoded

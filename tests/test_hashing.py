@@ -205,11 +205,11 @@ def test_slot_columns_are_numbered_in_order_and_saved_as_columns(compiled, monke
     """Hashed slots get columns in order of first appearance (a slot a key shares, its
     column), compiled or not; the saved table holds each slot's column, -1 for a slot not
     seen, and a table built back from it numbers on from where it stopped."""
-    from regcb_stream.features import encoder
-    from regcb_stream.features.encoder import SlotColumns
+    from regcb_stream.features import slot_columns
+    from regcb_stream.features.slot_columns import SlotColumns
 
     if not compiled:
-        monkeypatch.setattr(encoder, "_scan", None)
+        monkeypatch.setattr(slot_columns, "_scan", None)
     slots = SlotColumns(bits=4)
     columns, fresh = slots(np.array([21, 3, 5, 21, 19], np.uint64), first=1)
     assert (columns.tolist(), fresh) == ([1, 2, 1, 1, 2], 2)  # (21 & 15 = 5, 19 & 15 = 3)
@@ -220,3 +220,56 @@ def test_slot_columns_are_numbered_in_order_and_saved_as_columns(compiled, monke
     assert (columns.tolist(), fresh) == ([3, 1], 1)
     columns, fresh = SlotColumns.from_state(back.state())(np.array([7, 8, 3], np.uint64), 4)
     assert (columns.tolist(), fresh) == ([3, 4, 2], 1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10_000), bits=st.sampled_from([3, 8, 18]))
+def test_joint_rows_of_a_block_are_each_contexts_rows_in_turn(seed, bits):
+    """A block of rounds' joint rows (`crosses.hashed_rounds`: contexts of as many
+    features built at once, their keys numbered in one pass) are the rows `hashed_items`
+    gives one context at a time, numbered in turn: the same columns (hash collisions
+    included), values and padding, whatever the contexts' widths, names and pools, and
+    with rounds that must go one at a time (an int value, actions of unequal widths)."""
+    from regcb_stream.features.crosses import hashed_items, hashed_rounds
+    from regcb_stream.features.slot_columns import SlotColumns
+
+    rng = np.random.default_rng(seed)
+    names = [f"n{i}" for i in range(10)] + [0, 1, 2]
+
+    def features(pool: list, most: int) -> dict:
+        keys = rng.choice(len(pool), int(rng.integers(0, most + 1)), replace=False)
+        return {pool[i]: float(rng.choice([1.0, -0.5, 2.25])) if rng.random() < 0.95 else 3
+                for i in keys}
+
+    k = int(rng.integers(1, 4))
+    pools = [[features([f"a{i}" for i in range(6)] + ["n0"], 2) for _ in range(k)]
+             for _ in range(3)]
+    rounds = [([features(names, 5) for _ in range(int(rng.integers(1, 4)))],
+               pools[int(rng.integers(3))]) for _ in range(int(rng.integers(1, 8)))]
+    out = []
+    for block in (True, False):
+        slots, first = SlotColumns(bits), [1]
+
+        def register(keys):
+            columns, fresh = slots(keys, first[0])
+            first[0] += fresh
+            return columns
+
+        def rows_of(contexts, actions):
+            rows = []
+            for context in contexts:
+                made, fresh = hashed_items(slots, first[0], list(context), [
+                    float(v) for v in context.values()], [
+                    (list(a), [float(v) for v in a.values()]) for a in actions])
+                first[0] += fresh
+                rows += made
+            index = np.zeros((len(rows), 1 + max(len(c) for c, _ in rows)), np.intp)
+            value = np.zeros(index.shape)
+            for row, (columns, values) in enumerate(rows):
+                index[row, 1:1 + len(columns)], value[row, 1:1 + len(values)] = columns, values
+            return index, value
+
+        out.append((*hashed_rounds(register if block else None, rows_of, rounds), first[0]))
+    (index, value, n), (index_one, value_one, n_one) = out
+    assert index.shape == index_one.shape and n == n_one
+    assert np.array_equal(index, index_one) and np.array_equal(value, value_one)

@@ -4,11 +4,13 @@ A (context, action) row holds the context's features, the action's own and every
 the two, keyed as VW keys them: a name's hash (`name_hash`) and a cross's
 ``hash(s) * FNV_PRIME ^ hash(a)``. The keys of a context with its actions (the context's,
 then each action's own and crosses, context-major) become columns in one pass of the
-encoder's `SlotColumns`, so new slots are numbered as one row at a time would number them.
-`hashed_items` gives the rows as lists; `layout_rows` and `hashed_rounds` the same rows as
-arrays, by a layout of the features' names, when every action has as many features.
+encoder's `regcb_stream.features.slot_columns.SlotColumns`, so new slots are numbered as
+one row at a time would number them.
+`hashed_items` gives the rows as lists; `joint_block` the same rows as arrays for many
+contexts at once, when every action has as many features (`layout_rows`: one round's,
+`hashed_rounds`: a block of rounds').
 
->>> from regcb_stream.features.encoder import SlotColumns
+>>> from regcb_stream.features.slot_columns import SlotColumns
 >>> rows, fresh = hashed_items(SlotColumns(bits=8), 1, ["u"], [2.0], [(["a"], [1.0])])
 >>> len(rows[0][0]), rows[0][1], fresh
 (3, [2.0, 1.0, 2.0], 3)
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple
 
 import numpy as np
 
@@ -61,136 +62,152 @@ def hashed_items(slots, first: int, shared_keys: list, shared_values: list, own:
 
 def layout_rows(register, contexts: list, own: list, intercept: float
                 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """One round's joint rows by its names' `layout` (its contexts' and actions' checked
-    keys and values), ``(len(contexts) K, L)`` with the intercept as column 0, its new keys
+    """One round's joint rows (its contexts' and actions' checked keys and values, by
+    `joint_block`), ``(len(contexts) K, L)`` with the intercept as column 0, its new keys
     numbered by ``register(keys) -> columns``, when every action has as many features and
     every value is a Python float; else None (nothing numbered)."""
     values = [v for _, part in (*contexts, *own) for v in part]
     if not own or len({len(keys) for keys, _ in own}) > 1 or not {
             type(v) for v in values} <= {float}:
         return None
-    shape = layout(tuple(tuple(keys) for keys, _ in contexts),
-                   tuple(tuple(keys) for keys, _ in own))
-    u = np.array([1.0, 0.0, *values])
-    index = np.append(register(shape.keys), 0)[shape.where]
+    index, value = joint_block(register, [(keys, part, 0) for keys, part in contexts],
+                               [_pool(own)])
+    index, value = (a.reshape(-1, a.shape[-1]) for a in (index, value))
     lead = (len(index), 1)
     return (np.hstack([np.zeros(lead, np.intp), index]),
-            np.hstack([np.full(lead, intercept), u[shape.left] * u[shape.right]]))
+            np.hstack([np.full(lead, intercept), value]))
 
 
-class Layout(NamedTuple):
-    """Where the joint rows of a round (contexts, each with every action of a pool) take
-    their keys and values from, given only the features' names: the round's keys in the
-    order they are registered (`hashed_items`' order), and for each entry of each row
-    ``(contexts K, L)``, no intercept, its key's position (``-1``: padding) and the two
-    positions in the round's values ``u`` whose product it is, ``u = [1, 0, each
-    context's values, each action's]`` (a single value times ``u[0]``; padding ``u[1]``)."""
+def joint_block(register, contexts: list[tuple], pools: list[tuple[np.ndarray, np.ndarray]]
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """The joint rows of contexts, each ``(keys, values, pool)``, with every action of its
+    pool (``pools[pool]``: the actions' key hashes and values, ``(K, m)`` each, every pool
+    with as many actions), ``(contexts, K, L)``, no intercept: a row holds the context's
+    entries, the action's own, then the crosses (context-major), padded with column 0 and
+    value 0. Every key is numbered by one ``register(keys) -> columns`` in the order one
+    context at a time numbers them (`hashed_items`' order), and the rows are built for all
+    the contexts with as many features and one pool at once.
 
-    keys: np.ndarray
-    where: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
+    >>> from regcb_stream.features.slot_columns import SlotColumns
+    >>> slots = SlotColumns(bits=8)
+    >>> pool = (np.array([[name_hash("a")], [name_hash("b")]], np.uint64), np.ones((2, 1)))
+    >>> index, value = joint_block(lambda keys: slots(keys, 1)[0], [(["u"], [2.0], 0)], [pool])
+    >>> index.tolist(), value.tolist()
+    ([[[1, 2, 3], [1, 4, 5]]], [[[2.0, 1.0, 2.0], [2.0, 1.0, 2.0]]])
+    """
+    k = len(pools[0][0])
+    distinct: dict[tuple, int] = {}  # (names, pool) -> its number, in order of appearance
+    of = np.array([distinct.setdefault((tuple(names), pool), len(distinct))
+                   for names, _, pool in contexts], np.intp)
+    kinds = _numbered(register, list(distinct), pools, k)
+    width = max(s + pools[pool][0].shape[1] * (1 + s) for s, pool in kinds)
+    index = np.zeros((len(contexts), k, width), np.intp)
+    value = np.zeros(index.shape)
+    for (s, pool), (members, columns) in kinds.items():
+        own_values, m = pools[pool][1], pools[pool][1].shape[1]
+        at = np.full(len(distinct), -1)  # each distinct context's place among members
+        at[members] = np.arange(len(members))
+        rows = np.flatnonzero(at[of] >= 0)
+        columns, n, end = columns[at[of[rows]]], len(rows), s + m * (1 + s)
+        shared = np.array([contexts[c][1] for c in rows.tolist()], float).reshape(n, 1, s)
+        index[rows, :, :end] = np.concatenate(
+            [np.broadcast_to(columns[:, None, :s], (n, k, s)),
+             columns[:, s:].reshape(n, k, m * (1 + s))], axis=2)
+        value[rows, :, :end] = np.concatenate(
+            [np.broadcast_to(shared, (n, k, s)), np.broadcast_to(own_values, (n, k, m)),
+             (shared[..., None] * own_values[:, None, :]).reshape(n, k, s * m)], axis=2)
+    return index, value
 
 
-@functools.lru_cache(maxsize=1 << 8)  # (a stream's rounds repeat their names)
-def layout(contexts: tuple[tuple, ...], actions: tuple[tuple, ...]) -> Layout:
-    """The `Layout` of a round whose contexts and actions (as many features each) have
-    these feature names."""
-    k, m = len(actions), len(actions[0])
-    own = np.array([[name_hash(key) for key in keys] for keys in actions],
-                    np.uint64).reshape(k, m)
-    widths = {len(keys) for keys in contexts}
-    if len(widths) > 1:  # one layout per context, stacked
-        parts = [_context_layout(keys, own, 2 + sum(map(len, contexts[:c])),
-                                 2 + sum(map(len, contexts)))
-                 for c, keys in enumerate(contexts)]
-        offsets = np.cumsum([0] + [len(part.keys) for part in parts])
-        width = max(part.where.shape[-1] for part in parts)
-        out = np.full((3, len(contexts), k, width), -1, np.intp)
-        out[1], out[2] = 1, 0  # (padding: u[1] * u[0] = 0)
-        for c, (part, offset) in enumerate(zip(parts, offsets)):
-            w = part.where.shape[-1]
-            out[0, c, :, :w] = part.where + offset
-            out[1, c, :, :w], out[2, c, :, :w] = part.left, part.right
-        return Layout(np.concatenate([part.keys for part in parts]),
-                      *out.reshape(3, len(contexts) * k, width))
-    keys = np.array([[name_hash(key) for key in names] for names in contexts], np.uint64)
-    whole = _context_layout(keys, own, 2 + keys.shape[1] * np.arange(len(contexts)),
-                            2 + keys.size)
-    return Layout(whole.keys, *(a.reshape(-1, a.shape[-1]) for a in whole[1:]))
+def _numbered(register, distinct: list[tuple], pools: list, k: int) -> dict:
+    """The columns of the keys of distinct contexts ``(names, pool)``, by kind ``(number
+    of names, pool)``: the kind's contexts (positions in ``distinct``) and their keys'
+    columns, a row each (the context's keys, then each action's own and crosses); the
+    keys numbered by one ``register`` in the order of ``distinct`` (a repeated context
+    would number nothing new)."""
+    kinds: dict[tuple[int, int], list[int]] = {}
+    for d, (names, pool) in enumerate(distinct):
+        kinds.setdefault((len(names), pool), []).append(d)
+    widths = [len(names) + k * pools[pool][0].shape[1] * (1 + len(names))
+              for names, pool in distinct]
+    offsets = np.cumsum([0, *widths])
+    keys = np.empty(offsets[-1], np.uint64)
+    for (s, pool), members in kinds.items():
+        own, m, n = pools[pool][0], pools[pool][0].shape[1], len(members)
+        shared = np.array([_hashes(distinct[d][0]) for d in members], np.uint64).reshape(n, s)
+        crosses = (shared[:, None, :, None] * _FNV ^ own[None, :, None, :]).reshape(n, k, s * m)
+        keys[_places(members, offsets, widths[members[0]])] = np.concatenate([shared, (
+            np.concatenate([np.broadcast_to(own, (n, k, m)), crosses], axis=2).reshape(
+                n, -1))], axis=1).ravel()
+    columns = register(keys)
+    return {kind: (members, columns[_places(members, offsets, widths[members[0]])].reshape(
+        len(members), -1)) for kind, members in kinds.items()}
 
 
-def _context_layout(shared, own: np.ndarray, start, actions_start: int) -> Layout:
-    """The `Layout` of contexts with as many features each (their hashes ``shared``, ``(C,
-    s)``; or one context's names) and the actions' hashes ``own`` ``(K, m)``, the
-    contexts' values from ``start`` in ``u`` (one per context), the actions' from
-    ``actions_start``: arrays ``(C, K, L)`` (``(K, L)`` for one context's names)."""
-    one = not isinstance(shared, np.ndarray)
-    if one:
-        shared = np.array([[name_hash(key) for key in shared]], np.uint64).reshape(1, -1)
-    (n, s), (k, m) = shared.shape, own.shape
-    block = s + k * m * (1 + s)  # each context's keys: its own, then each action's
-    crosses = (shared[:, None, :, None] * _FNV ^ own[None, :, None, :]).reshape(n, k, s * m)
-    keys = np.concatenate([shared, np.concatenate(
-        [np.broadcast_to(own, (n, k, m)), crosses], axis=2).reshape(n, -1)], axis=1)
-    first = block * np.arange(n)[:, None, None]
-    where = np.concatenate([np.broadcast_to(first + np.arange(s), (n, k, s)),
-                            first + s + np.arange(k * m * (1 + s)).reshape(k, -1)], axis=2)
-    sv = np.broadcast_to(np.asarray(start).reshape(-1, 1, 1) + np.arange(s), (n, k, s))
-    av = np.broadcast_to(actions_start + np.arange(k * m).reshape(k, m), (n, k, m))
-    left = np.concatenate([sv, av, np.repeat(sv, m, axis=2)], axis=2)
-    right = np.concatenate([np.zeros((n, k, s + m), np.intp), np.tile(av, (1, 1, s))],
-                           axis=2)
-    layout_ = Layout(keys.ravel(), where, left, right)
-    return Layout(layout_.keys, *(a[0] for a in layout_[1:])) if one else layout_
+@functools.lru_cache(maxsize=1 << 12)  # (a stream's contexts repeat their names)
+def _hashes(names: tuple) -> tuple[int, ...]:
+    """The `name_hash` of each name."""
+    return tuple(map(name_hash, names))
+
+
+def _places(members: list[int], offsets: np.ndarray, width: int):
+    """Where the keys of contexts ``members`` (``width`` each) are among all the contexts'
+    (``offsets``: where each one's start): a slice when they are consecutive."""
+    if members[-1] - members[0] + 1 == len(members):
+        return slice(int(offsets[members[0]]), int(offsets[members[0]]) + len(members) * width)
+    return (offsets[members][:, None] + np.arange(width)).ravel()
+
+
+def _pool(own: list) -> tuple[np.ndarray, np.ndarray]:
+    """A pool's key hashes and values ``(K, m)`` from its actions' checked keys and values
+    (as many of each)."""
+    k, m = len(own), len(own[0][0])
+    return (np.array([[name_hash(key) for key in keys] for keys, _ in own],
+                     np.uint64).reshape(k, m),
+            np.array([values for _, values in own], float).reshape(k, m))
 
 
 def hashed_rounds(register, rows_of, rounds) -> tuple[np.ndarray, np.ndarray]:
     """The joint rows of rounds, each ``(contexts, actions)`` (dicts, every round with as
-    many actions), without the intercept, ``(contexts of every round, K, L)``: a round
-    whose values are all finite Python floats by its names' `layout` (its keys numbered by
-    ``register(keys) -> columns``, its values one product per entry, vectorized over the
-    rounds of one layout), any other (every one without ``register``) by
-    ``rows_of(contexts, actions)`` (the encoder's `joint_rows`, intercept first), each in
-    turn, so that keys are numbered as one round at a time would number them."""
-    parts, numbered, pools = [], {}, {}
+    many actions), without the intercept, ``(contexts of every round, K, L)``: the rounds
+    whose values are all finite Python floats and whose actions have as many features
+    each by `joint_block` (their keys numbered by ``register(keys) -> columns``), any
+    other (every one without ``register``) by ``rows_of(contexts, actions)`` (the
+    encoder's `joint_rows`, intercept first), in turn, so that keys are numbered as one
+    round at a time would number them."""
+    parts, run, pools, pool_of = [], [], [], {}
+
+    def close_run() -> None:
+        if run:
+            parts.append(joint_block(register, run, pools))
+            run.clear()
+
     for contexts, actions in rounds:
-        pool = pools.get(key := tuple(map(id, actions)))  # (the dicts live while this runs)
+        pool = pool_of.get(key := tuple(map(id, actions)))  # (the dicts live while this runs)
         if pool is None:
-            values = [v for action in actions for v in action.values()]
-            pools[key] = pool = (tuple(map(tuple, actions)), values, _floats(values))
-        values = [v for context in contexts for v in context.values()]
-        if register is None or not (pool[2] and _floats(values)) or len(
-                set(map(len, actions))) > 1:
+            own = [(tuple(action), list(action.values())) for action in actions]
+            fits = len({len(keys) for keys, _ in own}) == 1 and _floats(
+                [v for _, values in own for v in values])
+            pool_of[key] = pool = len(pools) if fits else -1
+            if fits:
+                pools.append(_pool(own))
+        if register is None or pool < 0 or not _floats(
+                [v for context in contexts for v in context.values()]):
+            close_run()
             index, value = rows_of(contexts, actions)
-            parts.append((index[:, 1:], value[:, 1:], len(contexts)))
+            k = len(actions)
+            parts.append((index[:, 1:].reshape(len(contexts), k, -1),
+                          value[:, 1:].reshape(len(contexts), k, -1)))
             continue
-        values += pool[1]
-        names = tuple(map(tuple, contexts)), pool[0]
-        if names not in numbered:  # its layout, and its keys' columns (-1: padding, 0)
-            shape = layout(*names)
-            numbered[names] = shape, np.append(register(shape.keys), 0)
-        parts.append((names, values, len(contexts)))
-    k = len(rounds[0][1])
-    width = max(p[0].shape[-1] if isinstance(p[0], np.ndarray) else
-                numbered[p[0]][0].where.shape[1] for p in parts)
-    rows = np.cumsum([0] + [p[2] for p in parts])
-    index = np.zeros((rows[-1], k, width), np.intp)
-    value = np.zeros(index.shape)
-    groups: dict[tuple, list[int]] = {}
-    for r, part in enumerate(parts):
-        if isinstance(part[0], np.ndarray):
-            index[rows[r]:rows[r + 1], :, :part[0].shape[1]] = part[0].reshape(part[2], k, -1)
-            value[rows[r]:rows[r + 1], :, :part[1].shape[1]] = part[1].reshape(part[2], k, -1)
-        else:
-            groups.setdefault(part[0], []).append(r)
-    for names, members in groups.items():
-        shape, columns = numbered[names]
-        s, w = len(names[0]), shape.where.shape[1]
-        u = np.array([[1.0, 0.0, *parts[r][1]] for r in members])
-        at = (rows[members][:, None] + np.arange(s)).ravel()
-        index[at, :, :w] = np.tile(columns[shape.where].reshape(s, k, w), (len(members), 1, 1))
-        value[at, :, :w] = (u[:, shape.left] * u[:, shape.right]).reshape(-1, k, w)
+        run += [(tuple(context), list(context.values()), pool) for context in contexts]
+    close_run()
+    if len(parts) == 1:
+        return parts[0]
+    width = max(index.shape[-1] for index, _ in parts)
+    index = np.concatenate([np.pad(index, ((0, 0), (0, 0), (0, width - index.shape[-1])))
+                            for index, _ in parts])
+    value = np.concatenate([np.pad(value, ((0, 0), (0, 0), (0, width - value.shape[-1])))
+                            for _, value in parts])
     return index, value
 
 

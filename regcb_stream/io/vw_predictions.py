@@ -114,7 +114,7 @@ def format_slots(examples: Sequence[Sequence]) -> str:
     ...)``, as `regcb_stream.slots.SlotDecision` (compiled: ``_scan.format_slots``).
 
     >>> format_slots([[(2, 0.5, np.array([0.5, 0.5]), (0, 2)), None]])
-    '2:0.5,0:0.5\n\n\n'
+    '2:0.5,0:0.5\\n\\n\\n'
     """
     if _scan is not None:
         return _scan.format_slots(examples if isinstance(examples, list) else list(examples))
