@@ -6,9 +6,10 @@ the two, keyed as VW keys them: a name's hash (`name_hash`) and a cross's
 then each action's own and crosses, context-major) become columns in one pass of the
 encoder's `regcb_stream.features.slot_columns.SlotColumns`, so new slots are numbered as
 one row at a time would number them.
-`hashed_items` gives the rows as lists; `joint_block` the same rows as arrays for many
-contexts at once, when every action has as many features (`layout_rows`: one round's,
-`hashed_rounds`: a block of rounds').
+`hashed_items` gives the rows as lists; when every action has as many features,
+`layout_rows` gives one round's as arrays, by a layout of its features' names (cached: a
+stream's rounds repeat their names), and `joint_block` those of many contexts at once
+(`hashed_rounds`: a block of rounds', whether their names repeat or not).
 
 >>> from regcb_stream.features.slot_columns import SlotColumns
 >>> rows, fresh = hashed_items(SlotColumns(bits=8), 1, ["u"], [2.0], [(["a"], [1.0])])
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -62,20 +64,88 @@ def hashed_items(slots, first: int, shared_keys: list, shared_values: list, own:
 
 def layout_rows(register, contexts: list, own: list, intercept: float
                 ) -> tuple[np.ndarray, np.ndarray] | None:
-    """One round's joint rows (its contexts' and actions' checked keys and values, by
-    `joint_block`), ``(len(contexts) K, L)`` with the intercept as column 0, its new keys
+    """One round's joint rows by its names' `layout` (its contexts' and actions' checked
+    keys and values), ``(len(contexts) K, L)`` with the intercept as column 0, its new keys
     numbered by ``register(keys) -> columns``, when every action has as many features and
     every value is a Python float; else None (nothing numbered)."""
     values = [v for _, part in (*contexts, *own) for v in part]
     if not own or len({len(keys) for keys, _ in own}) > 1 or not {
             type(v) for v in values} <= {float}:
         return None
-    index, value = joint_block(register, [(keys, part, 0) for keys, part in contexts],
-                               [_pool(own)])
-    index, value = (a.reshape(-1, a.shape[-1]) for a in (index, value))
+    shape = layout(tuple(tuple(keys) for keys, _ in contexts),
+                   tuple(tuple(keys) for keys, _ in own))
+    u = np.array([1.0, 0.0, *values])
+    index = np.append(register(shape.keys), 0)[shape.where]
     lead = (len(index), 1)
     return (np.hstack([np.zeros(lead, np.intp), index]),
-            np.hstack([np.full(lead, intercept), value]))
+            np.hstack([np.full(lead, intercept), u[shape.left] * u[shape.right]]))
+
+
+class Layout(NamedTuple):
+    """Where the joint rows of a round (contexts, each with every action of a pool) take
+    their keys and values from, given only the features' names: the round's keys in the
+    order they are registered (`hashed_items`' order), and for each entry of each row
+    ``(contexts K, L)``, no intercept, its key's position (``-1``: padding) and the two
+    positions in the round's values ``u`` whose product it is, ``u = [1, 0, each
+    context's values, each action's]`` (a single value times ``u[0]``; padding ``u[1]``)."""
+
+    keys: np.ndarray
+    where: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+
+
+@functools.lru_cache(maxsize=1 << 8)  # (a stream's rounds repeat their names)
+def layout(contexts: tuple[tuple, ...], actions: tuple[tuple, ...]) -> Layout:
+    """The `Layout` of a round whose contexts and actions (as many features each) have
+    these feature names."""
+    k, m = len(actions), len(actions[0])
+    own = np.array([[name_hash(key) for key in keys] for keys in actions],
+                    np.uint64).reshape(k, m)
+    widths = {len(keys) for keys in contexts}
+    if len(widths) > 1:  # one layout per context, stacked
+        parts = [_context_layout(keys, own, 2 + sum(map(len, contexts[:c])),
+                                 2 + sum(map(len, contexts)))
+                 for c, keys in enumerate(contexts)]
+        offsets = np.cumsum([0] + [len(part.keys) for part in parts])
+        width = max(part.where.shape[-1] for part in parts)
+        out = np.full((3, len(contexts), k, width), -1, np.intp)
+        out[1], out[2] = 1, 0  # (padding: u[1] * u[0] = 0)
+        for c, (part, offset) in enumerate(zip(parts, offsets)):
+            w = part.where.shape[-1]
+            out[0, c, :, :w] = part.where + offset
+            out[1, c, :, :w], out[2, c, :, :w] = part.left, part.right
+        return Layout(np.concatenate([part.keys for part in parts]),
+                      *out.reshape(3, len(contexts) * k, width))
+    keys = np.array([[name_hash(key) for key in names] for names in contexts], np.uint64)
+    whole = _context_layout(keys, own, 2 + keys.shape[1] * np.arange(len(contexts)),
+                            2 + keys.size)
+    return Layout(whole.keys, *(a.reshape(-1, a.shape[-1]) for a in whole[1:]))
+
+
+def _context_layout(shared, own: np.ndarray, start, actions_start: int) -> Layout:
+    """The `Layout` of contexts with as many features each (their hashes ``shared``, ``(C,
+    s)``; or one context's names) and the actions' hashes ``own`` ``(K, m)``, the
+    contexts' values from ``start`` in ``u`` (one per context), the actions' from
+    ``actions_start``: arrays ``(C, K, L)`` (``(K, L)`` for one context's names)."""
+    one = not isinstance(shared, np.ndarray)
+    if one:
+        shared = np.array([[name_hash(key) for key in shared]], np.uint64).reshape(1, -1)
+    (n, s), (k, m) = shared.shape, own.shape
+    block = s + k * m * (1 + s)  # each context's keys: its own, then each action's
+    crosses = (shared[:, None, :, None] * _FNV ^ own[None, :, None, :]).reshape(n, k, s * m)
+    keys = np.concatenate([shared, np.concatenate(
+        [np.broadcast_to(own, (n, k, m)), crosses], axis=2).reshape(n, -1)], axis=1)
+    first = block * np.arange(n)[:, None, None]
+    where = np.concatenate([np.broadcast_to(first + np.arange(s), (n, k, s)),
+                            first + s + np.arange(k * m * (1 + s)).reshape(k, -1)], axis=2)
+    sv = np.broadcast_to(np.asarray(start).reshape(-1, 1, 1) + np.arange(s), (n, k, s))
+    av = np.broadcast_to(actions_start + np.arange(k * m).reshape(k, m), (n, k, m))
+    left = np.concatenate([sv, av, np.repeat(sv, m, axis=2)], axis=2)
+    right = np.concatenate([np.zeros((n, k, s + m), np.intp), np.tile(av, (1, 1, s))],
+                           axis=2)
+    layout_ = Layout(keys.ravel(), where, left, right)
+    return Layout(layout_.keys, *(a[0] for a in layout_[1:])) if one else layout_
 
 
 def joint_block(register, contexts: list[tuple], pools: list[tuple[np.ndarray, np.ndarray]]
