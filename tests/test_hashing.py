@@ -227,10 +227,11 @@ def test_slot_columns_are_numbered_in_order_and_saved_as_columns(compiled, monke
 def test_joint_rows_of_a_block_are_each_contexts_rows_in_turn(seed, bits):
     """A block of rounds' joint rows (`crosses.hashed_rounds`: contexts of as many
     features built at once, their keys numbered in one pass) are the rows `hashed_items`
-    gives one context at a time, numbered in turn: the same columns (hash collisions
-    included), values and padding, whatever the contexts' widths, names and pools, and
-    with rounds that must go one at a time (an int value, actions of unequal widths)."""
-    from regcb_stream.features.crosses import hashed_items, hashed_rounds
+    gives one context at a time, and `layout_rows` one round at a time, numbered in turn:
+    the same columns (hash collisions included), values and padding, whatever the
+    contexts' widths, names and pools (none included), and with rounds that must go one
+    at a time (an int value, actions of unequal widths)."""
+    from regcb_stream.features.crosses import hashed_items, hashed_rounds, layout_rows
     from regcb_stream.features.slot_columns import SlotColumns
 
     rng = np.random.default_rng(seed)
@@ -247,7 +248,7 @@ def test_joint_rows_of_a_block_are_each_contexts_rows_in_turn(seed, bits):
     rounds = [([features(names, 5) for _ in range(int(rng.integers(1, 4)))],
                pools[int(rng.integers(3))]) for _ in range(int(rng.integers(1, 8)))]
     out = []
-    for block in (True, False):
+    for way in ("block", "one context at a time", "one round at a time"):
         slots, first = SlotColumns(bits), [1]
 
         def register(keys):
@@ -269,7 +270,14 @@ def test_joint_rows_of_a_block_are_each_contexts_rows_in_turn(seed, bits):
                 index[row, 1:1 + len(columns)], value[row, 1:1 + len(values)] = columns, values
             return index, value
 
-        out.append((*hashed_rounds(register if block else None, rows_of, rounds), first[0]))
-    (index, value, n), (index_one, value_one, n_one) = out
-    assert index.shape == index_one.shape and n == n_one
-    assert np.array_equal(index, index_one) and np.array_equal(value, value_one)
+        def by_layout(contexts, actions):  # (the encoder's joint_rows)
+            rows = layout_rows(register, [(list(c), list(c.values())) for c in contexts],
+                               [(list(a), list(a.values())) for a in actions], 0.0)
+            return rows_of(contexts, actions) if rows is None else rows
+
+        out.append((*hashed_rounds(register if way == "block" else None, by_layout if
+                                   way == "one round at a time" else rows_of, rounds), first[0]))
+    (index, value, n), *others = out
+    for index_other, value_other, n_other in others:
+        assert index.shape == index_other.shape and n == n_other
+        assert np.array_equal(index, index_other) and np.array_equal(value, value_other)

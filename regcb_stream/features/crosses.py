@@ -120,7 +120,8 @@ def layout(contexts: tuple[tuple, ...], actions: tuple[tuple, ...]) -> Layout:
     keys = np.array([[name_hash(key) for key in names] for names in contexts], np.uint64)
     whole = _context_layout(keys, own, 2 + keys.shape[1] * np.arange(len(contexts)),
                             2 + keys.size)
-    return Layout(whole.keys, *(a.reshape(-1, a.shape[-1]) for a in whole[1:]))
+    return Layout(whole.keys, *(a.reshape(a.shape[0] * a.shape[1], a.shape[-1])
+                                for a in whole[1:]))  # (L may be 0)
 
 
 def _context_layout(shared, own: np.ndarray, start, actions_start: int) -> Layout:
