@@ -27,7 +27,11 @@
 typedef double lanes __attribute__((vector_size(32)));
 #endif
 
-WIDE static double dot(const double *a, const double *b, Py_ssize_t n) {
+/* sum of a[i] * b[i]: four partial sums (i mod 4), then the rest into the first; inlined
+ * into the functions of many targets (a call of the WIDE dot goes through the resolver:
+ * costly for a short vector) */
+static inline __attribute__((always_inline)) double dot_in(const double *a, const double *b,
+                                                           Py_ssize_t n) {
     Py_ssize_t i = 0;
 #if defined(__GNUC__)
     lanes s = {0.0, 0.0, 0.0, 0.0};
@@ -49,6 +53,10 @@ WIDE static double dot(const double *a, const double *b, Py_ssize_t n) {
 #endif
     for (; i < n; i++) s0 += a[i] * b[i];
     return (s0 + s1) + (s2 + s3);
+}
+
+WIDE static double dot(const double *a, const double *b, Py_ssize_t n) {
+    return dot_in(a, b, n);
 }
 
 /* sum of a[index[i]] * b[i] */
@@ -315,11 +323,13 @@ static int split_row(const Blocks *B, const int64_t *index, const double *value,
 }
 
 /* x^T M x of a symmetric n x n matrix, each pair once */
-static double quadratic(const double *m, const double *x, Py_ssize_t n) {
+static inline __attribute__((always_inline)) double quadratic(const double *m, const double *x,
+                                                               Py_ssize_t n) {
     double v = 0.0;
     for (Py_ssize_t l = 0; l < n; l++)
         if (x[l] != 0.0)
-            v += x[l] * (m[l * n + l] * x[l] + 2.0 * dot(m + l * n + l + 1, x + l + 1, n - l - 1));
+            v += x[l] * (m[l * n + l] * x[l] + 2.0 * dot_in(m + l * n + l + 1, x + l + 1,
+                                                            n - l - 1));
     return v;
 }
 
@@ -405,13 +415,13 @@ WIDE static void group_sums(const double *c, Py_ssize_t b, const int64_t *gp,
 }
 
 /* prediction (without the prior) and x^T A^-1 x of one row; 0 if it does not fit */
-static int block_moments(const Blocks *B, const int64_t *index, const double *value,
-                         Py_ssize_t L, Scratch *t, double *pred, double *var) {
+WIDE static int block_moments(const Blocks *B, const int64_t *index, const double *value,
+                              Py_ssize_t L, Scratch *t, double *pred, double *var) {
     int64_t j;
     Py_ssize_t ng;
     if (!split_row(B, index, value, L, t->zs, t->gp, t->gv, &ng, &j)) return 0;
     shared_residual(B, j, ng, t);
-    double v = quadratic(B->s_inv, t->w, B->s), p = dot(t->w, B->theta_s, B->s);
+    double v = quadratic(B->s_inv, t->w, B->s), p = dot_in(t->w, B->theta_s, B->s);
     if (j >= 0) {
         Py_ssize_t b = B->g_start[j + 1] - B->g_start[j];
         const double *c = B->c_inv + B->c_off[j], *h = B->h + B->g_start[j];
