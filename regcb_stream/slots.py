@@ -258,9 +258,10 @@ def _block(learner, rounds: Sequence[SlotRound], learn: bool
         first += len(own)
     before, played = learner.n_labels, np.array(played)
     rows = encoded[np.array(order)]
-    labels = played >= 0  # (their decisions unused: only the played action's row kept,
+    # a label's row is learned, its decision never read: only its played action's entries
+    # are kept (the loop's sums skip zero entries)
+    labels = played >= 0
     rows.value[labels] *= (np.arange(rows.value.shape[1]) == played[labels, None])[..., None]
-    # the others' zeros skipped by the loop's sums)
     decision = learner.replay(np.empty((len(order), 0)), rows, played, np.array(rewards),
                               np.array(probs), np.array(weights))
     counts = before + np.cumsum([0] + [sum(label is not None for label in r.labels)

@@ -950,7 +950,7 @@ static PyObject *py_format_block(PyObject *self, PyObject *args) {
 PyDoc_STRVAR(format_slots_doc,
 "format_slots(examples) -> str\n"
 "The -p text of multi-slot examples (vw_predictions.format_slots): for each example (a\n"
-"list of slot decisions), a line per slot, a:p for each action a of its offered (a tuple\n"
+"sequence of slot decisions), a line per slot, a:p for each action a of its offered (a tuple\n"
 "of ints) with its probability in pmf (float64), the drawn index first, then the others\n"
 "in order, joined by ',' (an empty line for None), then an empty line. A decision is a\n"
 "tuple (index, prob, pmf, offered, ...), as slots.SlotDecision.");
@@ -1015,16 +1015,15 @@ static PyObject *py_format_slots(PyObject *self, PyObject *args) {
     int ok = cache != NULL;
     if (!ok) PyErr_NoMemory();
     for (Py_ssize_t e = 0; ok && e < PyList_GET_SIZE(examples); e++) {
-        PyObject *slots = PyList_GET_ITEM(examples, e);
-        if (!PyList_Check(slots)) {
-            PyErr_SetString(PyExc_TypeError, "an example's slot decisions: a list");
-            ok = 0;
-        }
-        for (Py_ssize_t j = 0; ok && j < PyList_GET_SIZE(slots); j++) {
-            PyObject *slot = PyList_GET_ITEM(slots, j);
+        PyObject *slots = PySequence_Fast(PyList_GET_ITEM(examples, e),
+                                          "an example's slot decisions: a sequence");
+        ok = slots != NULL;
+        for (Py_ssize_t j = 0; ok && j < PySequence_Fast_GET_SIZE(slots); j++) {
+            PyObject *slot = PySequence_Fast_GET_ITEM(slots, j);
             ok = (slot == Py_None || put_slot(slot, cache, &out, &size, &capacity)) &&
                  put_text(&out, &size, &capacity, "\n", 1);
         }
+        Py_XDECREF(slots);
         ok = ok && put_text(&out, &size, &capacity, "\n", 1);
         if (!ok && !PyErr_Occurred()) PyErr_NoMemory();
     }
