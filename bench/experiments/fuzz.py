@@ -16,6 +16,9 @@ the Python API. The targets, in the share of the inputs each gets:
   of the wrong type, keys removed, classes renamed, nested 100,000 deep; arrays of the
   wrong shape, type or with NaN) through ``-i``, ``regcb-ope --policy-model`` and
   ``load_model``;
+- ``slots``: VW's multi-slot text (``--ccb_explore_adf``, ``--slates``), examples of
+  ``make``'s example logs and hand-written ones (outcomes with every probability, included
+  actions, slots without outcome), mutated as the text inputs, through a few flag sets;
 - ``flags``: combinations of the commands' flags (and VW's) with values valid and not;
 - ``ope``, ``compare``: mutated logs through ``regcb-ope`` and ``regcb-compare``;
 - ``api``: `regcb_stream.RegCB`'s constructor and methods, one argument replaced by a value
@@ -81,8 +84,17 @@ STATUSES = (0, 1, 2, 130, 141)
 LIMIT = 20.0  # seconds an input may take before it counts as a hang
 
 #: the targets and their shares of the inputs
-SHARES = {"text": 0.15, "adf": 0.15, "dsjson": 0.18, "gzip": 0.12, "model": 0.10,
-          "flags": 0.12, "ope": 0.06, "compare": 0.002, "api": 0.078}
+SHARES = {"text": 0.13, "adf": 0.13, "dsjson": 0.16, "slots": 0.08, "gzip": 0.11,
+          "model": 0.10, "flags": 0.12, "ope": 0.06, "compare": 0.002, "api": 0.078}
+SLOT_SEEDS = [  # (hand-written: what the example logs do not show)
+    b"ccb shared |User b\nccb action |Action d\nccb action |Action e\n"
+    b"ccb slot 0:0:0.5,1:0.5 0,1 |Slot i\nccb slot |Slot j\n\n",
+    b"ccb shared |User a:2 b\nccb action |Action d\nccb action |Action e\n"
+    b"ccb action |Action f\nccb slot 2:1:0.25 1,2 'tag |Slot h\n"
+    b"ccb slot 0:-1:1 |Slot k:0.5\n\n",
+    b"slates shared 0.8 |User b\nslates action 0 |Action d\nslates action 1 |Action e\n"
+    b"slates action 1 |Action f\nslates slot 0:0.8 |Slot h\nslates slot 1:0.5,0:0.5 |Slot i\n\n",
+]
 MODULES = {"regcb-stream": "regcb_stream", "regcb-ope": "regcb_stream.evaluation.ope",
            "regcb-compare": "regcb_stream.evaluation.compare"}
 
@@ -231,6 +243,7 @@ class Seeds:
     def __init__(self, folder: str):
         self.text = fuzz_seeds()
         self.dsjson = dsjson_seeds()
+        self.slots = slot_seeds(folder)
         self.folder = folder
         self.models = self._models()
 
@@ -257,6 +270,23 @@ class Seeds:
                 raise RuntimeError(f"the seed model {name} did not train (status {status})")
             made[name] = (pathlib.Path(model).read_bytes(), data, flags)
         return made
+
+
+def slot_seeds(folder: str) -> dict[str, list[bytes]]:
+    """Per kind (``ccb``, ``slates``): runs of one to three examples of ``make``'s example
+    logs, and the hand-written `SLOT_SEEDS`."""
+    from regcb_stream.datasets import examples
+
+    examples.write(folder)
+    rng, seeds = random.Random(0), {}
+    for kind in ("ccb", "slates"):
+        text = pathlib.Path(folder, f"{kind}.dat").read_bytes()
+        blocks = [block + b"\n\n" for block in text.split(b"\n\n") if block.strip()]
+        seeds[kind] = [seed for seed in SLOT_SEEDS if seed.startswith(kind.encode())]
+        for _ in range(30):
+            start = rng.randrange(len(blocks) - 3)
+            seeds[kind].append(b"".join(blocks[start:start + rng.randint(1, 3)]))
+    return seeds
 
 
 def damage_model(blob: bytes, rng: random.Random) -> bytes:
@@ -381,6 +411,16 @@ class Generator:
     def _adf(self, rng):
         data, fmt, flags = self._text_input(rng, "adf")
         return self._stream("adf", data, flags, fmt)
+
+    def _slots(self, rng):
+        kind = rng.choice(["ccb", "slates"])
+        data = mutate(rng.choice(self.seeds.slots[kind]), rng, self.seeds.slots[kind])
+        if rng.random() < 0.1:  # the other kind's flag
+            kind = {"ccb": "slates", "slates": "ccb"}[kind]
+        flags = ["--ccb_explore_adf"] if kind == "ccb" else ["--slates"]
+        flags += rng.choice([[], ["--lenient"], ["--regcb"], ["--regcb", "--regcbopt"],
+                             ["--testonly"], ["-b", "4"], ["--epsilon", "0.1"]])
+        return self._stream("slots", data, flags, None)
 
     def _dsjson_input(self, rng) -> bytes:
         lines = [rng.choice(self.seeds.dsjson) for _ in range(rng.randint(1, 6))]
