@@ -166,6 +166,21 @@ def test_interactive_pipe_protocol_adf():
         assert command.close() == 0
 
 
+def test_main_called_again_and_again_in_one_process_keeps_nothing(tmp_path):
+    """``main(argv)`` in a process that goes on (a test, a harness, a service) freezes
+    nothing out of the cyclic collector: each run's objects are collected (a 100,000-input
+    fuzz run of one process per 50,000 calls had grown to 13 GiB when each call froze what
+    it had made)."""
+    import gc
+
+    data = tmp_path / "cb.dat"
+    data.write_text(cb_stream(50))
+    frozen = gc.get_freeze_count()
+    for _ in range(3):
+        assert main(["--cb_explore", "4", "-d", str(data), "--quiet"]) == 0
+    assert gc.get_freeze_count() == frozen
+
+
 def test_same_input_same_output_and_python_m_equals_console_script(tmp_path):
     data = tmp_path / "cb.dat"
     data.write_text(cb_stream(300))

@@ -286,9 +286,11 @@ def _command(argv: list[str] | None) -> int:
             resume.probe(learner, settings)
         except Exception as error:  # noqa: BLE001 (whatever a damaged state raises)
             return _fail(_damaged(args.initial_regressor, error))
-    shell.keep_freed_memory()  # each block's buffers: reused, not page-faulted in anew
-    gc.freeze()  # the start-up's objects out of the collector's walks over the run's
-    # (argv None: the process's own command, which ends with main: Ctrl-C stays held)
+    if argv is None:  # the process's own command, which ends with main (not a caller of
+        # main(argv), whose process goes on: it would keep every call's frozen objects)
+        shell.keep_freed_memory()  # each block's buffers: reused, not page-faulted in anew
+        gc.freeze()  # the start-up's objects out of the collector's walks over the run's
+    # (argv None: Ctrl-C stays held)
     with shell.Interrupts(final=argv is None) as interrupts, contextlib.ExitStack() as stack:
         try:
             lines = shell.open_input(stack, args.data)
