@@ -54,8 +54,11 @@ class DenseLane:
     def draw(self, context, actions: Sequence, rng: np.random.Generator) -> tuple | None:
         """`Model.draw` of one dense context (the action, its probability, no kwargs), or
         None before anything is drawn: the general path then draws."""
-        if tuple(actions) != self.key or not self.holds():
-            return None
+        try:
+            if tuple(actions) != self.key or not self.holds():
+                return None
+        except ValueError:  # (actions whose == is no truth value, arrays: the general path
+            return None  # says what is wrong with them)
         values = self._values(context)
         if values is None:
             return None

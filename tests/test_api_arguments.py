@@ -162,3 +162,18 @@ def test_predict_many_and_learn_many_compose():
     index, probs = learner.predict_many(X, AB)
     learner.learn_many(X, [AB[i] for i in index], rewards[np.arange(5), index], probs)
     assert learner.n_labels == 5
+
+
+@pytest.mark.parametrize("actions", [np.zeros((2, 2, 2)), [np.zeros(2), np.zeros(2)]])
+def test_arrays_as_actions_after_dense_draws_are_refused_by_name(actions):
+    """Once dense contexts have been drawn for (the per-example lane settled), actions that
+    are arrays are refused naming ``actions``, as before any draw (the lane's check of its
+    actions compared them with ``==``, whose array answer has no truth value)."""
+    learner = RegCB(seed=0)
+    rng = np.random.default_rng(0)
+    for t in range(6):
+        x = rng.normal(size=3)
+        action, prob, _ = learner.predict(x, ["a", "b", "c"])
+        learner.learn(x, action, float(t % 2), prob)
+    with pytest.raises(TypeError, match="actions"):
+        learner.predict(rng.normal(size=3), actions)
