@@ -177,3 +177,14 @@ def test_arrays_as_actions_after_dense_draws_are_refused_by_name(actions):
         learner.learn(x, action, float(t % 2), prob)
     with pytest.raises(TypeError, match="actions"):
         learner.predict(rng.normal(size=3), actions)
+
+
+def test_a_horizon_of_any_size_is_taken_at_once():
+    """The online schedule's epochs within a horizon are counted without a walk over them
+    (``RegCB(horizon=10**20)`` took hours before)."""
+    from regcb_stream.explore.schedules import epochs_until
+
+    assert epochs_until("online", 10**20) == 10**20
+    learner = RegCB(horizon=10**20, budget="theory")
+    action, prob, _ = learner.predict([0.5, -1.0], ["a", "b"])
+    learner.learn([0.5, -1.0], action, 1.0, prob)

@@ -236,6 +236,40 @@ def test_a_file_that_is_not_a_model_is_refused(tmp_path):
     assert refused.returncode == 2 and "not a regcb-stream model file" in refused.stderr
 
 
+
+def test_a_model_whose_saved_oracle_is_not_a_name_is_refused(tmp_path):
+    """A model file whose saved ``--oracle`` is not one of the command's (a list here) is
+    refused as damaged, naming the file, not a traceback at the progress table's head."""
+    import io
+    import zipfile
+
+    data = tmp_path / "cb.dat"
+    data.write_text(cb_stream(20))
+    model, damaged = tmp_path / "m.regcb", tmp_path / "damaged.regcb"
+    assert main(["--cb_explore", "4", "-d", str(data), "-f", str(model), "--quiet"]) == 0
+    with zipfile.ZipFile(model) as source, zipfile.ZipFile(damaged, "w") as out:
+        for name in source.namelist():
+            blob = source.read(name)
+            if name == "header.npy":
+                text = np.load(io.BytesIO(blob)).tobytes().decode()
+                assert '["oracle", "ridge"]' in text
+                buffer = io.BytesIO()
+                np.save(buffer, np.frombuffer(text.replace(
+                    '["oracle", "ridge"]', '["oracle", ["x"]]').encode(), np.uint8))
+                blob = buffer.getvalue()
+            out.writestr(name, blob)
+    refused = run_cli(["-i", str(damaged), "-d", str(data)], "")
+    assert refused.returncode == 2 and "damaged" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("value", ["1e400", "nan", "0", "-1"])
+def test_oracle_memory_must_be_a_finite_positive_number(value):
+    refused = run_cli(["--cb_explore", "4", "--oracle_memory", value], "")
+    assert refused.returncode == 2 and "--oracle_memory" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
 # -- bad input -------------------------------------------------------------------------------
 
 GOOD = "1:0.5:0.25 |x a:1\n2:0:0.5 |x b:1\n"

@@ -254,8 +254,6 @@ def _check_memory(args, settings: StreamSettings) -> None:
     intercept, in each model (exact ridge never needs more than its bounded form)."""
     if args.oracle_memory is None:
         return
-    if not args.oracle_memory > 0:
-        raise ValueError(f"--oracle_memory must be > 0 MB, got {args.oracle_memory:g}")
     models = 1 if settings.adf or settings.slots else settings.n_actions
     need = models * (24 * HEAD**2 + 8 * (2 + 2**settings.hash_bits)) / 2**20
     if need > args.oracle_memory:

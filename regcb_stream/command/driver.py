@@ -42,6 +42,7 @@ from regcb_stream.io.vw_text import (
     iter_adf,
     read_cb_block,
 )
+from regcb_stream.model import ORACLES
 
 MAX_BLOCK = 512  # examples read ahead at most (larger blocks cost memory, not time)
 MAX_TEXT = 1 << 19  # characters of single-line text per block, about (long lines: fewer)
@@ -75,7 +76,8 @@ class StreamSettings:
         for name, ok in (("adf", _is(bool)), ("legacy", _is(bool)), ("first_only", _is(bool)),
                          ("vw_compat", _is(bool)), ("constant", _is(bool)),
                          ("dsjson", _is(bool)), ("flags", lambda v: v is None or (
-                             _is(dict)(v) and all(map(_is_flag_value, v.values())))),
+                             _is(dict)(v) and all(map(_is_flag_value, v.values()))
+                             and v.get("oracle") in (None, *ORACLES))),
                          ("n_actions", lambda v: v is None or _is(int)(v) and v >= 1),
                          ("slots", lambda v: v in (None, "ccb", "slates")),
                          ("hash_bits", lambda v: v is None or _is(int)(v) and 0 <= v <= 32),

@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
                           f"stay within {MAX_EXACT:,}, then bounded), bounded (exact on the "
                           f"first {HEAD} features, diagonal beyond, from the start), or VW's "
                           "own regressor (vw)")
-    own.add_argument("--oracle_memory", type=float, metavar="MB",
+    own.add_argument("--oracle_memory", type=_megabytes, metavar="MB",
                      help="the most memory the ridge oracles' statistics may take; checked at "
                           "the start against the most the features can need (2^bits slots)")
     own.add_argument("--vw_compat", action="store_true",
@@ -457,6 +457,17 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def _megabytes(text: str) -> float:
+    """``--oracle_memory``: a finite number of MB > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number of MB > 0, got {text!r}")
     return value
 
 

@@ -55,9 +55,11 @@ def next_rebuild(schedule: str, n_labels: int) -> int:
 def epochs_until(schedule: str, horizon: int) -> int:
     """Number of epochs that start within ``horizon`` rounds (the paper's M).
 
-    >>> epochs_until("doubling", 1000)
-    10
+    >>> epochs_until("doubling", 1000), epochs_until("online", 1000)
+    (10, 1000)
     """
+    if schedule == "online":  # (a rebuild after every label: no walk over them)
+        return max(int(horizon), 1)
     count = 1  # the first epoch starts before any label
     for n in rebuild_points(schedule):
         if n + 1 > horizon:
