@@ -77,10 +77,15 @@ def slot_context(context, slot: Slot, position: int) -> dict:
     >>> slot_context({"u": 1.0}, Slot({"h": 2.0}), 1)
     {'u': 1.0, 'slot^h': 2.0, 'slot_index=1': 1.0}
     """
-    if isinstance(context, Mapping):
-        return {**context, **_slot_part(slot.features, position)}
-    return {**dict(enumerate(np.asarray(context, dtype=float).ravel().tolist())),
-            **_slot_part(slot.features, position)}
+    return _with_part(context, _slot_part(slot.features, position))
+
+
+def _with_part(context, part: dict) -> dict:
+    """The example's features (a dict, or an array's values by position) with a slot's
+    part (`_slot_part`) added."""
+    if not isinstance(context, Mapping):
+        context = dict(enumerate(np.asarray(context, dtype=float).ravel().tolist()))
+    return {**context, **part}
 
 
 def _slot_part(features: Mapping | None, position: int) -> dict:
@@ -234,13 +239,11 @@ def _block(learner, rounds: Sequence[SlotRound], learn: bool
     slots = [_as_slots(r.slots) for r in rounds]
     parts: dict[tuple[int, int], dict] = {}  # (a slot's features, position): its part
 
-    def context(r: SlotRound, slot: Slot, j: int) -> dict:  # (slot_context's, made faster)
-        if not isinstance(r.context, Mapping):
-            return slot_context(r.context, slot, j)
+    def context(r: SlotRound, slot: Slot, j: int) -> dict:  # (slot_context, each part once)
         part = parts.get(key := (id(slot.features), j))  # (the dicts live while this runs)
         if part is None:
             part = parts[key] = _slot_part(slot.features, j)
-        return {**r.context, **part}
+        return _with_part(r.context, part)
 
     encoded = learner.encoder.joint_rounds([
         ([context(r, slot, j) for j, slot in enumerate(own)], r.actions)
