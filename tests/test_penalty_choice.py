@@ -15,6 +15,7 @@ from regcb_stream.oracles.base import Binding
 from regcb_stream.oracles.penalty_choice import (
     FEATURE_SCALES,
     GCV_FIRST,
+    GCV_GROWTH,
     GCV_LEAST_DOF,
     GCV_PENALTIES,
 )
@@ -102,6 +103,43 @@ def test_the_evidences_choice_is_brute_forces(linear):
     gram = sum(np.outer(x, x) for x, m in zip(X, models) if m == 0)
     penalties = np.array([best[0]] * 4 + [best[0] * best[1]] * 2)
     np.testing.assert_allclose(np.diag(a[0] - gram), penalties, rtol=1e-9)
+
+
+@pytest.mark.parametrize("noise", [0.05, 0.5, 3.0])
+def test_the_compiled_evidence_chooses_as_the_eigenvalues_do(noise):
+    """The compiled oracle scores the evidence by Cholesky factors, the numpy reference by
+    eigenvalues: the same choice at every point (four, the first ones), with stand-ins."""
+    rng = np.random.default_rng(7)
+    n = GCV_FIRST * GCV_GROWTH**3
+    X, models = rng.normal(size=(n, 7)), rng.integers(0, 3, n)
+    y = X @ rng.normal(size=7) * 0.3 + np.sin(X[:, 5]) + noise * rng.normal(size=n)
+    oracles = [RidgeOracle(l2="evidence", prior=0.5, kernels=kernels).bind(
+        Binding(random_features=3)) for kernels in (True, False)]
+    for oracle in oracles:
+        oracle.grow(3, 7)
+    choices = [[], []]
+    for t in range(n):
+        for oracle, seen in zip(oracles, choices):
+            oracle.learn(X[t], int(models[t]), float(y[t]), stand_in=t % 97 == 0)
+            oracle.rebuild()
+            state = oracle.state()
+            if not seen or seen[-1] != (oracle.penalty, state["scale"]):
+                seen.append((oracle.penalty, state["scale"]))
+    assert choices[0] == choices[1]
+
+
+def test_the_evidence_kernel_refuses_a_matrix_not_positive_definite():
+    from regcb_stream.oracles import _ridge
+
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(40, 6))
+    gram, b, grid, out = x.T @ x, rng.normal(size=6), np.array(GCV_PENALTIES), np.empty((2, 3))
+    assert _ridge.evidence(gram, b, grid, out)
+    for at, penalty in enumerate(GCV_PENALTIES):
+        a = gram + penalty * np.eye(6)
+        assert out[0, at] == pytest.approx(b @ np.linalg.solve(a, b), rel=1e-12)
+        assert out[1, at] == pytest.approx(np.linalg.slogdet(a)[1], rel=1e-12)
+    assert not _ridge.evidence(-gram, b, grid, out)
 
 
 def test_without_random_features_the_evidence_chooses_the_penalty_alone():

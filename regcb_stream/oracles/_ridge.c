@@ -2148,6 +2148,59 @@ static PyObject *py_page_hinkley(PyObject *self, PyObject *args) {
     return Py_BuildValue("Nnddd", PyBool_FromLong(alarm), n, mean, walk, low);
 }
 
+PyDoc_STRVAR(evidence_doc,
+"evidence(gram, b, penalties, out)\n"
+"The evidence's two terms (regcb_stream/oracles/penalty_choice.py) for each penalty l of\n"
+"penalties (P,), from a model's Gram matrix gram (D, D, symmetric: its lower triangle is\n"
+"read) and b (D,): out[0, p] = b^T (G + l I)^-1 b and out[1, p] = log det(G + l I), by the\n"
+"Cholesky factor of G + l I.  False (out unfinished) if one is not positive definite.");
+
+static PyObject *py_evidence(PyObject *self, PyObject *args) {
+    Py_buffer gram = {0}, b = {0}, penalties = {0}, out = {0};
+    if (!PyArg_ParseTuple(args, "y*y*y*w*", &gram, &b, &penalties, &out)) return NULL;
+    Py_ssize_t D = b.len / (Py_ssize_t)sizeof(double), P = penalties.len / (Py_ssize_t)sizeof(double);
+    int ok = expect(&gram, D * D, 8, "gram") && expect(&out, 2 * P, 8, "out");
+    double *l = ok ? PyMem_Malloc((D * D + D + 1) * sizeof(double)) : NULL;
+    if (ok && !l) {
+        PyErr_NoMemory();
+        ok = 0;
+    }
+    int definite = 1;
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        const double *g = gram.buf, *rhs = b.buf, *pen = penalties.buf;
+        double *y = l + D * D, *res = out.buf;
+        for (Py_ssize_t p = 0; p < P && definite; p++) {
+            double logdet = 0.0, quad = 0.0;
+            for (Py_ssize_t i = 0; i < D && definite; i++) {  /* row i of L, then y[i] */
+                for (Py_ssize_t j = 0; j <= i; j++) {
+                    double x = g[i * D + j] + (i == j ? pen[p] : 0.0) -
+                               dot(l + i * D, l + j * D, j);
+                    if (j < i) {
+                        l[i * D + j] = x / l[j * D + j];
+                    } else if (x > 0.0 && isfinite(x)) {
+                        l[i * D + i] = sqrt(x);
+                        logdet += log(x);
+                    } else {
+                        definite = 0;
+                    }
+                }
+                if (definite) {
+                    y[i] = (rhs[i] - dot(l + i * D, y, i)) / l[i * D + i];
+                    quad += y[i] * y[i];
+                }
+            }
+            res[p] = quad;
+            res[P + p] = logdet;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyMem_Free(l);
+    RELEASE(&gram, &b, &penalties, &out);
+    if (!ok) return NULL;
+    return PyBool_FromLong(definite);
+}
+
 static PyMethodDef methods[] = {
     {"moments", py_moments, METH_VARARGS, moments_doc},
     {"learn", py_learn, METH_VARARGS, learn_doc},
@@ -2165,6 +2218,7 @@ static PyMethodDef methods[] = {
     {"bounded_run", py_bounded_run, METH_VARARGS, bounded_run_doc},
     {"vw_run", py_vw_run, METH_VARARGS, vw_run_doc},
     {"page_hinkley", py_page_hinkley, METH_VARARGS, page_hinkley_doc},
+    {"evidence", py_evidence, METH_VARARGS, evidence_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -174,8 +174,7 @@ class PenaltyChoice:
         before = self._penalties(self.dim)
         labels = (b[models], squares[models, None], weights[models, None])
         scales = FEATURE_SCALES if self._scaled is not None else (1.0,)
-        scores = np.array([self._scores(*self._spectra(models, before, labels[0], scale),
-                                        *labels[1:]) for scale in scales])
+        scores = np.array([self._score(models, before, labels, scale) for scale in scales])
         best = int(np.argmin(scores))  # (the first of equals: scales, then penalties)
         self._scale = scales[best // len(GCV_PENALTIES)]
         self._l2 = GCV_PENALTIES[best % len(GCV_PENALTIES)]
@@ -185,28 +184,67 @@ class PenaltyChoice:
             for model in range(self.n_models):
                 self._invert(model)
 
+    def _score(self, models: np.ndarray, penalties: np.ndarray, labels: tuple,
+               scale: float) -> np.ndarray:
+        """The score of each of `GCV_PENALTIES` (`_scores`), summed over ``models`` whose
+        ``labels`` are ``(b, squares, weights)``, the random features' penalty ``scale``
+        times the rest's: the evidence by the compiled Cholesky factors of each ``G + l
+        I`` (`_evidence_terms`), else from the eigenvalues (`_spectra`)."""
+        b, squares, weights = labels
+        if self.l2 == "evidence" and self.compiled:
+            terms = self._evidence_terms(models, penalties, b, scale)
+            if terms is not None:
+                return _evidence(*terms, squares, weights)
+        return self._scores(*self._spectra(models, penalties, b, scale), squares, weights)
+
+    def _gram(self, model: int, penalties: np.ndarray, shrink: np.ndarray | None
+              ) -> np.ndarray:
+        """A model's ``sum w x x^T``: its Gram matrix less ``penalties`` and any standing
+        statistics, its rows and columns times ``shrink`` (None: as they are)."""
+        gram = self._a[model].copy()
+        gram[np.arange(self.dim), np.arange(self.dim)] -= penalties
+        if self._standing is not None:
+            gram -= self._standing[0][model]
+        return gram if shrink is None else gram * shrink[:, None] * shrink
+
+    def _shrink(self, scale: float) -> np.ndarray | None:
+        """The columns' factor ``1 / sqrt(scale)`` on the random features (None: 1)."""
+        if scale == 1.0:
+            return None
+        shrink = np.ones(self.dim)
+        shrink[self._scaled[0]:self._scaled[1]] = scale ** -0.5
+        return shrink
+
+    def _evidence_terms(self, models: np.ndarray, penalties: np.ndarray, b: np.ndarray,
+                        scale: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """The evidence's ``sum z^2 / (e + l)`` and ``sum log(1 + e / l)`` per model and
+        penalty (``(models, penalties)`` each) by the compiled Cholesky factors of ``G +
+        l I`` (`_spectra`'s ``G``): ``b^T (G + l I)^-1 b`` and ``log det(G + l I) - D log
+        l``; None if a factor fails (a matrix not positive definite: the eigenvalues)."""
+        from regcb_stream.oracles import _ridge  # (built: the oracle is `compiled`)
+
+        shrink, grid = self._shrink(scale), np.array(GCV_PENALTIES)
+        out = np.empty((len(models), 2, len(grid)))
+        for at, model in enumerate(models.tolist()):
+            gram = self._gram(model, penalties, shrink)
+            rows = b[at] if shrink is None else b[at] * shrink
+            if not _ridge.evidence(gram, np.ascontiguousarray(rows), grid, out[at]):
+                return None
+        return out[:, 0], out[:, 1] - self.dim * np.log(grid)
+
     def _spectra(self, models: np.ndarray, penalties: np.ndarray, b: np.ndarray,
                  scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """The eigenvalues ``e`` of each model's ``sum w x x^T`` (its Gram matrix less
-        ``penalties`` and any standing statistics), with the random features' penalty
-        ``scale`` times the rest's, and the squares of ``z = V^T b``: ``(models, 1, D)``
-        each, one model at a time (a stack would hold several copies of every model's
-        matrix: the command's peak memory)."""
-        diagonal, standing = np.arange(self.dim), self._standing
-        e, z2 = np.empty((2, len(models), 1, self.dim))
-        if scale != 1.0:
-            shrink = np.ones(self.dim)
-            shrink[self._scaled[0]:self._scaled[1]] = scale ** -0.5
+        """The eigenvalues ``e`` of each model's ``sum w x x^T`` (`_gram`), with the random
+        features' penalty ``scale`` times the rest's, and the squares of ``z = V^T b``:
+        ``(models, 1, D)`` each, one model at a time (a stack would hold several copies of
+        every model's matrix: the command's peak memory)."""
+        shrink = self._shrink(scale)
+        if shrink is not None:
             b = b * shrink
+        e, z2 = np.empty((2, len(models), 1, self.dim))
         with one_blas_thread():  # (as `RidgeOracle._invert`)
             for at, model in enumerate(models.tolist()):
-                gram = self._a[model].copy()
-                gram[diagonal, diagonal] -= penalties
-                if standing is not None:
-                    gram -= standing[0][model]
-                if scale != 1.0:
-                    gram = gram * shrink[:, None] * shrink
-                eigenvalues, vectors = np.linalg.eigh(gram)
+                eigenvalues, vectors = np.linalg.eigh(self._gram(model, penalties, shrink))
                 e[at, 0] = np.maximum(eigenvalues, 0.0)
                 z2[at, 0] = np.einsum("dk,d->k", vectors, b[at]) ** 2
         return e, z2
@@ -218,9 +256,8 @@ class PenaltyChoice:
         (``(models, 1)``)."""
         penalties = np.array(GCV_PENALTIES)[:, None]  # (penalties, 1)
         if self.l2 == "evidence":
-            residual = np.maximum(squares - (z2 / (e + penalties)).sum(axis=2), 1e-300)
-            return (0.5 * weights * np.log(residual / weights)
-                    + 0.5 * np.log1p(e / penalties).sum(axis=2)).sum(axis=0)
+            return _evidence((z2 / (e + penalties)).sum(axis=2),
+                             np.log1p(e / penalties).sum(axis=2), squares, weights)
         rss = (squares - 2.0 * (z2 / (e + penalties)).sum(axis=2)
                + (e * z2 / (e + penalties) ** 2).sum(axis=2))
         dof = (e / (e + penalties)).sum(axis=2)
@@ -256,6 +293,15 @@ class PenaltyChoice:
                 and (self._scaled is None or _columns(self._scaled, self.dim))
                 and (self._standing is None or _standing_ok(self._standing, self._a.shape))):
             raise ValueError("the ridge oracle's label statistics are damaged")
+
+
+def _evidence(fitted: np.ndarray, log_ratio: np.ndarray, squares: np.ndarray,
+              weights: np.ndarray) -> np.ndarray:
+    """The evidence's negated log per penalty, summed over the models, from each model's
+    ``sum z^2 / (e + l)`` (``fitted``) and ``sum log(1 + e / l)`` (``log_ratio``),
+    ``(models, penalties)`` each, and its ``squares`` and ``weights`` ``(models, 1)``."""
+    residual = np.maximum(squares - fitted, 1e-300)
+    return (0.5 * weights * np.log(residual / weights) + 0.5 * log_ratio).sum(axis=0)
 
 
 def _columns(scaled, dim: int) -> bool:
