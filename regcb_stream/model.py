@@ -203,6 +203,8 @@ class Model(Stateful):
         if rows.index is None:  # (dense rows: every column, from the first)
             return np.full(len(rows.value), max(dim, self.encoder.dim))
         index = rows.index[:, :1] if rows.index.strides[1] == 0 else rows.index  # (shared)
+        if len(index) > 1 and index.strides[0] == 0:  # (the same rows for every example)
+            return np.full(len(index), max(int(index[0].max(initial=0)) + 1, dim))
         last = index.max(axis=tuple(range(1, index.ndim)), initial=0) + 1
         return np.maximum(np.maximum.accumulate(last), dim)
 

@@ -24,13 +24,13 @@ def slots(keys) -> np.ndarray:
 
 
 def row_dicts(block, n: int, k: int) -> list[list[dict]]:
-    out = []
+    out, encoded = [], block.rows.without_intercept()
     for i in range(n):
         rows = []
         for a in range(k):
             row: dict[int, float] = {}
-            for column, value in zip(block.rows.index[i, a].tolist(),
-                                     block.rows.value[i, a].tolist()):
+            for column, value in zip(encoded.index[i, a].tolist(),
+                                     encoded.value[i, a].tolist()):
                 if value:
                     row[column] = row.get(column, 0.0) + value
             rows.append(row)

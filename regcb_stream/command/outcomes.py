@@ -99,7 +99,8 @@ class Outcomes(OutcomeLog):
                 if event_id in self.pending.waiting:
                     raise ValueError(f"line {ex.line_no}: event id {event_id!r} is already "
                                      "waiting for its reward")
-                record = (rows.index[i].copy(), rows.value[i].copy(), pmf[i].copy(),
+                plain = rows[i].without_intercept()  # (the intercept is the learner's)
+                record = (plain.index.copy(), plain.value.copy(), pmf[i].copy(),
                           None if candidates is None else candidates[i].copy(), a,
                           self._context(ex) if self.log else None, versions[i])
                 for event, reward in self.pending.add(event_id, (event_id, record)):

@@ -323,7 +323,7 @@ class RegCBExplorer(Explorer):
             rows = self._rows[run]
             ahead = min(32 * self.ahead, max(self.ahead, int(self._gap / 2)))
             stop = min(i + ahead, len(rows.index))
-            part = type(rows)(rows.index[i:stop], rows.value[i:stop])
+            part = rows[i:stop]
             self._decided = decided = (run, i, self.learner.decide_many([{}] * (stop - i),
                                                                           part))
         self._offered += 1
@@ -335,7 +335,7 @@ class RegCBExplorer(Explorer):
         run_, first, decision = self._decided
         candidates = None if decision.candidates is None else decision.candidates[
             i - first][None, :, a]
-        chosen = type(rows)(rows.index[i:i + 1, [a]], rows.value[i:i + 1, [a]])
+        chosen = rows[i:i + 1, [a]]
         self.learner.learn_many([{}], chosen, [-cost], [prob], [weight], candidates)
         self._decided = None
         self._gap += (self._offered - self._gap) / 8

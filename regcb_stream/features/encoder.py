@@ -60,12 +60,22 @@ class EncodedRows:
 
     index: np.ndarray
     value: np.ndarray
+    #: the intercept already in each row's first entry (column 0 with this value, as
+    #: `FeatureEncoder.encoded_sparse` puts it: the readers write it there at no cost),
+    #: None: without it
+    intercept: float | None = None
 
     def __len__(self) -> int:
         return len(self.index)
 
     def __getitem__(self, rows) -> EncodedRows:
-        return EncodedRows(self.index[rows], self.value[rows])
+        return EncodedRows(self.index[rows], self.value[rows], self.intercept)
+
+    def without_intercept(self) -> EncodedRows:
+        """The rows as they are without the intercept's entry (views)."""
+        if self.intercept is None:
+            return self
+        return EncodedRows(self.index[..., 1:], self.value[..., 1:])
 
 
 class FeatureEncoder(Stateful):
@@ -223,11 +233,18 @@ class FeatureEncoder(Stateful):
 
     def encoded_sparse(self, rows: EncodedRows) -> tuple[np.ndarray, np.ndarray]:
         """Padded ``(index, value)`` of encoded rows with the intercept as column 0 (a
-        column this encoder has not numbered: a ``ValueError``)."""
-        if rows.index.size and not 0 <= rows.index.min() <= rows.index.max() < self.dim:
-            raise ValueError(f"encoded rows name columns {rows.index.min()}.."
-                             f"{rows.index.max()}, but the encoder has numbered 0.."
+        column this encoder has not numbered: a ``ValueError``); rows that hold it already
+        as they are."""
+        index = _one_if_repeated(rows.index)
+        if index.size and not 0 <= index.min() <= index.max() < self.dim:
+            raise ValueError(f"encoded rows name columns {index.min()}.."
+                             f"{index.max()}, but the encoder has numbered 0.."
                              f"{self.dim - 1}: number them with encoder.columns")
+        if rows.intercept is not None:
+            if (rows.intercept == float(self.intercept) and not index[..., 0].any()
+                    and (rows.value[..., 0] == rows.intercept).all()):
+                return rows.index, rows.value
+            rows = rows.without_intercept()  # (another learner's: its own put in)
         lead = rows.index.shape[:-1] + (1,)
         index = np.concatenate([np.zeros(lead, np.intp), rows.index], axis=-1)
         value = np.concatenate([np.full(lead, float(self.intercept)), rows.value], axis=-1)
@@ -323,14 +340,19 @@ class FeatureEncoder(Stateful):
             position[self._wave_columns] = np.arange(len(self._wave_columns))
             self._wave_position = position
 
+    def encoded_joint(self, actions: EncodedRows) -> tuple[np.ndarray, np.ndarray]:
+        """The joint class's rows of actions given as ``EncodedRows``, in their shape (an
+        index repeated for every context stays a view)."""
+        self._without_expansion("actions given as encoded rows (the joint class)")
+        return self.encoded_sparse(actions)
+
     def joint_rows(self, contexts, actions, played: bool = False
                    ) -> tuple[np.ndarray, np.ndarray]:
         """The joint class's (context, action) rows ``(index, value)``, shape ``(n K, L)``:
         of each context with every action, or (``played``) of each context with its
         action. ``actions``: dicts of action features, or ``EncodedRows``."""
         if isinstance(actions, EncodedRows):
-            self._without_expansion("actions given as encoded rows (the joint class)")
-            index, value = self.encoded_sparse(actions)
+            index, value = self.encoded_joint(actions)
             return index.reshape(-1, index.shape[-1]), value.reshape(-1, value.shape[-1])
         if self._slots is not None and self.cross and (len(contexts) == 1 or not played):
             shared = [self._shared_items(context) for context in contexts]  # (at once)
@@ -508,6 +530,12 @@ def _dense_values(context) -> np.ndarray:
         raise ValueError(f"a dense context must be 1-D, got shape {values.shape}")
     _check_finite(values)
     return values
+
+
+def _one_if_repeated(array: np.ndarray) -> np.ndarray:
+    """``array`` without its first axis' repeats: the first entry alone when the axis is
+    a broadcast (stride 0) of it."""
+    return array[:1] if array.ndim and len(array) > 1 and array.strides[0] == 0 else array
 
 
 def _check_finite(values: np.ndarray) -> None:

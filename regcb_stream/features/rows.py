@@ -227,8 +227,11 @@ class Rows(Stateful):
         share their context's row, a broadcast view), and each action's model."""
         encoder, n = self.encoder, len(contexts)
         if self.actions.is_joint(actions):
-            k = actions.index.shape[-2] if isinstance(actions, EncodedRows) else len(actions)
-            index, value = (a.reshape(n, k, -1) for a in encoder.joint_rows(contexts, actions))
+            encoded = isinstance(actions, EncodedRows)
+            k = actions.index.shape[-2] if encoded else len(actions)
+            index, value = (a.reshape(n, k, -1) for a in (
+                encoder.encoded_joint(actions) if encoded
+                else encoder.joint_rows(contexts, actions)))
             if self.kind is None:
                 self._first(own_features(None if index is None else index[0], value[0]))
             models = np.zeros(k, dtype=np.intp)

@@ -798,21 +798,25 @@ static PyObject *py_layout_fill(PyObject *self, PyObject *args) {
 }
 
 PyDoc_STRVAR(layout_values_doc,
-"layout_values(coef, first, second, values, m, n, out)\n"
+"layout_values(coef, first, second, values, m, n, out[, lead])\n"
 "The values of hashed_adf.layout_rows, written into out (m, K, L) float64: out[t, r, c] =\n"
 "coef[r, c] * s[t, first[r, c]] * s[t, second[r, c]], s[t] = (1, values[t]) for the\n"
 "shared values (m, n) float64; first and second (K, L) int64 in 0..n, coef (K, L)\n"
-"float64 (numpy's products, in its order).");
+"float64 (numpy's products, in its order).  With lead (L, float): out is (m, K, L + 1),\n"
+"each row's first entry lead, then its L values.");
 
 static PyObject *py_layout_values(PyObject *self, PyObject *args) {
     Py_buffer coef = {0}, first = {0}, second = {0}, values = {0}, out = {0};
-    Py_ssize_t m, n;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*nnw*", &coef, &first, &second, &values, &m, &n,
-                          &out))
+    Py_ssize_t m, n, width = 0;
+    double lead = 0.0;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nnw*|nd", &coef, &first, &second, &values, &m, &n,
+                          &out, &width, &lead))
         return NULL;
-    Py_ssize_t cells = coef.len / 8;
-    int ok = m >= 0 && n >= 0 && first.len == coef.len && second.len == coef.len &&
-             values.len == m * n * 8 && out.len == m * cells * 8;
+    Py_ssize_t cells = coef.len / 8, rows = width > 0 ? cells / width : 0;
+    int ok = m >= 0 && n >= 0 && width >= 0 && first.len == coef.len &&
+             second.len == coef.len && values.len == m * n * 8 &&
+             (width ? rows * width == cells && out.len == m * (cells + rows) * 8
+                    : out.len == m * cells * 8);
     const double *cf = coef.buf, *val = values.buf;
     const int64_t *fi = first.buf, *se = second.buf;
     for (Py_ssize_t c = 0; ok && c < cells; c++)
@@ -820,8 +824,11 @@ static PyObject *py_layout_values(PyObject *self, PyObject *args) {
     double *o = out.buf;
     for (Py_ssize_t t = 0; ok && t < m; t++) {
         const double *s = val + t * n - 1;  /* s[j] for j >= 1; s[0] is the constant 1 */
-        for (Py_ssize_t c = 0; c < cells; c++, o++)
-            *o = cf[c] * (fi[c] ? s[fi[c]] : 1.0) * (se[c] ? s[se[c]] : 1.0);
+        for (Py_ssize_t c = 0; c < cells;) {  /* a row (of width entries) at a time */
+            if (width) *o++ = lead;
+            for (Py_ssize_t end = width ? c + width : cells; c < end; c++, o++)
+                *o = cf[c] * (fi[c] ? s[fi[c]] : 1.0) * (se[c] ? s[se[c]] : 1.0);
+        }
     }
     if (!ok)
         PyErr_SetString(PyExc_ValueError, "layout_values: arrays or indices out of range");

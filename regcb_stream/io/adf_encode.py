@@ -247,25 +247,29 @@ class AdfEncoder:
         names = tokens.hashes[at]
         if len(members) > 1 and (names == names[0]).all():  # the same names each time
             names = names[:1]  # (keys of one example, shared by all)
-        keys, value = layout_rows(fill.layout, names, tokens.values[at])
+        intercept = float(self.constant)  # (the learner's: VW's constant, column 0)
+        keys, value = layout_rows(fill.layout, names, tokens.values[at], lead=intercept)
         index = np.asarray(self._columns(keys.reshape(-1)), np.intp).reshape(keys.shape)
+        index = np.concatenate([np.zeros(index.shape[:-1] + (1,), np.intp), index], axis=-1)
+        merged = False
         if len(index) == 1 < len(members):  # every example has the same keys
-            merged = EncodedRows(index.copy(), np.ones(index.shape))
-            if not merge_repeats(merged):  # (then none of them repeats a column)
-                index = np.broadcast_to(index, value.shape)
-                return self._finish_rows(index, value, errors, counts, merged=True)
-            index = np.broadcast_to(index, value.shape)
-        return self._finish_rows(index, value, errors, counts)
+            merged = not merge_repeats(EncodedRows(index.copy(), np.ones(index.shape)))
+            index = np.broadcast_to(index, value.shape)  # (merged: none repeats a column)
+        return self._finish_rows(index, value, errors, counts, merged, intercept)
 
-    def _finish_rows(self, index, value, errors: dict, counts: dict, merged: bool = False
-                     ) -> EncodedBlock:
+    def _finish_rows(self, index, value, errors: dict, counts: dict, merged: bool = False,
+                     intercept: float | None = None) -> EncodedBlock:
         """The block of hashed rows: VW's feature counts (``counts``: those of the
         reference path's examples), then the repeated columns merged (unless ``merged``:
-        known to have none)."""
-        n_features = (value != 0).sum(axis=(1, 2)) + self.constant * index.shape[1]
+        known to have none); ``intercept``: the rows hold it first (its value: counted as
+        VW counts the constant)."""
+        n_features = (value != 0).sum(axis=(1, 2))
+        if intercept is None:
+            n_features += self.constant * index.shape[1]
         n_features[list(counts)] = list(counts.values())
         rows = EncodedRows(index if merged else np.ascontiguousarray(index),
-                           np.ascontiguousarray(value))  # (merged: a read-only broadcast)
+                           np.ascontiguousarray(value),  # (merged: a read-only broadcast)
+                           intercept)
         if not merged:
             merge_repeats(rows)
         return EncodedBlock(rows, n_features, errors)

@@ -123,24 +123,28 @@ def source_of(constant: int, n: int, constants: dict) -> int:
     return n + constants.setdefault(constant, len(constants))
 
 
-def layout_rows(layout: Layout, hashes: np.ndarray, values: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
+def layout_rows(layout: Layout, hashes: np.ndarray, values: np.ndarray,
+                lead: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Keys (unmasked, uint64) and values ``(m, K, L)`` of ``m`` examples of one layout from
     their shared hashes and values ``(m, n)`` (hashes ``(1, n)``: the same for all, keys
-    ``(1, K, L)``). ``_scan.layout_fill`` computes the same rows in place, row by row;
-    ``_scan.layout_values`` the values, the products in numpy's order."""
+    ``(1, K, L)``); with ``lead``, the values ``(m, K, L + 1)``: each row's first entry
+    ``lead``, then its own. ``_scan.layout_fill`` computes the same rows in place, row by
+    row; ``_scan.layout_values`` the values, the products in numpy's order."""
     m = len(hashes)
     hx = np.hstack([hashes.astype(np.uint64), np.broadcast_to(layout.constants, (
         m, len(layout.constants))), np.zeros((m, 1), np.uint64)])  # (a column for padding)
     x1, x2 = hx[:, layout.source1], hx[:, layout.source2]
     keys = np.where(layout.cross, (x1 * _FNV) ^ x2, x1)
+    k, width = layout.coef.shape
     if _scan is None:
         s = np.hstack([np.ones((len(values), 1)), values])
-        return keys, layout.coef * s[:, layout.first] * s[:, layout.second]
-    out = np.empty((len(values), *layout.coef.shape))
+        value = layout.coef * s[:, layout.first] * s[:, layout.second]
+        return keys, value if lead is None else np.concatenate(
+            [np.full((len(values), k, 1), lead), value], axis=-1)
+    out = np.empty((len(values), k, width + (lead is not None)))
     _scan.layout_values(*(np.ascontiguousarray(a, dtype) for a, dtype in (
         (layout.coef, float), (layout.first, np.int64), (layout.second, np.int64),
-        (values, float))), *values.shape, out)
+        (values, float))), *values.shape, out, *(() if lead is None else (width, lead)))
     return keys, out
 
 

@@ -722,6 +722,14 @@ static int rows_ok(Py_buffer *index, Py_buffer *value, Py_ssize_t n, Py_ssize_t 
            expect(value, n * L, 8, "value");
 }
 
+/* rows_ok of n examples' R rows each, whose index may be one example's rows for all */
+static int shared_rows_ok(Py_buffer *index, Py_buffer *value, Py_ssize_t n, Py_ssize_t R,
+                          Py_ssize_t L, Py_ssize_t D) {
+    if (n > 1 && index->len && index->len == R * L * 8)
+        return expect(value, n * R * L, 8, "value");
+    return rows_ok(index, value, n * R, L, D);
+}
+
 PyDoc_STRVAR(moments_doc,
 "moments(a_inv, theta, models, index, value, n, R, K, L, D, prior, pred, var[, blocks])\n"
 "Prediction and x^T A^-1 x of every (row, action) into pred and var (n, K); with the\n"
@@ -1313,7 +1321,8 @@ PyDoc_STRVAR(run_online_doc,
 "blocks) before an example with a row outside them; returns (examples done, labels\n"
 "learned, that model, or -2 for a row outside the blocks, or -1). var (n, K), if\n"
 "given: each decision's x^T A^-1 x, the width before the budget. Dense rows shared by the\n"
-"actions are decided model by model (model_major: the same numbers).");
+"actions are decided model by model (model_major: the same numbers). index may hold one\n"
+"example's rows (R, L), the columns of every example's (their values differ).");
 
 /* The automatic budget in the online loop (budget.BudgetSelector, one rebuild per label):
  * candidate j's radius is sqrt_grid[j] * scale[labels learned] (NaN: uniform play), the
@@ -1437,7 +1446,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     Py_ssize_t M = theta.len / (D * (Py_ssize_t)sizeof(double));
     int ok = expect(&a, M * D * D, 8, "a") && expect(&b, M * D, 8, "b") &&
              expect(&a_inv, M * D * D, 8, "a_inv") && expect(&updates, M, 8, "updates") &&
-             expect(&models, K, 8, "models") && rows_ok(&index, &value, n * R, L, D) &&
+             expect(&models, K, 8, "models") && shared_rows_ok(&index, &value, n, R, L, D) &&
              expect(&played, n, 8, "played") &&
              expect(&reward, n, 8, "reward") && expect(&weight, n, 8, "weight") &&
              expect(&pmf, n * K, 8, "pmf") && expect(&pred, n * K, 8, "pred") &&
@@ -1458,7 +1467,10 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     /* dense rows shared by the actions: decided model by model, into wide: the widths
      * (n - start, K), online_end's counts (M), model_major's rows transposed */
     const int64_t *idx = index.len ? index.buf : NULL;
-    int by_model = ok && R == 1 && !blocked && L == D && start < n;
+    /* index entries from one example to the next: none when one example's rows serve all
+     * (the readers' rows of a block whose examples share their features' columns) */
+    Py_ssize_t istep = n > 1 && index.len == R * L * 8 ? 0 : R * L;
+    int by_model = ok && R == 1 && !blocked && L == D && start < n && istep;
     for (Py_ssize_t i = start; by_model && idx && i < n; i++)
         by_model = !unless_dense(idx + i * L, L);
     double *wide = by_model ? PyMem_Malloc(
@@ -1503,11 +1515,11 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
                    *hg = (double *)high.buf + i * K, *pm = (double *)pmf.buf + i * K;
             double beta = bud[learned];
             if (R == 1 && !blocked)
-                shared_moments(AI, TH, model, K, D, idx ? idx + i * L : NULL, val + i * L, L,
-                               prior, p, var);
+                shared_moments(AI, TH, model, K, D, idx ? idx + i * istep : NULL, val + i * L,
+                               L, prior, p, var);
             else for (Py_ssize_t k = 0; k < K; k++) {
                 Py_ssize_t row = (i * R + (R == 1 ? 0 : k)) * L;
-                const int64_t *cols = idx ? idx + row : NULL;
+                const int64_t *cols = idx ? idx + i * istep + (R == 1 ? 0 : k) * L : NULL;
                 if (blocked)
                     fits &= block_moments(&blk, cols, val + row, L, &t, p + k, var + k);
                 else
@@ -1525,10 +1537,11 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
             else
                 decision(p, var, K, beta, lo, hi, rule, tol, lw, hg, pm);
             if (act[i] < 0) continue;
-            Py_ssize_t m = model[act[i]], row = (i * R + (R == 1 ? 0 : act[i])) * L;
+            Py_ssize_t m = model[act[i]], row = (i * R + (R == 1 ? 0 : act[i])) * L,
+                       irow = i * istep + (R == 1 ? 0 : act[i]) * L;
             if (au) auto_credit(au, act[i], K, rw[i], ((const double *)au->prob.buf)[i], lo, hi);
             learned++;
-            int due = learn_row(A, B, AI, TH, up, m, D, idx ? idx + row : NULL, val + row, L,
+            int due = learn_row(A, B, AI, TH, up, m, D, idx ? idx + irow : NULL, val + row, L,
                                 wt[i], rw[i] - prior, refresh, blocked ? &blk : NULL, &t,
                                 spread);
             if (due > 0) {  /* the caller inverts afresh */

@@ -21,6 +21,8 @@ _NO_LABEL, _UNUSED = np.full(1, -1, np.int64), np.zeros(1)  # one decision, no l
 class OnlineLoop:
     """``decisions`` and ``replay_online`` over an oracle's ``_loop``."""
 
+    one_example_index = False  # whether ``_loop`` takes one example's index for all
+
     def decisions(self, phi, models, budget: float, rule: Rule,
                   reward_range: tuple[float, float], tolerance: float):
         """The decision ``rule``'s distributions (`regcb_stream.rules.Rule`), predictions
@@ -50,7 +52,7 @@ class OnlineLoop:
 
     def _run(self, phi, models, played, rewards, weights, budgets, rule, reward_range,
              tolerance, **options):
-        index, value = kernel_rows(phi)
+        index, value = kernel_rows(phi, self.one_example_index)
         models = self._model_ids(models)
         out = np.empty((5 if self.capabilities.widths else 4, len(value), len(models)))
         pmf, prediction, low, high, *variance = self._loop(
@@ -65,14 +67,17 @@ class OnlineLoop:
         return np.ascontiguousarray(models, dtype=np.int64)
 
 
-def kernel_rows(phi) -> tuple[np.ndarray, np.ndarray]:
+def kernel_rows(phi, one_example: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Contiguous ``(index, value)`` for the kernels: ``value`` of shape ``(n, R, L)``, with
     ``R = 1`` when every action shares the row (the product class's broadcast view), else
     ``R = K``; ``index`` of the same shape, or `DENSE` for dense rows (every column, in
-    order)."""
+    order); with ``one_example``, ``(1, R, L)`` where every example's is the same (a
+    broadcast view)."""
     index, value = (phi.index, phi.value) if isinstance(phi, SparseRows) else (None, phi)
     if value.shape[1] > 1 and value.strides[1] == 0 and (index is None or index.strides[1] == 0):
         index, value = None if index is None else index[:, :1], value[:, :1]
+    if one_example and index is not None and len(index) > 1 and index.strides[0] == 0:
+        index = index[:1]
     index = DENSE if index is None else np.ascontiguousarray(index, np.int64)
     return index, np.ascontiguousarray(value, float)
 

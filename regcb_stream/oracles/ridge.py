@@ -370,10 +370,13 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
         var = np.einsum("nkd,kde,nke->nk", dense, self._a_inv[models], dense)
         return pred, np.maximum(var, 0.0)
 
+    one_example_index = True  # (the kernel reads it for every example)
+
     def _loop(self, index, value, models, played, rewards, weights, budgets, rule,
               reward_range, tolerance, out, scoring=None):
         (n, r, width), k = value.shape, len(models)
-        self._block_arrays(index, value)
+        rows_index = np.broadcast_to(index, value.shape) if 0 < len(index) < n else index
+        self._block_arrays(rows_index, value)
         scaled = weights.copy() if self.forget < 1.0 else weights
         start = 0
         while start < n:
@@ -399,7 +402,7 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
             if stale >= 0:
                 self._invert(stale)
             elif stale == -2:  # a row outside the blocks
-                self._fit_blocks(index[start:], value[start:])
+                self._fit_blocks(rows_index[start:], value[start:])
             if scaled is not weights:
                 self._clock += learned
                 self.rebuild()  # (a forgetting step when one is due)

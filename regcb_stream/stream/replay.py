@@ -144,7 +144,7 @@ def played_actions(actions, rows: np.ndarray, chosen: np.ndarray):
     """The actions played in ``rows``: labels from the offered list, or the joint class's
     encoded rows."""
     if isinstance(actions, EncodedRows):
-        return EncodedRows(actions.index[rows, chosen], actions.value[rows, chosen])
+        return actions[rows, chosen]
     return [actions[i] for i in chosen.tolist()]
 
 
