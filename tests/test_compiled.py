@@ -160,6 +160,37 @@ def test_joint_blocks_match_the_dense_reference(variant):
     assert_same(*decisions)
 
 
+@pytest.mark.parametrize("blocks", [True, False])
+def test_rows_carrying_the_intercept_decide_as_rows_without_it(blocks):
+    """Rows whose first entry is the intercept (``EncodedRows(intercept=1.0)``, as the
+    command's ADF reader writes them), their index one example's for every example (a
+    broadcast view: the kernel reads it for all), make the bytes of the same rows without
+    it; rows carrying another intercept than the learner's get the learner's."""
+    rng = np.random.default_rng(11)
+    n, (k, own) = 700, (10, 4) if blocks else (6, 3)  # (blocks that pay, or not)
+    shared = np.arange(1, 5)  # every example's shared columns, then each action's own
+    index = np.concatenate([np.broadcast_to(shared, (k, 4)),
+                            5 + own * np.arange(k)[:, None] + np.arange(own)], axis=1)
+    dim = 5 + own * k
+    value = rng.normal(size=(n, k, index.shape[1]))
+    value[rng.random(value.shape) < 0.1] = 0.0  # (a feature a row lacks)
+    played = np.where(rng.random(n) < 0.9, rng.integers(0, k, n), -1)
+    rewards = rng.random(n)
+    plain = EncodedRows(np.broadcast_to(index, value.shape).copy(), value)
+    lead = np.zeros((n, k, 1))
+    carrying = [EncodedRows(np.broadcast_to(np.concatenate([np.zeros((k, 1), int), index],
+                                                           axis=1), (n, k, index.shape[1] + 1)),
+                            np.concatenate([lead + c, value], axis=2), c) for c in (1.0, 0.0)]
+    learners = [RegCB(seed=0) for _ in range(3)]
+    out = []
+    for learner, rows in zip(learners, [plain, *carrying]):
+        learner.encoder.columns("a", list(range(dim - 1)))
+        decision = learner.replay([{}] * n, rows, played, rewards)
+        out.append((decision.pmf.tobytes(), decision.prediction.tobytes()))
+    assert (learners[0].model.oracle.state()["blocks"] is not None) == blocks
+    assert out[1] == out[0] and out[2] == out[0]
+
+
 def test_joint_blocks_per_example_and_epochs_match_the_reference():
     """Blocks updated one label at a time (per-example API) agree with the dense
     reference; epoch schedules (``sqrt2``) learn in pieces and invert afresh, no blocks."""
