@@ -100,6 +100,25 @@ class ChangeDetector(Stateful):
         self.waiting.extend((scaled * scaled).tolist())
         return len(self.waiting) == CHECK_EVERY and self._check()
 
+    def loop_spec(self) -> tuple:
+        """The test's state for a compiled loop that runs it (``_ridge.run_online``'s
+        ``change``), taken back by `loop_done`."""
+        state = np.array([self._n, self._mean, self._walk, self._low, len(self.waiting)])
+        waiting = np.zeros(CHECK_EVERY)
+        waiting[:len(self.waiting)] = self.waiting
+        return state, waiting, self.threshold, DELTA, self.span, MIN_LABELS, WINDOW
+
+    def loop_done(self, spec: tuple, alarm: bool) -> None:
+        """The state a compiled loop left in ``spec`` (`loop_spec`); ``alarm``: a change
+        detected at its last label (the test begins again)."""
+        state, waiting = spec[:2]
+        self.waiting = waiting[:int(state[4])].tolist()
+        if alarm:
+            self.changes += 1
+            self._restart()
+            return
+        self._n, self._mean, self._walk, self._low = int(state[0]), *state[1:4].tolist()
+
     def _check(self) -> bool:
         """The test over the block's residuals, in order; the block emptied."""
         mean = self._mean

@@ -157,13 +157,15 @@ class FixedBudget(Stateful):
             explorer.rule, explorer.reward_range, explorer.tolerance, uniform, out)
         return None if drawn is None else (*drawn, {})
 
-    def replay(self, explorer, rows, models, played, rewards, probs, weights, counts):
+    def replay(self, explorer, rows, models, played, rewards, probs, weights, counts,
+               change=None):
         """A block in the oracle's compiled online loop (``counts``: the labels before each
-        rebuild)."""
+        rebuild; ``change``: the change test, run in the loop, which it stops)."""
         return explorer.oracle.replay_online(
             rows, models, played, rewards, weights,
             self.loss(explorer, counts, rows.shape[1]), explorer.rule,
-            explorer.reward_range, explorer.tolerance)
+            explorer.reward_range, explorer.tolerance,
+            **({} if change is None else {"change": change}))
 
     def score(self, candidates, probs, rewards, reward_range) -> None:
         """Labels score nothing."""
@@ -222,7 +224,8 @@ class AutoBudget(Stateful):
             explorer.rule, explorer.reward_range, explorer.tolerance, uniform, pmfs)
         return None if drawn is None else (drawn[0], drawn[1], {"candidates": drawn[2]}, pmfs)
 
-    def replay(self, explorer, rows, models, played, rewards, probs, weights, counts):
+    def replay(self, explorer, rows, models, played, rewards, probs, weights, counts,
+               change=None):
         lo, hi = explorer.reward_range
         scales = self.selector.radius_scales(counts, rows.shape[1], hi - lo)
         return explorer.oracle.replay_auto(

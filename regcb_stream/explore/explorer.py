@@ -131,8 +131,15 @@ class Explorer(Stateful):
 
     @property
     def replay_room(self) -> int:
-        """The most labels one ``replay`` call takes: until the change test's next check."""
-        return 2**62 if self.change is None else self.change.labels_until_check
+        """The most labels one ``replay`` call takes: until the change test's next check,
+        unless the loop runs the test (`_loop_tests_change`)."""
+        return (2**62 if self.change is None or self._loop_tests_change
+                else self.change.labels_until_check)
+
+    @property
+    def _loop_tests_change(self) -> bool:
+        """Whether the compiled loop runs the change test (and stops at its alarms)."""
+        return self.capabilities.change_loop and self.budget.selector is None
 
     def change_exploration(self, variant: str, budget) -> None:
         """Another variant and budget for the decisions to come."""
@@ -172,19 +179,33 @@ class Explorer(Stateful):
 
     def replay(self, block: Block, played, rewards, probs, weights) -> Decision:
         """A block of rows decided and learned in order in the oracle's compiled online
-        loop (``compiled_replay``), at most ``replay_room`` labels; then the change test."""
+        loop (``compiled_replay``), up to the ``replay_room``-th label; then the change
+        test (or, where the loop runs it, a change it detected: the loop stopped there).
+        The decisions are those of the rows done."""
         rows, models = block
         k = rows.shape[1]
         if (played >= k).any():
             raise ValueError(f"played action index {int(played.max())} is not among the "
                              f"{k} offered actions")
+        labelled, room = np.flatnonzero(played >= 0), self.replay_room
+        if len(labelled) > room:  # (the oracle changed since the caller cut the part)
+            part = slice(0, int(labelled[room - 1]) + 1)
+            rows, played, rewards, probs, weights = rows.take(part), *(
+                x[part] for x in (played, rewards, probs, weights))
         counts = self.n_labels + np.arange(np.count_nonzero(played >= 0) + 1)
+        in_loop = self.change is not None and self._loop_tests_change
+        changes = self.change.changes if in_loop else 0
         decision = self.budget.replay(self, rows, models, played, rewards, probs, weights,
-                                      counts)
-        self.n_labels += len(counts) - 1
-        self._rebuilt(epochs=len(counts) - 1)  # one per label
+                                      counts, self.change if in_loop else None)
+        played = played[:len(decision.pmf)]
+        learned = int(np.count_nonzero(played >= 0))
+        self.n_labels += learned
+        self._rebuilt(epochs=learned)  # one per label
         labelled = np.flatnonzero(played >= 0)
-        if self.change is not None and len(labelled):
+        if in_loop:
+            if self.change.changes != changes:
+                self._changed()
+        elif self.change is not None and len(labelled):
             self._test_change(rewards[labelled], decision.prediction[labelled,
                                                                      played[labelled]])
         return decision

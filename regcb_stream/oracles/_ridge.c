@@ -1309,10 +1309,80 @@ static void model_major(double *A, double *B, double *AI, double *TH, int64_t *u
     }
 }
 
+/* The change test's recurrence (regcb_stream/adapt/change.py): one squared residual x of
+ * the n-th label; 1 when the walk rises more than threshold * ln n above its minimum. */
+static int hinkley_step(double x, Py_ssize_t *n, double *mean, double *walk, double *low,
+                        double threshold, double delta, Py_ssize_t min_labels,
+                        Py_ssize_t window) {
+    *n += 1;
+    *mean += (x - *mean) / (double)(*n < window ? *n : window);
+    *walk += x - *mean - delta;
+    if (*walk < *low)
+        *low = *walk;
+    else if (*n >= min_labels && *walk - *low > threshold * log((double)*n))
+        return 1;
+    return 0;
+}
+
+/* The change test in the online loop (ChangeDetector.loop_spec): each label's squared
+ * residual into the block, the test at the block's end; an alarm stops the loop after
+ * that label (the caller restarts the test and forgets). state: n, mean, walk, low and
+ * the residuals in the block so far; waiting: the block's residuals (`every` of them). */
+typedef struct {
+    Py_buffer state, waiting;
+    double threshold, delta, span;
+    Py_ssize_t min_labels, window, every;
+} Watch;
+
+static int watch_open(PyObject *spec, Watch *w) {
+    memset(w, 0, sizeof(*w));
+    if (!PyArg_ParseTuple(spec, "w*w*dddnn", &w->state, &w->waiting, &w->threshold,
+                          &w->delta, &w->span, &w->min_labels, &w->window))
+        return 0;
+    w->every = w->waiting.len / 8;
+    const double *st = w->state.buf;
+    if (!expect(&w->state, 5, 8, "change state") || w->every < 1 || !(w->span > 0.0) ||
+        !(st[4] >= 0.0 && st[4] < (double)w->every && st[0] >= 0.0)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "the change test's state");
+        return 0;
+    }
+    return 1;
+}
+
+static void watch_close(Watch *w) { RELEASE(&w->state, &w->waiting); }
+
+/* A label's reward and the prediction it was decided with; 1 if the test alarms */
+static int watch_label(Watch *w, double reward, double prediction) {
+    double *st = w->state.buf, *x = w->waiting.buf;
+    double s = fabs(reward - prediction) / w->span;
+    if (s > 1.0) s = 1.0;  /* (min(s, 1): NaN stays NaN) */
+    Py_ssize_t count = (Py_ssize_t)st[4];
+    x[count++] = s * s;
+    st[4] = count < w->every ? (double)count : 0.0;
+    if (count < w->every) return 0;
+    Py_ssize_t n = (Py_ssize_t)st[0];
+    double mean = st[1], walk = st[2], low = st[3];
+    for (Py_ssize_t j = 0; j < w->every; j++)
+        if (hinkley_step(x[j], &n, &mean, &walk, &low, w->threshold, w->delta,
+                         w->min_labels, w->window))
+            return 1;  /* (the state is restarted by the caller) */
+    st[0] = (double)n, st[1] = mean, st[2] = walk, st[3] = low;
+    return 0;
+}
+
+/* The row after the label that ends the test's block, from row i (n if none in i..n-1) */
+static Py_ssize_t watch_end(const Watch *w, const int64_t *act, Py_ssize_t i, Py_ssize_t n) {
+    Py_ssize_t left = w->every - (Py_ssize_t)((const double *)w->state.buf)[4];
+    for (; i < n; i++)
+        if (act[i] >= 0 && --left == 0) return i + 1;
+    return n;
+}
+
 PyDoc_STRVAR(run_online_doc,
 "run_online(a, b, a_inv, theta, updates, models, index, value, played, reward, weight,\n"
 "           budget, pmf, pred, low, high, start, n, R, K, L, D, rule, refresh,\n"
-"           prior, lo, hi, tol[, blocks, selector, var]) -> (stop, learned, stale)\n"
+"           prior, lo, hi, tol[, blocks, selector, var, change])\n"
+"    -> (stop, learned, stale, alarm)\n"
 "Examples start..n-1 in order: bounds with budget[labels learned so far in the call]\n"
 "(uniform play while that budget is NaN: no label yet), the rule's distribution, then\n"
 "the label of played[i] >= 0 learned and the decision state rebuilt (online schedule).\n"
@@ -1322,7 +1392,9 @@ PyDoc_STRVAR(run_online_doc,
 "learned, that model, or -2 for a row outside the blocks, or -1). var (n, K), if\n"
 "given: each decision's x^T A^-1 x, the width before the budget. Dense rows shared by the\n"
 "actions are decided model by model (model_major: the same numbers). index may hold one\n"
-"example's rows (R, L), the columns of every example's (their values differ).");
+"example's rows (R, L), the columns of every example's (their values differ). change: the\n"
+"change test's (Watch), each label's residual tested in the loop, which stops after a\n"
+"label that alarms (alarm 1).");
 
 /* The automatic budget in the online loop (budget.BudgetSelector, one rebuild per label):
  * candidate j's radius is sqrt_grid[j] * scale[labels learned] (NaN: uniform play), the
@@ -1413,12 +1485,12 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     Py_ssize_t start, n, R, K, L, D, refresh;
     int rule;
     double prior, lo, hi, tol;
-    PyObject *blocks = Py_None, *selector = Py_None, *var_out = Py_None;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnindddd|OOO", &a, &b,
+    PyObject *blocks = Py_None, *selector = Py_None, *var_out = Py_None, *change = Py_None;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*y*y*y*y*y*y*y*w*w*w*w*nnnnnnindddd|OOOO", &a, &b,
                           &a_inv, &theta, &updates, &models, &index, &value, &played,
                           &reward, &weight, &budget, &pmf, &pred, &low, &high, &start, &n,
                           &R, &K, &L, &D, &rule, &refresh, &prior, &lo, &hi, &tol,
-                          &blocks, &selector, &var_out))
+                          &blocks, &selector, &var_out, &change))
         return NULL;
     Py_buffer widths = {0};  /* var_out's: each decision's x^T A^-1 x */
     if (var_out != Py_None && PyObject_GetBuffer(var_out, &widths, PyBUF_WRITABLE) < 0) {
@@ -1464,6 +1536,11 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
         ok = 0;
     }
     double *var = ok ? spread + D : NULL;
+    Watch watch_, *watch = NULL;
+    if (ok && change != Py_None) {
+        ok = watch_open(change, &watch_);
+        watch = &watch_;
+    }
     /* dense rows shared by the actions: decided model by model, into wide: the widths
      * (n - start, K), online_end's counts (M), model_major's rows transposed */
     const int64_t *idx = index.len ? index.buf : NULL;
@@ -1479,31 +1556,40 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         ok = 0;
     }
-    Py_ssize_t end = n, due = -1;
-    if (ok && wide)
-        end = online_end(act, model, updates.buf, M, start, n, refresh,
-                         (int64_t *)(wide + (n - start) * K), &due);
     Py_ssize_t i = start, learned = 0, stale = -1;
+    int alarm = 0;
     if (ok && wide) {
         Py_BEGIN_ALLOW_THREADS
         const double *rw = reward.buf, *bud = budget.buf;
-        model_major(a.buf, b.buf, a_inv.buf, theta.buf, updates.buf, model, K, M, D, idx,
-                    value.buf, act, rw, weight.buf, prior, refresh, start, end, pred.buf, wide,
-                    spread, wide + (n - start) * K + M);
-        for (; i < end; i++) {
-            double *p = (double *)pred.buf + i * K, *lw = (double *)low.buf + i * K,
-                   *hg = (double *)high.buf + i * K, *pm = (double *)pmf.buf + i * K,
-                   *v = wide + (i - start) * K;
-            if (widths.obj) memcpy((double *)widths.buf + i * K, v, K * sizeof(double));
-            if (au)
-                auto_decide(au, p, v, K, learned, rule, lo, hi, tol, lw, hg, pm);
-            else
-                decision(p, v, K, bud[learned], lo, hi, rule, tol, lw, hg, pm);
-            if (act[i] < 0) continue;
-            if (au) auto_credit(au, act[i], K, rw[i], ((const double *)au->prob.buf)[i], lo, hi);
-            learned++;
+        /* parts of rows up to a model's refresh or the end of the change test's block:
+         * model_major learns a part's labels before its decisions are read */
+        while (i < n && stale < 0 && !alarm) {
+            Py_ssize_t due = -1, end = online_end(act, model, updates.buf, M, i, n, refresh,
+                                                  (int64_t *)(wide + (n - start) * K), &due);
+            if (watch && watch_end(watch, act, i, end) < end) {
+                end = watch_end(watch, act, i, end);
+                due = -1;
+            }
+            model_major(a.buf, b.buf, a_inv.buf, theta.buf, updates.buf, model, K, M, D, idx,
+                        value.buf, act, rw, weight.buf, prior, refresh, i, end, pred.buf,
+                        wide + (i - start) * K, spread, wide + (n - start) * K + M);
+            for (; i < end; i++) {
+                double *p = (double *)pred.buf + i * K, *lw = (double *)low.buf + i * K,
+                       *hg = (double *)high.buf + i * K, *pm = (double *)pmf.buf + i * K,
+                       *v = wide + (i - start) * K;
+                if (widths.obj) memcpy((double *)widths.buf + i * K, v, K * sizeof(double));
+                if (au)
+                    auto_decide(au, p, v, K, learned, rule, lo, hi, tol, lw, hg, pm);
+                else
+                    decision(p, v, K, bud[learned], lo, hi, rule, tol, lw, hg, pm);
+                if (act[i] < 0) continue;
+                if (au)
+                    auto_credit(au, act[i], K, rw[i], ((const double *)au->prob.buf)[i], lo, hi);
+                learned++;
+                alarm = watch && watch_label(watch, rw[i], p[act[i]]);
+            }
+            stale = due;
         }
-        stale = due;
         Py_END_ALLOW_THREADS
     } else if (ok) {
         Py_BEGIN_ALLOW_THREADS
@@ -1544,8 +1630,9 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
             int due = learn_row(A, B, AI, TH, up, m, D, idx ? idx + irow : NULL, val + row, L,
                                 wt[i], rw[i] - prior, refresh, blocked ? &blk : NULL, &t,
                                 spread);
-            if (due > 0) {  /* the caller inverts afresh */
-                stale = m;
+            alarm = watch && watch_label(watch, rw[i], p[act[i]]);
+            if (due > 0 || alarm) {  /* the caller inverts afresh, or forgets */
+                stale = due > 0 ? m : -1;
                 i++;
                 break;
             }
@@ -1560,10 +1647,11 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     PyMem_Free(spread);
     PyMem_Free(wide);
     if (au) ok = auto_close(au, ok);
+    if (watch) watch_close(watch);
     RELEASE(&a, &b, &a_inv, &theta, &updates, &models, &index, &value, &played, &reward,
             &weight, &budget, &pmf, &pred, &low, &high, &widths);
     if (!ok) return NULL;
-    return Py_BuildValue("nnn", i, learned, stale);
+    return Py_BuildValue("nnni", i, learned, stale, alarm);
 }
 
 /* -- the bounded ridge (BoundedRidgeOracle) ------------------------------------------
@@ -2150,13 +2238,7 @@ static PyObject *py_page_hinkley(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(block) && !alarm; i++) {
         double x = PyFloat_AsDouble(PyList_GET_ITEM(block, i));
         if (x == -1.0 && PyErr_Occurred()) return NULL;
-        n += 1;
-        mean += (x - mean) / (double)(n < window ? n : window);
-        walk += x - mean - delta;
-        if (walk < low)
-            low = walk;
-        else if (n >= min_labels && walk - low > threshold * log((double)n))
-            alarm = 1;
+        alarm = hinkley_step(x, &n, &mean, &walk, &low, threshold, delta, min_labels, window);
     }
     return Py_BuildValue("Nnddd", PyBool_FromLong(alarm), n, mean, walk, low);
 }

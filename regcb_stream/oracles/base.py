@@ -22,7 +22,9 @@ features, or dense arrays), and which of these it has:
 - ``online_loop``: ``decisions`` and ``replay_online``, a compiled loop that decides and
   learns a block of rows in order (`regcb_stream.oracles.loop`); with ``widths``, its
   decisions carry each row's ``phi^T A^-1 phi`` (`Decision.variance`), from which the
-  bounds of another budget follow (a slot's, `regcb_stream.slots`);
+  bounds of another budget follow (a slot's, `regcb_stream.slots`); with ``change_loop``,
+  ``replay_online(..., change=)`` runs the learner's change test in the loop and stops
+  after a label it alarms at (`regcb_stream.adapt.change.ChangeDetector.loop_spec`);
 - ``one_row``: ``predict_dense``, ``predict_auto`` and ``learn_dense``, one dense
   context's decision or label in one compiled call (the Python API's per-example path);
   ``auto_loop``: ``replay_auto``, the online loop with the automatic budget;
@@ -67,6 +69,7 @@ class Capabilities:
     ellipsoid: bool = False
     online_loop: bool = False
     widths: bool = False
+    change_loop: bool = False
     one_row: bool = False
     auto_loop: bool = False
     pieces: bool = False

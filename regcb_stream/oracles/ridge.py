@@ -161,7 +161,8 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
     def capabilities(self) -> Capabilities:
         compiled = self.compiled
         return Capabilities(rows="sparse", ellipsoid=True, online_loop=compiled,
-                            widths=compiled, one_row=compiled, auto_loop=compiled,
+                            widths=compiled, change_loop=compiled, one_row=compiled,
+                            auto_loop=compiled,
                             pieces=True, ridge=True, relabel=True, hands_over=True)
 
     @property
@@ -373,7 +374,10 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
     one_example_index = True  # (the kernel reads it for every example)
 
     def _loop(self, index, value, models, played, rewards, weights, budgets, rule,
-              reward_range, tolerance, out, scoring=None):
+              reward_range, tolerance, out, scoring=None, change=None):
+        """The compiled online loop over the rows, up to their end or (``change``: the
+        learner's `ChangeDetector`, its test run in the loop) a label the test alarms at:
+        the outputs of the rows done."""
         (n, r, width), k = value.shape, len(models)
         rows_index = np.broadcast_to(index, value.shape) if 0 < len(index) < n else index
         self._block_arrays(rows_index, value)
@@ -388,12 +392,15 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
             blocks = self._blocks and self._blocks.arrays  # new ones after each refresh
             spec = None if scoring is None else scoring[0].loop_spec(budgets,
                                                                      scoring[1][rows])
-            start, learned, stale = _ridge.run_online(
+            watch = None if change is None else change.loop_spec()
+            start, learned, stale, alarm = _ridge.run_online(
                 self._a, self._b, self._a_inv, self._theta, self._updates, models,
                 index[rows] if index.size else index, value[rows], played[rows],
                 rewards[rows], scaled[rows], budgets, *out[:4, rows],
                 start, stop, r, k, width, self.dim, rule.code, self.refresh_every,
-                self.prior_mean, *reward_range, tolerance, blocks, spec, out[4, rows])
+                self.prior_mean, *reward_range, tolerance, blocks, spec, out[4, rows], watch)
+            if change is not None:
+                change.loop_done(watch, alarm)
             if scoring is not None:
                 scoring[0].loop_done(learned)
             budgets = budgets[learned:]
@@ -408,6 +415,8 @@ class RidgeOracle(Pieces, DenseRowCalls, BlockedInverse, PenaltyChoice, RidgeBas
                 self.rebuild()  # (a forgetting step when one is due)
             else:
                 self._choose_when_due()
+            if change is not None and alarm:
+                return tuple(out[:, :start])  # (the caller forgets before the rows after)
         return tuple(out)
 
 

@@ -30,7 +30,7 @@ def replay(model, contexts, actions, played, rewards, probs, weights) -> Decisio
     ahead = None  # (rows encoded ahead, the first's index, the columns in force at each)
     while start < n:
         explorer = model.explorer
-        compiled = explorer.compiled_replay  # (then blocks end at the change test's checks)
+        compiled = explorer.compiled_replay  # (parts end where the change test may act)
         room = explorer.replay_room if compiled else explorer.labels_until_rebuild
         rows = labelled[first:first + room]
         stop = int(rows[-1]) + 1 if len(rows) == room else n
@@ -43,9 +43,10 @@ def replay(model, contexts, actions, played, rewards, probs, weights) -> Decisio
         stop = grown_part([model], [dims[start - at:]], min(stop, at + len(dims)) - start)
         stop += start
         block, part = slice(start, stop), all_rows.take(slice(start - at, stop - at))
-        if compiled:
+        if compiled:  # (up to a change the loop detected: the rest in the next part)
             decision = model.explorer.replay(part, played[block], rewards[block],
                                              probs[block], weights[block])
+            stop = start + len(decision.pmf)
         else:
             rows = rows[rows < stop]
             decision = model.explorer.decide(*part)
