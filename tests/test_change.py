@@ -15,6 +15,7 @@ from regcb_stream.adapt import change
 from regcb_stream.adapt.change import CHECK_EVERY, DEFAULT_THRESHOLD, WINDOW, ChangeDetector
 from regcb_stream.command.main import main
 from regcb_stream.datasets.synthetic import LinearProblem
+from regcb_stream.features.encoder import EncodedRows
 from regcb_stream.persist import dumps, loads
 
 VARIANTS = ["optimistic", "elimination"]
@@ -322,3 +323,29 @@ def test_invariants(variant, oracle, check):
 def test_every_distribution_is_valid(variant, threshold, seed, data):
     learner = RegCB(variant, change_threshold=threshold, seed=seed)
     checks.play_valid(learner, data)
+
+
+def test_the_loop_tests_joint_rows_as_label_by_label():
+    """Joint rows (each action its own columns, VW's ``-q sa``): the change test run in
+    the compiled loop alarms where it alarms label by label, and the loop goes on after."""
+    X, R = drifting(2500, seed=6)
+    n, d = X.shape
+    k = R.shape[1]
+    index = np.broadcast_to(1 + np.arange(k)[:, None] * d + np.arange(d), (n, k, d))
+    rows = EncodedRows(index, np.broadcast_to(X[:, None, :], (n, k, d)).copy())
+    played = np.random.default_rng(6).integers(0, k, n)
+    rewards = R[np.arange(n), played]
+
+    def make():
+        learner = RegCB(change_threshold=3.0, seed=3)
+        learner.encoder.columns("a", list(range(k * d)))
+        return learner
+
+    replayer, by_rows = make(), make()
+    replayed = replayer.replay([{}] * n, rows, played, rewards, np.full(n, 0.5))
+    for t in range(n):
+        np.testing.assert_array_equal(by_rows.decide_many([{}], rows[[t]]).pmf[0],
+                                      replayed.pmf[t])
+        by_rows.learn_many([{}], rows[[t], [played[t]]], [rewards[t]], [0.5])
+    assert replayer.changes_detected == by_rows.changes_detected >= 1
+    assert replayer.model.explorer.change.state() == by_rows.model.explorer.change.state()
