@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from regcb_stream.io import vw_predictions
+from regcb_stream.io import vw_blocks, vw_predictions
 from regcb_stream.io.vw_features import flatten, flatten_adf, merge_shared, parse_namespaces
 from regcb_stream.io.vw_predictions import (
     format_block,
@@ -661,3 +661,22 @@ def test_the_compiled_reader_gives_a_repeated_action_set_one_tuple():
     assert len(examples) == 10 and len({id(example.actions) for example in examples}) < 8
     assert examples[3].actions is examples[4].actions
     assert examples[8].actions is examples[9].actions is not examples[4].actions
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([b"", b"s", b"ss", b"st", b"ts"]),
+                          st.integers(0, 2)), min_size=1, max_size=30),
+       st.data())
+def test_a_block_groups_by_initials_and_action_set(rows, data):
+    """`vw_blocks.groups_of` (its one group found at once where every example shares
+    both) groups the examples by their namespace initials and action objects, in order."""
+    sets = [(("a",),), (("a",),), (("b",),)]  # (0 and 1: equal sets, other objects)
+    initials = b"".join(letters for letters, _ in rows)
+    offsets = np.cumsum([0] + [len(letters) for letters, _ in rows])
+    actions = [sets[s] for _, s in rows]
+    examples = sorted(data.draw(st.sets(st.integers(0, len(rows) - 1), min_size=1)))
+    want: dict = {}
+    for i in examples:
+        key = (rows[i][0], *map(id, actions[i]))
+        want.setdefault(key, []).append(i)
+    assert vw_blocks.groups_of(initials, offsets, actions, examples) == want

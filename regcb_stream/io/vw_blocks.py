@@ -118,6 +118,9 @@ def groups_of(initials: bytes, offsets, actions: list[tuple], examples: list[int
     sets are compared by their actions' identity: the readers give a repeated action line
     or object the same features, so equal sets match without hashing their features (equal
     actions that are not the same object go apart, which costs speed, not rows)."""
+    if examples and _one_group(initials, offsets, actions, examples):
+        first, start = examples[0], int(offsets[examples[0]])
+        return {(initials[start:int(offsets[first + 1])], *map(id, actions[first])): examples}
     by_object: dict[tuple, list[int]] = {}  # (the same tuple: the same set, at once)
     bounds = offsets.tolist()
     for i in examples:
@@ -129,6 +132,20 @@ def groups_of(initials: bytes, offsets, actions: list[tuple], examples: list[int
     for members in groups.values():
         members.sort()
     return groups
+
+
+def _one_group(initials: bytes, offsets, actions: list[tuple], examples: list[int]) -> bool:
+    """Whether the examples share their action tuple and shared namespace initials (a
+    stream's usual block: one group, found without a key per example)."""
+    first = actions[examples[0]]
+    if not all(actions[i] is first for i in examples):
+        return False
+    at = np.asarray(examples)
+    starts, sizes = offsets[at], offsets[at + 1] - offsets[at]
+    if (sizes != sizes[0]).any():
+        return False
+    letters = np.frombuffer(initials, np.uint8)[starts[:, None] + np.arange(sizes[0])]
+    return bool((letters == letters[0]).all())
 
 
 def memo(cache: dict, key, make):
