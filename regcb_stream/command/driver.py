@@ -339,14 +339,10 @@ class Driver:
         self._write(pmfs, orders, tags)
         n = len(played)
         chosen = pmfs[np.arange(n), np.where(learned, played, 0)]
-        losses = [loss if ok else None for loss, ok in zip(
-            (costs * chosen / probs).tolist(), learned.tolist())]
-        labels = [label if ok else None for label, ok in zip(
-            zip(played.tolist(), costs.tolist(), probs.tolist()), learned.tolist())]
         firsts = orders[:, :1]
-        predictions = list(zip(firsts[:, 0].tolist(),
-                               np.take_along_axis(pmfs, firsts, axis=1)[:, 0].tolist()))
-        self.progress.update_block(losses, labels, predictions, n_features)
+        self.progress.update_block(
+            costs * chosen / probs, learned, n_features, (played, costs, probs),
+            (firsts[:, 0], np.take_along_axis(pmfs, firsts, axis=1)[:, 0]))
         if self.outcomes is not None:
             self._outcomes(examples, decision, actions, (played, costs), before, tags)
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TextIO
 
+import numpy as np
+
 HEADER = (
     "average  since         example        example        current        current  current\n"
     "loss     last          counter         weight          label        predict features\n"
@@ -48,17 +50,23 @@ class ProgressTable:
     def update(self, loss: float | None, label, prediction, n_features: int) -> None:
         """Count one example; ``label`` is ``(action, cost, prob)`` or None (unlabelled),
         ``prediction`` the ``(action, prob)`` listed first in the output."""
-        self.update_block([loss], [label], [prediction], [n_features])
+        self.update_block(np.array([0.0 if loss is None else loss]),
+                          np.array([label is not None]), [n_features],
+                          np.array([label or (0, 0.0, 0.0)], float).T,
+                          np.array([prediction], float).T)
 
-    def update_block(self, losses: list, labels: list, predictions: list,
-                     n_features: list[int]) -> None:
-        """`update` for a block of examples (lists, one entry per example): the counters
-        advance in bulk between the rows that fall inside the block.
+    def update_block(self, losses: np.ndarray, labelled: np.ndarray, n_features,
+                     labels: tuple, predictions: tuple) -> None:
+        """`update` for a block of examples, as arrays: each one's loss (read where it is
+        ``labelled``) and feature count, the ``labels`` ``(actions, costs, probs)`` and
+        ``predictions`` ``(actions, probs)`` its row would show. The counters advance in
+        bulk between the rows that fall inside the block.
 
         >>> import io
         >>> table = ProgressTable(io.StringIO())
-        >>> table.update_block([None, 0.5, 1.0], [None, (1, 0.5, 0.5), (2, 1.0, 0.5)],
-        ...                    [(0, 0.5)] * 3, [3, 3, 3])
+        >>> table.update_block(np.array([0.0, 0.5, 1.0]), np.array([False, True, True]),
+        ...                    [3, 3, 3], ([0, 1, 2], [0.0, 0.5, 1.0], [1.0, 0.5, 0.5]),
+        ...                    ([0] * 3, [0.5] * 3))
         >>> table.examples, table.labelled, table.loss, table.features
         (3, 2, 1.5, 9)
         """
@@ -66,15 +74,19 @@ class ProgressTable:
         while start < n:
             stop = min(n, start + self._next_row - self.examples)  # the next row, or the end
             self.examples += stop - start
-            self.features += sum(n_features[start:stop])
-            for loss in losses[start:stop]:  # one by one, in order: VW's sums exactly
-                if loss is not None:
-                    self.labelled += 1
-                    self.loss += loss
-                    self._since[0] += loss
-                    self._since[1] += 1
+            self.features += int(np.sum(n_features[start:stop]))
+            got = losses[start:stop][labelled[start:stop]]
+            if len(got):  # (one by one, in order, as accumulate adds: VW's sums exactly)
+                self.labelled += len(got)
+                self.loss = float(np.add.accumulate(np.r_[self.loss, got])[-1])
+                self._since = [float(np.add.accumulate(np.r_[self._since[0], got])[-1]),
+                               self._since[1] + len(got)]
             if self.examples == self._next_row:
-                self._print_row(labels[stop - 1], predictions[stop - 1], n_features[stop - 1])
+                i = stop - 1
+                label = None if not labelled[i] else (
+                    int(labels[0][i]), float(labels[1][i]), float(labels[2][i]))
+                self._print_row(label, (int(predictions[0][i]), float(predictions[1][i])),
+                                n_features[i])
                 self._next_row *= 2
             start = stop
 
