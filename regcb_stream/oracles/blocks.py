@@ -45,6 +45,10 @@ class ArrowheadBlocks(Stateful):
         """Take in the columns of rows ``(n, K, L)``; whether the partition changed."""
         kind, changed = self.kind, False
         present = value != 0
+        columns = np.where(present, index, -1).reshape(len(index), -1)
+        if len(index) > 1:  # (examples of the same columns and zeros decide alike: once each)
+            once = np.sort(distinct_rows(columns))
+            index, present = index[once], present[once]
         cols = index[present]
         examples = np.broadcast_to(np.arange(len(index))[:, None, None], index.shape)[present]
         keys, counts = np.unique(examples * len(kind) + cols, return_counts=True)
@@ -123,6 +127,11 @@ class ArrowheadBlocks(Stateful):
         s_inv = np.linalg.inv(sigma)
         self.arrays = (kind.copy(), pos, start, order.astype(np.int64), shared.astype(np.int64),
                        c_off, c_inv, f.ravel(), h, s_inv, s_inv @ rhs)
+
+
+def distinct_rows(values: np.ndarray) -> np.ndarray:
+    """The index of each distinct row of ``values`` (2-D), its first occurrence."""
+    return np.unique(values, axis=0, return_index=True)[1]
 
 
 def distinct(values: np.ndarray, axis: int | None = None) -> np.ndarray:
