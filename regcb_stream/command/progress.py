@@ -50,10 +50,8 @@ class ProgressTable:
     def update(self, loss: float | None, label, prediction, n_features: int) -> None:
         """Count one example; ``label`` is ``(action, cost, prob)`` or None (unlabelled),
         ``prediction`` the ``(action, prob)`` listed first in the output."""
-        self.update_block(np.array([0.0 if loss is None else loss]),
-                          np.array([label is not None]), [n_features],
-                          np.array([label or (0, 0.0, 0.0)], float).T,
-                          np.array([prediction], float).T)
+        self._add(1, n_features, () if loss is None else (loss,))
+        self._row_if_due(label, prediction, n_features)
 
     def update_block(self, losses: np.ndarray, labelled: np.ndarray, n_features,
                      labels: tuple, predictions: tuple) -> None:
@@ -73,22 +71,28 @@ class ProgressTable:
         start, n = 0, len(losses)
         while start < n:
             stop = min(n, start + self._next_row - self.examples)  # the next row, or the end
-            self.examples += stop - start
-            self.features += int(np.sum(n_features[start:stop]))
-            got = losses[start:stop][labelled[start:stop]]
-            if len(got):  # (one by one, in order, as accumulate adds: VW's sums exactly)
-                self.labelled += len(got)
-                self.loss = float(np.add.accumulate(np.r_[self.loss, got])[-1])
-                self._since = [float(np.add.accumulate(np.r_[self._since[0], got])[-1]),
-                               self._since[1] + len(got)]
-            if self.examples == self._next_row:
-                i = stop - 1
-                label = None if not labelled[i] else (
-                    int(labels[0][i]), float(labels[1][i]), float(labels[2][i]))
-                self._print_row(label, (int(predictions[0][i]), float(predictions[1][i])),
-                                n_features[i])
-                self._next_row *= 2
+            self._add(stop - start, int(np.sum(n_features[start:stop])),
+                      losses[start:stop][labelled[start:stop]])
+            i = stop - 1
+            self._row_if_due(None if not labelled[i] else (
+                int(labels[0][i]), float(labels[1][i]), float(labels[2][i])),
+                (int(predictions[0][i]), float(predictions[1][i])), n_features[i])
             start = stop
+
+    def _add(self, examples: int, features: int, losses) -> None:
+        """Count examples, their features and the losses of those labelled."""
+        self.examples += examples
+        self.features += features
+        if len(losses):
+            self.labelled += len(losses)
+            self.loss = _added(self.loss, losses)
+            self._since = [_added(self._since[0], losses), self._since[1] + len(losses)]
+
+    def _row_if_due(self, label, prediction, n_features: int) -> None:
+        """The row of the last example counted, if one is due there."""
+        if self.examples == self._next_row:
+            self._print_row(label, prediction, n_features)
+            self._next_row *= 2
 
     def _print_row(self, label, prediction, n_features: int) -> None:
         if self.out is None:
@@ -147,6 +151,14 @@ def _loss(total: float, count: int, width: int | None = 8) -> str:
         if width is None or len(text) <= width:
             return text
     return text
+
+
+def _added(total: float, values) -> float:
+    """``total + values[0] + values[1] + ...``, one by one in order (VW's sums exactly, as
+    ``np.add.accumulate`` adds)."""
+    if len(values) == 1:
+        return total + float(values[0])
+    return float(np.add.accumulate(np.r_[total, values])[-1])
 
 
 def _short(value) -> str:
