@@ -1922,12 +1922,13 @@ static PyObject *py_bounded_learn(PyObject *self, PyObject *args) {
 PyDoc_STRVAR(bounded_run_doc,
 "bounded_run(hinv, hgram, htheta, prec, theta, updates, tail, l2, models, index, value,\n"
 "            played, reward, weight, budget, pmf, pred, low, high, start, n, R, K, L, h, S,\n"
-"            rule, refresh, prior, lo, hi, tol[, var]) -> (stop, learned, stale)\n"
+"            rule, refresh, prior, lo, hi, tol[, var, change])\n"
+"    -> (stop, learned, stale, alarm)\n"
 "run_online for the bounded ridge: examples start..n-1 in order, bounds with\n"
 "budget[labels so far] (uniform play while it is NaN), the rule's distribution, then the\n"
 "label of played[i] >= 0 learned at once; stops after a label that makes its model's\n"
-"head due a fresh inverse (stale: that model, else -1); var (n, K), if given: each\n"
-"decision's x^T A^-1 x.");
+"head due a fresh inverse (stale: that model, else -1) or (change: run_online's) that\n"
+"the change test alarms at; var (n, K), if given: each decision's x^T A^-1 x.");
 
 static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
     Py_buffer hinv = {0}, hgram = {0}, htheta = {0}, prec = {0}, theta = {0}, up = {0},
@@ -1936,12 +1937,12 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
     Py_ssize_t start, n, R, K, L, h, S, refresh, M;
     int rule;
     double l2, prior, lo, hi, tol;
-    PyObject *var_out = Py_None;
-    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*w*dy*y*y*y*y*y*y*w*w*w*w*nnnnnnnindddd|O", &hinv,
+    PyObject *var_out = Py_None, *change = Py_None;
+    if (!PyArg_ParseTuple(args, "w*w*w*w*w*w*w*dy*y*y*y*y*y*y*w*w*w*w*nnnnnnnindddd|OO", &hinv,
                           &hgram, &htheta, &prec, &theta, &up, &tail, &l2, &models, &index,
                           &value, &played, &reward, &weight, &budget, &pmf, &pred, &low, &high,
                           &start, &n, &R, &K, &L, &h, &S, &rule, &refresh, &prior, &lo,
-                          &hi, &tol, &var_out))
+                          &hi, &tol, &var_out, &change))
         return NULL;
     Py_buffer widths = {0};  /* var_out's: each decision's x^T A^-1 x */
     if (var_out != Py_None && PyObject_GetBuffer(var_out, &widths, PyBUF_WRITABLE) < 0) {
@@ -1966,7 +1967,13 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         ok = 0;
     }
+    Watch watch_, *watch = NULL;
+    if (ok && change != Py_None) {
+        ok = watch_open(change, &watch_);
+        watch = &watch_;
+    }
     Py_ssize_t i = start, learned = 0, stale = -1;
+    int alarm = 0;
     if (ok) {
         const int64_t *idx = index.len ? index.buf : NULL;
         const double *val = value.buf, *rw = reward.buf, *wt = weight.buf, *bud = budget.buf;
@@ -1985,9 +1992,11 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
             if (act[i] < 0) continue;
             Py_ssize_t row = (i * R + (R == 1 ? 0 : act[i])) * L;
             learned++;
-            if (bounded_learn_row(&B, model[act[i]], idx ? idx + row : NULL, val + row, L,
-                                  wt[i], rw[i] - prior, refresh)) {
-                stale = model[act[i]];
+            int due = bounded_learn_row(&B, model[act[i]], idx ? idx + row : NULL, val + row,
+                                        L, wt[i], rw[i] - prior, refresh);
+            alarm = watch && watch_label(watch, rw[i], p[act[i]]);
+            if (due || alarm) {  /* the caller inverts the head afresh, or forgets */
+                stale = due ? model[act[i]] : -1;
                 i++;
                 break;
             }
@@ -1995,10 +2004,11 @@ static PyObject *py_bounded_run(PyObject *self, PyObject *args) {
     }
     if (opened) bounded_close(&B);
     PyMem_Free(var);
+    if (watch) watch_close(watch);
     RELEASE(&hinv, &hgram, &htheta, &prec, &theta, &up, &tail, &models, &index, &value,
             &played, &reward, &weight, &budget, &pmf, &pred, &low, &high, &widths);
     if (!ok) return NULL;
-    return Py_BuildValue("nnn", i, learned, stale);
+    return Py_BuildValue("nnni", i, learned, stale, alarm);
 }
 
 /* -- VW's regressor (VWOracle): gd with adaptive, normalized, invariant updates ---------

@@ -134,7 +134,7 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(rows="sparse", ellipsoid=True, online_loop=self.compiled,
-                            widths=self.compiled, ridge=True)
+                            widths=self.compiled, change_loop=self.compiled, ridge=True)
 
     @property
     def n_models(self) -> int:
@@ -285,7 +285,10 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
         return pred, np.maximum(head, 0.0) + tail
 
     def _loop(self, index, value, models, played, rewards, weights, budgets, rule,
-              reward_range, tolerance, out):
+              reward_range, tolerance, out, change=None):
+        """The online loop over the rows, up to their end or (``change``: the compiled
+        loop runs the learner's change test) a label the test alarms at: the outputs of
+        the rows done."""
         n = len(value)
         run = self._run_compiled if self.compiled else self._run_reference
         scaled = weights.copy() if self.forget < 1.0 else weights
@@ -293,35 +296,43 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
         while start < n:
             stop = n if scaled is weights else self._until_step(played, weights, scaled, start)
             rows = slice(0, stop)  # (the kernel takes whole arrays: views of rows ..stop)
-            start, learned = run(index[rows] if index.size else index, value[rows], models,
-                                 played[rows], rewards[rows], scaled[rows], budgets,
-                                 rule, reward_range, tolerance,
-                                 out[:, rows], start)
+            start, learned, alarm = run(index[rows] if index.size else index, value[rows],
+                                        models, played[rows], rewards[rows], scaled[rows],
+                                        budgets, rule, reward_range, tolerance,
+                                        out[:, rows], start, change)
             budgets = budgets[learned:]
             if scaled is not weights:
                 self._clock += learned
                 if self._step_due():
                     self._discount()
+            if alarm:
+                return tuple(out[:, :start])  # (the caller forgets before the rows after)
         return tuple(out)
 
     def _run_compiled(self, index, value, models, played, rewards, weights, budgets,
-                      rule, reward_range, tolerance, out, start):
-        """The compiled loop from example ``start`` to the end or to a stale head; returns
-        where it stopped and the labels it learned."""
+                      rule, reward_range, tolerance, out, start, change=None):
+        """The compiled loop from example ``start`` to the end, a stale head or a change
+        the test detects; returns where it stopped, the labels it learned and whether the
+        test alarmed."""
         (n, r, width), k = value.shape, len(models)
-        stop, learned, stale = _ridge.bounded_run(
+        watch = None if change is None else change.loop_spec()
+        stop, learned, stale, alarm = _ridge.bounded_run(
             self._hinv, self._hgram, self._htheta, self._prec, self._theta, self._updates,
             self._tail, float(self._l2), models, index, value, played, rewards, weights,
             budgets, *out[:4], start, n, r, k, width,
             self._hinv.shape[1], self._theta.shape[1], rule.code, self.refresh_every,
-            self.prior_mean, *reward_range, tolerance, out[4] if len(out) > 4 else None)
+            self.prior_mean, *reward_range, tolerance, out[4] if len(out) > 4 else None,
+            watch)
+        if change is not None:
+            change.loop_done(watch, alarm)
         if stale >= 0:
             self._invert(stale)
-        return stop, learned
+        return stop, learned, alarm
 
     def _run_reference(self, index, value, models, played, rewards, weights, budgets,
-                       rule, reward_range, tolerance, out, start):
-        """``_run_compiled`` one example at a time in numpy, to the end."""
+                       rule, reward_range, tolerance, out, start, change=None):
+        """``_run_compiled`` one example at a time in numpy, to the end (no change test:
+        the reference does not claim ``change_loop``)."""
         learned, k = 0, len(models)
         for i in range(start, len(value)):
             row = SparseRows(None if index is DENSE else index[i : i + 1], value[i : i + 1],
@@ -341,7 +352,7 @@ class BoundedRidgeOracle(RidgeBase, Stateful):
                                    value[i, j], weights[i], rewards[i] - self.prior_mean):
                     self._invert(model)
                 learned += 1
-        return len(value), learned
+        return len(value), learned, False
 
     @classmethod
     def from_ridge(cls, ridge: RidgeOracle, n_models: int) -> BoundedRidgeOracle:
