@@ -489,19 +489,3 @@ def test_a_row_shared_by_the_actions_gives_the_numbers_of_a_row_each(k):
     for a, b in zip(one, each):
         assert a.tobytes() == b.tobytes()
 
-
-def test_the_blocks_take_each_pattern_of_columns_once(monkeypatch):
-    """`ArrowheadBlocks.take` finds the partition of a block's rows from each distinct
-    pattern of columns and zeros once: the partition all the rows give."""
-    from regcb_stream.oracles import blocks
-
-    rows, _, _, dim = arrowhead_stream(400, 8, 5, seed=7)
-    repeated = np.random.default_rng(7).integers(0, 40, 400)  # (40 examples, repeated)
-    index, value = rows.index[repeated], rows.value[repeated]
-    once = blocks.ArrowheadBlocks(dim)
-    once.take(index, value)
-    monkeypatch.setattr(blocks, "distinct_rows", lambda values: np.arange(len(values)))
-    every = blocks.ArrowheadBlocks(dim)
-    every.take(index, value)
-    np.testing.assert_array_equal(once.kind, every.kind)
-    assert len(np.unique(once.kind[once.kind >= 0])) > 1  # (groups found)

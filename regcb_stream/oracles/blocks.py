@@ -45,10 +45,6 @@ class ArrowheadBlocks(Stateful):
         """Take in the columns of rows ``(n, K, L)``; whether the partition changed."""
         kind, changed = self.kind, False
         present = value != 0
-        columns = np.where(present, index, -1).reshape(len(index), -1)
-        if len(index) > 1:  # (examples of the same columns and zeros decide alike: once each)
-            once = np.sort(distinct_rows(columns))
-            index, present = index[once], present[once]
         cols = index[present]
         examples = np.broadcast_to(np.arange(len(index))[:, None, None], index.shape)[present]
         keys, counts = np.unique(examples * len(kind) + cols, return_counts=True)
@@ -129,15 +125,13 @@ class ArrowheadBlocks(Stateful):
                        c_off, c_inv, f.ravel(), h, s_inv, s_inv @ rhs)
 
 
-def distinct_rows(values: np.ndarray) -> np.ndarray:
-    """The index of each distinct row of ``values`` (2-D), its first occurrence."""
-    return np.unique(values, axis=0, return_index=True)[1]
-
-
 def distinct(values: np.ndarray, axis: int | None = None) -> np.ndarray:
     """``np.unique(values, axis=axis)``, asked for the counts too: without any of its
     optional outputs, np.unique imports numpy.ma (~7 ms of the command's start-up)."""
     return np.unique(values, return_counts=True, axis=axis)[0]
+
+
+FIRST_ROWS = 64  # the examples whose rows decide the blocks (a later row outside them refits)
 
 
 class BlockedInverse:
@@ -157,9 +151,10 @@ class BlockedInverse:
             self._fit_blocks(index, value)
 
     def _fit_blocks(self, index: np.ndarray, value: np.ndarray) -> None:
-        """Take in the columns of joint rows; rebuild the blocks of the frozen fit, or fall
-        back to the dense inverse for good if they no longer pay."""
-        self._blocks.take(index, value)
+        """Take in the columns of joint rows (the first `FIRST_ROWS` examples': the time
+        and memory of a whole block's would grow with it); rebuild the blocks of the frozen
+        fit, or fall back to the dense inverse for good if they no longer pay."""
+        self._blocks.take(index[:FIRST_ROWS], value[:FIRST_ROWS])
         a, b = self._a[0], self._b[0]
         pending = self._pending.get(0) or []
         if pending:  # the statistics of the frozen fit: without the labels of this epoch
