@@ -71,6 +71,11 @@ class EncodedRows:
     def __getitem__(self, rows) -> EncodedRows:
         return EncodedRows(self.index[rows], self.value[rows], self.intercept)
 
+    def carries(self, intercept: float) -> bool:
+        """Whether each row's first entry is ``intercept``, in column 0."""
+        return (self.intercept == intercept and not _one_if_repeated(self.index)[..., 0].any()
+                and bool((self.value[..., 0] == intercept).all()))
+
     def without_intercept(self) -> EncodedRows:
         """The rows as they are without the intercept's entry (views)."""
         if self.intercept is None:
@@ -240,11 +245,9 @@ class FeatureEncoder(Stateful):
             raise ValueError(f"encoded rows name columns {index.min()}.."
                              f"{index.max()}, but the encoder has numbered 0.."
                              f"{self.dim - 1}: number them with encoder.columns")
-        if rows.intercept is not None:
-            if (rows.intercept == float(self.intercept) and not index[..., 0].any()
-                    and (rows.value[..., 0] == rows.intercept).all()):
-                return rows.index, rows.value
-            rows = rows.without_intercept()  # (another learner's: its own put in)
+        if rows.carries(float(self.intercept)):
+            return rows.index, rows.value
+        rows = rows.without_intercept()  # (none, or another learner's: its own put in)
         lead = rows.index.shape[:-1] + (1,)
         index = np.concatenate([np.zeros(lead, np.intp), rows.index], axis=-1)
         value = np.concatenate([np.full(lead, float(self.intercept)), rows.value], axis=-1)
@@ -341,8 +344,7 @@ class FeatureEncoder(Stateful):
             self._wave_position = position
 
     def encoded_joint(self, actions: EncodedRows) -> tuple[np.ndarray, np.ndarray]:
-        """The joint class's rows of actions given as ``EncodedRows``, in their shape (an
-        index repeated for every context stays a view)."""
+        """The joint class's rows of ``EncodedRows`` actions in their shape (views kept)."""
         self._without_expansion("actions given as encoded rows (the joint class)")
         return self.encoded_sparse(actions)
 
