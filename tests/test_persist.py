@@ -105,6 +105,10 @@ def damage(model, how: str):
                   for name, array in arrays.items()}  # one model of four
     elif how == "huge size":
         header["settings"]["$dict"][1][1] = 10**30
+    elif how == "change test":  # (a number the compiled loop reads: None)
+        change = _object(header, "ChangeDetector")["state"]
+        change["$dict"] = [[key, None if key == "mean" else value]
+                           for key, value in change["$dict"]]
     header["learner"]["state"]["$dict"] = [list(item) for item in learner.items()]
     buffer = io.BytesIO()
     np.savez(buffer, header=np.frombuffer(json.dumps(header).encode(), np.uint8), **arrays)
@@ -112,7 +116,20 @@ def damage(model, how: str):
 
 
 DAMAGES = ["deep header", "missing key", "wrong type", "other class", "unknown class",
-           "settings", "array shape", "huge size"]
+           "settings", "array shape", "huge size", "change test"]
+
+
+def _object(node, name: str):
+    """The first object of class ``name`` in a model file's header."""
+    if isinstance(node, dict):
+        if node.get("$object") == name:
+            return node
+        node = list(node.values())
+    for item in node if isinstance(node, list) else ():
+        found = _object(item, name)
+        if found is not None:
+            return found
+    return None
 
 
 @pytest.fixture(scope="module")

@@ -74,6 +74,17 @@ class ChangeDetector(Stateful):
         self.waiting: list[float] = []  # this block's scaled residuals
         self._restart()
 
+    def restored(self) -> None:
+        """A state built back from a model file, checked (the compiled loop reads it as
+        numbers: a damaged one is refused here)."""
+        numbers = (self.threshold, self.span, self._mean, self._walk, self._low)
+        if not (all(type(x) is float for x in numbers) and type(self._n) is int
+                and type(self.changes) is int and isinstance(self.waiting, list)
+                and len(self.waiting) < CHECK_EVERY
+                and all(type(x) is float for x in self.waiting)
+                and self._n >= 0 and self.threshold > 0 and self.span > 0):
+            raise ValueError("the change test's state is damaged")
+
     def _restart(self) -> None:
         self._n = 0  # labels since the test began
         self._mean = 0.0  # of their squared residuals (the last WINDOW's, about)
@@ -103,7 +114,8 @@ class ChangeDetector(Stateful):
     def loop_spec(self) -> tuple:
         """The test's state for a compiled loop that runs it (``_ridge.run_online``'s
         ``change``), taken back by `loop_done`."""
-        state = np.array([self._n, self._mean, self._walk, self._low, len(self.waiting)])
+        state = np.array([self._n, self._mean, self._walk, self._low, len(self.waiting)],
+                         float)
         waiting = np.zeros(CHECK_EVERY)
         waiting[:len(self.waiting)] = self.waiting
         return state, waiting, self.threshold, DELTA, self.span, MIN_LABELS, WINDOW
