@@ -26,7 +26,7 @@ from regcb_stream.dense_lane import DenseLane
 from regcb_stream.explore.budget import COUNTED, AutoBudget, FixedBudget
 from regcb_stream.explore.decision import Decision, stacked
 from regcb_stream.explore.explorer import Explorer
-from regcb_stream.features.encoder import FeatureEncoder
+from regcb_stream.features.encoder import FeatureEncoder, one_if_repeated
 from regcb_stream.features.random_features import RandomFeatures
 from regcb_stream.features.rows import Block, Rows
 from regcb_stream.oracles.base import Binding, Oracle
@@ -203,7 +203,7 @@ class Model(Stateful):
         if rows.index is None:  # (dense rows: every column, from the first)
             return np.full(len(rows.value), max(dim, self.encoder.dim))
         index = rows.index[:, :1] if rows.index.strides[1] == 0 else rows.index  # (shared)
-        if len(index) > 1 and index.strides[0] == 0:  # (the same rows for every example)
+        if len(one_if_repeated(index)) < len(index):  # (the same rows for every example)
             return np.full(len(index), max(int(index[0].max(initial=0)) + 1, dim))
         last = index.max(axis=tuple(range(1, index.ndim)), initial=0) + 1
         return np.maximum(np.maximum.accumulate(last), dim)

@@ -73,7 +73,7 @@ class EncodedRows:
 
     def carries(self, intercept: float) -> bool:
         """Whether each row's first entry is ``intercept``, in column 0."""
-        return (self.intercept == intercept and not _one_if_repeated(self.index)[..., 0].any()
+        return (self.intercept == intercept and not one_if_repeated(self.index)[..., 0].any()
                 and bool((self.value[..., 0] == intercept).all()))
 
     def without_intercept(self) -> EncodedRows:
@@ -240,7 +240,7 @@ class FeatureEncoder(Stateful):
         """Padded ``(index, value)`` of encoded rows with the intercept as column 0 (a
         column this encoder has not numbered: a ``ValueError``); rows that hold it already
         as they are."""
-        index = _one_if_repeated(rows.index)
+        index = one_if_repeated(rows.index)
         if index.size and not 0 <= index.min() <= index.max() < self.dim:
             raise ValueError(f"encoded rows name columns {index.min()}.."
                              f"{index.max()}, but the encoder has numbered 0.."
@@ -534,7 +534,7 @@ def _dense_values(context) -> np.ndarray:
     return values
 
 
-def _one_if_repeated(array: np.ndarray) -> np.ndarray:
+def one_if_repeated(array: np.ndarray) -> np.ndarray:
     """``array`` without its first axis' repeats: the first entry alone when the axis is
     a broadcast (stride 0) of it."""
     return array[:1] if array.ndim and len(array) > 1 and array.strides[0] == 0 else array

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from regcb_stream.explore.decision import Decision
+from regcb_stream.features.encoder import one_if_repeated
 from regcb_stream.features.rows import SparseRows
 from regcb_stream.rules import Rule
 
@@ -76,8 +77,8 @@ def kernel_rows(phi, one_example: bool = False) -> tuple[np.ndarray, np.ndarray]
     index, value = (phi.index, phi.value) if isinstance(phi, SparseRows) else (None, phi)
     if value.shape[1] > 1 and value.strides[1] == 0 and (index is None or index.strides[1] == 0):
         index, value = None if index is None else index[:, :1], value[:, :1]
-    if one_example and index is not None and len(index) > 1 and index.strides[0] == 0:
-        index = index[:1]
+    if one_example and index is not None:
+        index = one_if_repeated(index)
     index = DENSE if index is None else np.ascontiguousarray(index, np.int64)
     return index, np.ascontiguousarray(value, float)
 
