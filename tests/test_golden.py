@@ -128,6 +128,34 @@ def bag_of_words(n: int, k: int, adf: bool, seed: int = 0) -> str:
     return "".join(out)
 
 
+def slot_stream(n: int, kind: str = "ccb", ids: bool = False, seed: int = 0) -> str:
+    """Logged multi-slot examples: 5 numbers (and with ``ids`` a hashed user id) on the
+    shared line, 8 actions, 3 slots; the cost of a slot's logged action set by the first
+    number and the slot. CCB: every other slot line without an outcome, one in seven
+    naming the actions it may take; slates: each slot its own actions, a slate cost."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in range(n):
+        u = rng.normal(size=5)
+        user = f"id{rng.integers(2000)} " if ids else ""
+        shared = f"|User {user}" + " ".join(f"u{i}:{v:.4f}" for i, v in enumerate(u))
+        if kind == "slates":
+            lines = [f"slates shared {float(u[0] > 0):g} {shared}"]
+            lines += [f"slates action {i % 3} |Action a{i} k{i % 2}" for i in range(8)]
+            lines += [f"slates slot {rng.integers(len(range(j, 8, 3)))}:"
+                      f"{1 / len(range(j, 8, 3)):.6f} |Slot s{j}" for j in range(3)]
+        else:
+            lines = [f"ccb shared {shared}"]
+            lines += [f"ccb action |Action a{i} k{i % 3}" for i in range(8)]
+            for j, action in enumerate(rng.permutation(8)[:3]):
+                cost = float(action == int(u[0] > 0) + 2 * j)
+                label = f"{action}:{cost:g}:{1 / (8 - j):.6f} " if (t + j) % 2 else ""
+                include = "0,2,4,6 " if t % 7 == 3 and j == 0 else ""
+                lines.append(f"ccb slot {label}{include}|Slot s{j}")
+        out.append("\n".join(lines) + "\n\n")
+    return "".join(out)
+
+
 def command(args: list[str], stdin: str = "", program: str = "regcb-stream"
             ) -> subprocess.CompletedProcess:
     done = subprocess.run([str(BIN / program), *args], input=stdin, capture_output=True,
@@ -149,6 +177,9 @@ def streams(tmp_path_factory):
         "letter_late.json": dsjson_text(X[:1500], R[:1500], rewards_later=True),
         "words.dat": bag_of_words(3000, 4, adf=False),
         "words_adf.dat": bag_of_words(1500, 4, adf=True),
+        "ccb.dat": slot_stream(1500),
+        "ccb_ids.dat": slot_stream(1500, ids=True),
+        "slates.dat": slot_stream(600, kind="slates"),
     }
     for name, text in files.items():
         (folder / name).write_text(text)
@@ -194,6 +225,11 @@ COMMAND_CASES = {
     "hashed words adf": ("words_adf.dat", ["--cb_explore_adf", "-q", "wa"]),
     "hashed words adf bounded": ("words_adf.dat", ["--cb_explore_adf", "-q", "wa",
                                                    "--oracle", "bounded"]),
+    "ccb default": ("ccb.dat", ["--ccb_explore_adf"]),
+    "ccb elimination": ("ccb.dat", ["--ccb_explore_adf", "--regcb"]),
+    "ccb optimistic": ("ccb.dat", ["--ccb_explore_adf", "--regcb", "--regcbopt"]),
+    "ccb hashed ids": ("ccb_ids.dat", ["--ccb_explore_adf"]),
+    "slates default": ("slates.dat", ["--slates"]),
 }
 VW_CASES = {  # VW's own test files
     "vw test 320": ("cb_load.dat", ["--cb_explore_adf", "-q", "UA", "--regcb",
