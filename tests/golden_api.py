@@ -97,6 +97,24 @@ def regcb_action_feature_dicts():
     return "api action feature dicts", digest(*out)
 
 
+def joint_blocks_of_every_width():
+    """The joint model's inverse in blocks (VW's ``-q sa`` rows) with shared parts of 1 to
+    40 columns: the compiled kernels' vectors of 4 and 8 entries, their partial ends, their
+    chains side by side."""
+    from test_compiled import arrowhead_stream
+
+    out = []
+    for s in (1, 2, 3, 4, 5, 7, 9, 16, 17, 27, 28, 29, 30, 31, 32, 33, 35, 40):
+        rows, played, rewards, dim = arrowhead_stream(400, 12, s, seed=s)
+        for variant in ("optimistic", "elimination"):
+            learner = RegCB(variant, seed=0)
+            learner.encoder.columns("a", list(range(dim - 1)))
+            decision = learner.replay([{}] * len(played), rows, played, rewards)
+            assert learner.model.oracle.state().get("blocks") is not None, s
+            out += [decision.pmf, decision.prediction]
+    return "api joint blocks of every width", digest(*out)
+
+
 SETTINGS = {
     "select_model": {"select_model": True},
     "auto budget": {"budget": "auto"},
@@ -233,6 +251,7 @@ def iter_logged(X, R):
 
 CASES = [regcb_defaults_round_by_round, regcb_defaults_play_and_replay,
          regcb_defaults_on_dict_contexts, regcb_block_api, regcb_action_feature_dicts,
+         joint_blocks_of_every_width,
          *(lambda name=name: settings_play(name, SETTINGS[name]) for name in SETTINGS),
          regcb_change_test_fires_on_a_drift, regcb_delayed_rewards,
          regcb_saved_and_loaded_mid_stream, parallel_replay_equals_serial, other_oracles,
