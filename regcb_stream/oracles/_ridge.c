@@ -357,44 +357,151 @@ static void scratch_free(Scratch *t) {
     PyMem_Free(t->gp);
 }
 
-/* w = z_S - F_j^T z_G, for the split row in t */
+#define CHAINS 8  /* vectors of sums kept side by side (shared_residual, group_sums) */
+
+#if defined(__GNUC__)
+/* The first n < 4 entries of a row as a vector (the others 0), read one by one: a vector
+ * read would pass the row's end, and the array's at its last row. */
+static inline __attribute__((always_inline)) void partial(lanes *r, const double *row,
+                                                          int n) {
+    *r = (lanes){row[0], n > 1 ? row[1] : 0.0, n > 2 ? row[2] : 0.0, 0.0};
+}
+
+/* w[i0 .. i0 + 4 NV + rest) of shared_residual, held in registers across the group's
+ * entries e: NV vectors and a partial one of rest < 4 entries, each an independent chain
+ * of subtractions in the order of e (NV: a constant of each caller, for the loops to
+ * unroll into registers). */
+static inline __attribute__((always_inline)) void residual_chunk(
+        const double *f, Py_ssize_t s, Py_ssize_t i0, const int64_t *gp, const double *gv,
+        Py_ssize_t ng, double *w, const int NV, int rest) {
+    lanes acc[CHAINS + 1];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) memcpy(&acc[v], w + i0 + 4 * v, sizeof(lanes));
+    if (rest) partial(&acc[NV], w + i0 + 4 * NV, rest);
+    for (Py_ssize_t e = 0; e < ng; e++) {
+        const double *row = f + gp[e] * s + i0;
+        double g = gv[e];
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) {
+            lanes r;
+            memcpy(&r, row + 4 * v, sizeof r);
+            acc[v] -= g * r;
+        }
+        if (rest) {
+            lanes r;
+            partial(&r, row + 4 * NV, rest);
+            acc[NV] -= g * r;
+        }
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) memcpy(w + i0 + 4 * v, &acc[v], sizeof(lanes));
+    for (int k = 0; k < rest; k++) w[i0 + 4 * NV + k] = acc[NV][k];
+}
+#endif
+
+/* w = z_S - F_j^T z_G, for the split row in t: each entry's subtractions in the order of
+ * the group's entries e, up to CHAINS vectors of w (and a partial one) at a time, the
+ * chains side by side */
 WIDE static void shared_residual(const Blocks *B, int64_t j, Py_ssize_t ng, Scratch *t) {
     Py_ssize_t s = B->s, i = 0;
     memcpy(t->w, t->zs, s * sizeof(double));
     if (j < 0) return;
     const double *f = B->f + B->g_start[j] * s;
-    /* eight entries of w at a time held in registers across the group's entries e, each
-     * entry's subtractions in the order of e */
 #if defined(__GNUC__)
-    for (; i + 8 <= s; i += 8) {
-        lanes lo, hi;
-        memcpy(&lo, t->w + i, sizeof lo);
-        memcpy(&hi, t->w + i + 4, sizeof hi);
-        for (Py_ssize_t e = 0; e < ng; e++) {
-            const double *row = f + t->gp[e] * s + i;
-            lanes r0, r1;
-            memcpy(&r0, row, sizeof r0);
-            memcpy(&r1, row + 4, sizeof r1);
-            lo -= t->gv[e] * r0;
-            hi -= t->gv[e] * r1;
-        }
-        memcpy(t->w + i, &lo, sizeof lo);
-        memcpy(t->w + i + 4, &hi, sizeof hi);
+    for (; i + 4 * CHAINS <= s; i += 4 * CHAINS)
+        residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, CHAINS, 0);
+    int rest = (int)((s - i) % 4);
+    switch ((s - i) / 4) {
+        case 0: if (rest) residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 0, rest); break;
+        case 1: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 1, rest); break;
+        case 2: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 2, rest); break;
+        case 3: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 3, rest); break;
+        case 4: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 4, rest); break;
+        case 5: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 5, rest); break;
+        case 6: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 6, rest); break;
+        default: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 7, rest); break;
     }
-#endif
+#else
     for (; i < s; i++) {
         double w = t->w[i];
         for (Py_ssize_t e = 0; e < ng; e++) w -= t->gv[e] * f[t->gp[e] * s + i];
         t->w[i] = w;
     }
+#endif
 }
 
+#if defined(__GNUC__)
+/* sums[e0 .. e0 + 4 NQ) of group_sums where the positions are consecutive (gp[e] = g0 + e;
+ * row e of the group's entries at r[e]): NQ vectors of four rows' sums, independent
+ * chains side by side, each sum in the order of f from 0.0; four columns of four rows read
+ * as a tile and transposed in registers (a vector per column), the last ng mod 4 columns
+ * one by one; rows past ng repeat the last (their sums unused). NQ: a constant of each
+ * caller (the loops unroll into registers). */
+static inline __attribute__((always_inline)) void tile_sums(
+        const double *c, Py_ssize_t b, Py_ssize_t g0, const double *gv, Py_ssize_t ng,
+        Py_ssize_t e0, double *sums, const int NQ) {
+    const double *r[4 * CHAINS];
+    lanes s[CHAINS];
+#pragma GCC unroll 32
+    for (int k = 0; k < 4 * NQ; k++) r[k] = c + (g0 + (e0 + k < ng ? e0 + k : ng - 1)) * b + g0;
+#pragma GCC unroll 8
+    for (int q = 0; q < NQ; q++) s[q] = (lanes){0.0, 0.0, 0.0, 0.0};
+    Py_ssize_t f = 0;
+    for (; f + 4 <= ng; f += 4)
+#pragma GCC unroll 8
+        for (int q = 0; q < NQ; q++) {
+            lanes t0, t1, t2, t3;
+            memcpy(&t0, r[4 * q] + f, sizeof t0);
+            memcpy(&t1, r[4 * q + 1] + f, sizeof t1);
+            memcpy(&t2, r[4 * q + 2] + f, sizeof t2);
+            memcpy(&t3, r[4 * q + 3] + f, sizeof t3);
+            lanes even01 = __builtin_shuffle(t0, t1, (lane_mask){0, 4, 2, 6});
+            lanes odd01 = __builtin_shuffle(t0, t1, (lane_mask){1, 5, 3, 7});
+            lanes even23 = __builtin_shuffle(t2, t3, (lane_mask){0, 4, 2, 6});
+            lanes odd23 = __builtin_shuffle(t2, t3, (lane_mask){1, 5, 3, 7});
+            s[q] += __builtin_shuffle(even01, even23, (lane_mask){0, 1, 4, 5}) * gv[f];
+            s[q] += __builtin_shuffle(odd01, odd23, (lane_mask){0, 1, 4, 5}) * gv[f + 1];
+            s[q] += __builtin_shuffle(even01, even23, (lane_mask){2, 3, 6, 7}) * gv[f + 2];
+            s[q] += __builtin_shuffle(odd01, odd23, (lane_mask){2, 3, 6, 7}) * gv[f + 3];
+        }
+    for (; f < ng; f++)
+#pragma GCC unroll 8
+        for (int q = 0; q < NQ; q++) {
+            lanes a = {r[4 * q][f], r[4 * q + 1][f], r[4 * q + 2][f], r[4 * q + 3][f]};
+            s[q] += a * gv[f];
+        }
+#pragma GCC unroll 32
+    for (int k = 0; k < 4 * NQ; k++)
+        if (e0 + k < ng) sums[e0 + k] = s[k / 4][k % 4];
+}
+#endif
+
 /* sums[e] = sum over f of c[gp[e] b + gp[f]] gv[f], each in the order of f: four sums
- * side by side, one per lane */
+ * side by side, one per lane (consecutive positions, a row's usual ones: up to CHAINS
+ * vectors of them, by tiles) */
 WIDE static void group_sums(const double *c, Py_ssize_t b, const int64_t *gp,
                             const double *gv, Py_ssize_t ng, double *sums) {
     Py_ssize_t e = 0;
 #if defined(__GNUC__)
+    int consecutive = ng > 0;
+    for (Py_ssize_t k = 1; k < ng && consecutive; k++) consecutive = gp[k] == gp[0] + k;
+    if (consecutive) {
+        Py_ssize_t g0 = gp[0];
+        for (; e + 4 * CHAINS <= ng; e += 4 * CHAINS)
+            tile_sums(c, b, g0, gv, ng, e, sums, CHAINS);
+        switch ((ng - e + 3) / 4) {
+            case 0: break;
+            case 1: tile_sums(c, b, g0, gv, ng, e, sums, 1); break;
+            case 2: tile_sums(c, b, g0, gv, ng, e, sums, 2); break;
+            case 3: tile_sums(c, b, g0, gv, ng, e, sums, 3); break;
+            case 4: tile_sums(c, b, g0, gv, ng, e, sums, 4); break;
+            case 5: tile_sums(c, b, g0, gv, ng, e, sums, 5); break;
+            case 6: tile_sums(c, b, g0, gv, ng, e, sums, 6); break;
+            case 7: tile_sums(c, b, g0, gv, ng, e, sums, 7); break;
+            default: tile_sums(c, b, g0, gv, ng, e, sums, 8); break;
+        }
+        return;
+    }
     for (; e + 4 <= ng; e += 4) {
         const double *r0 = c + gp[e] * b, *r1 = c + gp[e + 1] * b, *r2 = c + gp[e + 2] * b,
                      *r3 = c + gp[e + 3] * b;
