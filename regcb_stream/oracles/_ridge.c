@@ -162,7 +162,7 @@ typedef long long lane_mask __attribute__((vector_size(32)));
  * each caller (rows_moments), for the loops to unroll into registers. */
 static inline __attribute__((always_inline)) void quads_moments(
         const double *m, Py_ssize_t D, const double *xt, Py_ssize_t stride, double *var,
-        const int Q) {
+        const int Q, int raw) {
     lanes v[ROWS / 4];
 #pragma GCC unroll 8
     for (int q = 0; q < Q; q++) v[q] = (lanes){0.0, 0.0, 0.0, 0.0};
@@ -199,17 +199,19 @@ static inline __attribute__((always_inline)) void quads_moments(
             v[q] += (lanes)((lane_mask)t & (x != 0.0));
         }
     }
-    for (int g = 0; g < 4 * Q; g++) var[g] = v[g / 4][g % 4] > 0.0 ? v[g / 4][g % 4] : 0.0;
+    for (int g = 0; g < 4 * Q; g++)
+        var[g] = raw || v[g / 4][g % 4] > 0.0 ? v[g / 4][g % 4] : 0.0;
 }
 
 /* quads_moments of the G <= ROWS rows of xt, in as few quads as hold them (the last
- * quad's spare lanes compute rows of xt beyond them: xt has room, their results unused) */
+ * quad's spare lanes compute rows of xt beyond them: xt has room, their results unused);
+ * raw: the sums as they are (x^T M x of a row, not clipped at 0) */
 WIDE static void rows_moments(const double *m, Py_ssize_t D, const double *xt,
-                              Py_ssize_t stride, Py_ssize_t G, double *var) {
-    if (G > 12) quads_moments(m, D, xt, stride, var, 4);
-    else if (G > 8) quads_moments(m, D, xt, stride, var, 3);
-    else if (G > 4) quads_moments(m, D, xt, stride, var, 2);
-    else quads_moments(m, D, xt, stride, var, 1);
+                              Py_ssize_t stride, Py_ssize_t G, double *var, int raw) {
+    if (G > 12) quads_moments(m, D, xt, stride, var, 4, raw);
+    else if (G > 8) quads_moments(m, D, xt, stride, var, 3, raw);
+    else if (G > 4) quads_moments(m, D, xt, stride, var, 2, raw);
+    else quads_moments(m, D, xt, stride, var, 1, raw);
 }
 #endif
 
@@ -402,30 +404,32 @@ static inline __attribute__((always_inline)) void residual_chunk(
 /* w = z_S - F_j^T z_G, for the split row in t: each entry's subtractions in the order of
  * the group's entries e, up to CHAINS vectors of w (and a partial one) at a time, the
  * chains side by side */
-WIDE static void shared_residual(const Blocks *B, int64_t j, Py_ssize_t ng, Scratch *t) {
+WIDE static void shared_residual(const Blocks *B, int64_t j, const int64_t *gp,
+                                 const double *gv, Py_ssize_t ng, const double *zs,
+                                 double *w) {
     Py_ssize_t s = B->s, i = 0;
-    memcpy(t->w, t->zs, s * sizeof(double));
+    memcpy(w, zs, s * sizeof(double));
     if (j < 0) return;
     const double *f = B->f + B->g_start[j] * s;
 #if defined(__GNUC__)
     for (; i + 4 * CHAINS <= s; i += 4 * CHAINS)
-        residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, CHAINS, 0);
+        residual_chunk(f, s, i, gp, gv, ng, w, CHAINS, 0);
     int rest = (int)((s - i) % 4);
     switch ((s - i) / 4) {
-        case 0: if (rest) residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 0, rest); break;
-        case 1: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 1, rest); break;
-        case 2: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 2, rest); break;
-        case 3: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 3, rest); break;
-        case 4: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 4, rest); break;
-        case 5: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 5, rest); break;
-        case 6: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 6, rest); break;
-        default: residual_chunk(f, s, i, t->gp, t->gv, ng, t->w, 7, rest); break;
+        case 0: if (rest) residual_chunk(f, s, i, gp, gv, ng, w, 0, rest); break;
+        case 1: residual_chunk(f, s, i, gp, gv, ng, w, 1, rest); break;
+        case 2: residual_chunk(f, s, i, gp, gv, ng, w, 2, rest); break;
+        case 3: residual_chunk(f, s, i, gp, gv, ng, w, 3, rest); break;
+        case 4: residual_chunk(f, s, i, gp, gv, ng, w, 4, rest); break;
+        case 5: residual_chunk(f, s, i, gp, gv, ng, w, 5, rest); break;
+        case 6: residual_chunk(f, s, i, gp, gv, ng, w, 6, rest); break;
+        default: residual_chunk(f, s, i, gp, gv, ng, w, 7, rest); break;
     }
 #else
     for (; i < s; i++) {
-        double w = t->w[i];
-        for (Py_ssize_t e = 0; e < ng; e++) w -= t->gv[e] * f[t->gp[e] * s + i];
-        t->w[i] = w;
+        double x = w[i];
+        for (Py_ssize_t e = 0; e < ng; e++) x -= gv[e] * f[gp[e] * s + i];
+        w[i] = x;
     }
 #endif
 }
@@ -521,25 +525,81 @@ WIDE static void group_sums(const double *c, Py_ssize_t b, const int64_t *gp,
     }
 }
 
-/* prediction (without the prior) and x^T A^-1 x of one row; 0 if it does not fit */
-WIDE static int block_moments(const Blocks *B, const int64_t *index, const double *value,
-                              Py_ssize_t L, Scratch *t, double *pred, double *var) {
-    int64_t j;
-    Py_ssize_t ng;
-    if (!split_row(B, index, value, L, t->zs, t->gp, t->gv, &ng, &j)) return 0;
-    shared_residual(B, j, ng, t);
-    double v = quadratic(B->s_inv, t->w, B->s), p = dot_in(t->w, B->theta_s, B->s);
-    if (j >= 0) {
-        Py_ssize_t b = B->g_start[j + 1] - B->g_start[j];
-        const double *c = B->c_inv + B->c_off[j], *h = B->h + B->g_start[j];
-        group_sums(c, b, t->gp, t->gv, ng, t->v);
-        for (Py_ssize_t e = 0; e < ng; e++) {
-            v += t->gv[e] * t->v[e];
-            p += t->gv[e] * h[t->gp[e]];
-        }
+/* Room for the moments of an example's K rows at once (block_rows) */
+typedef struct {
+    Py_ssize_t K, stride;
+    double *xt, *gv, *sums, *quad;  /* xt (s, stride): the rows' w transposed */
+    int64_t *gp, *j, *ng;
+} RowsScratch;
+
+static int rows_scratch_alloc(RowsScratch *r, const Blocks *B, Py_ssize_t K, Py_ssize_t L) {
+    r->K = K;
+    r->stride = K + ROWS;
+    r->xt = PyMem_Calloc(B->s * r->stride + 3 * K * L + K + ROWS, sizeof(double));
+    r->gp = PyMem_Malloc((K * L + 2 * K + 1) * sizeof(int64_t));
+    if (!r->xt || !r->gp) {
+        PyMem_Free(r->xt);
+        PyMem_Free(r->gp);
+        r->xt = NULL, r->gp = NULL;
+        PyErr_NoMemory();
+        return 0;
     }
-    *pred = p;
-    *var = v > 0.0 ? v : 0.0;
+    r->gv = r->xt + B->s * r->stride, r->sums = r->gv + K * L, r->quad = r->sums + K * L;
+    r->j = r->gp + K * L, r->ng = r->j + K;
+    return 1;
+}
+
+static void rows_scratch_free(RowsScratch *r) {
+    PyMem_Free(r->xt);
+    PyMem_Free(r->gp);
+}
+
+/* Predictions (without the prior) and x^T A^-1 x of the K rows of one example (row k:
+ * columns cols + k step, NULL if dense, values vals + k step; step 0: one row for every
+ * action): each row split, its shared residual w, its prediction w . theta_S + z_G . h_j
+ * and its group's sums C_j^-1 z_G; then w^T Sigma^-1 w of the K residuals, four rows per
+ * lane (rows_moments: quadratic's sums, Sigma^-1 read once for sixteen rows); then each
+ * row's group terms z_G . C_j^-1 z_G added in order. 0 if a row does not fit. */
+WIDE static int block_rows(const Blocks *B, const int64_t *cols, const double *vals,
+                           Py_ssize_t step, Py_ssize_t L, Scratch *t, RowsScratch *r,
+                           double *pred, double *var) {
+    Py_ssize_t s = B->s, K = r->K, stride = r->stride;
+    for (Py_ssize_t k = 0; k < K; k++) {
+        int64_t *gp = r->gp + k * L;
+        double *gv = r->gv + k * L;
+        Py_ssize_t ng;
+        if (!split_row(B, cols ? cols + k * step : NULL, vals + k * step, L, t->zs, gp, gv,
+                       &ng, r->j + k))
+            return 0;
+        r->ng[k] = ng;
+        shared_residual(B, r->j[k], gp, gv, ng, t->zs, t->w);
+#if defined(__GNUC__)
+        for (Py_ssize_t c = 0; c < s; c++) r->xt[c * stride + k] = t->w[c];
+#else
+        r->quad[k] = quadratic(B->s_inv, t->w, s);
+#endif
+        double p = dot_in(t->w, B->theta_s, s);
+        int64_t j = r->j[k];
+        if (j >= 0) {
+            Py_ssize_t b = B->g_start[j + 1] - B->g_start[j];
+            const double *h = B->h + B->g_start[j];
+            group_sums(B->c_inv + B->c_off[j], b, gp, gv, ng, r->sums + k * L);
+            for (Py_ssize_t e = 0; e < ng; e++) p += gv[e] * h[gp[e]];
+        }
+        pred[k] = p;
+    }
+#if defined(__GNUC__)
+    for (Py_ssize_t k = 0; k < K; k += ROWS)
+        rows_moments(B->s_inv, s, r->xt + k, stride, K - k < ROWS ? K - k : ROWS,
+                     r->quad + k, 1);
+#endif
+    for (Py_ssize_t k = 0; k < K; k++) {
+        double v = r->quad[k];
+        const double *gv = r->gv + k * L, *sums = r->sums + k * L;
+        if (r->j[k] >= 0)
+            for (Py_ssize_t e = 0; e < r->ng[k]; e++) v += gv[e] * sums[e];
+        var[k] = v > 0.0 ? v : 0.0;
+    }
     return 1;
 }
 
@@ -551,7 +611,7 @@ static int block_learn(const Blocks *B, const double *a, const double *bvec, Py_
     Py_ssize_t s = B->s, ng;
     int64_t j;
     if (!split_row(B, index, value, L, t->zs, t->gp, t->gv, &ng, &j)) return 0;
-    shared_residual(B, j, ng, t);
+    shared_residual(B, j, t->gp, t->gv, ng, t->zs, t->w);
     for (Py_ssize_t i = 0; i < s; i++) t->q[i] = dot(B->s_inv + i * s, t->w, s);
     double quad_g = 0.0, fit = dot(t->w, B->theta_s, s);
     Py_ssize_t b = 0, g0 = 0;
@@ -854,6 +914,7 @@ static PyObject *py_moments(PyObject *self, PyObject *args) {
     Blocks B;
     Py_buffer block_bufs[N_BLOCK_ARRAYS];
     Scratch t = {0};
+    RowsScratch rs = {0};
     int blocked = blocks != Py_None;
     if (blocked && !get_blocks(blocks, D, &B, block_bufs)) {
         RELEASE(&a_inv, &theta, &models, &index, &value, &pred, &var);
@@ -865,7 +926,9 @@ static PyObject *py_moments(PyObject *self, PyObject *args) {
              expect(&var, n * K, 8, "var");
     const int64_t *model = models.buf;
     ok = ok && models_ok(model, K, M);
-    if (ok && blocked && (M != 1 || !scratch_alloc(&t, &B, L))) ok = 0;
+    if (ok && blocked && (M != 1 || !scratch_alloc(&t, &B, L) ||
+                          !rows_scratch_alloc(&rs, &B, K, L)))
+        ok = 0;
     int fits = 1;
     if (ok) {
         Py_BEGIN_ALLOW_THREADS
@@ -876,21 +939,22 @@ static PyObject *py_moments(PyObject *self, PyObject *args) {
             if (R == 1 && !blocked)
                 shared_moments(ai, th, model, K, D, idx ? idx + i * L : NULL, val + i * L, L,
                                prior, p + i * K, v + i * K);
-            else for (Py_ssize_t k = 0; k < K; k++) {
+            else if (blocked) {
+                fits &= block_rows(&B, idx ? idx + i * R * L : NULL, val + i * R * L,
+                                   R == 1 ? 0 : L, L, &t, &rs, p + i * K, v + i * K);
+                for (Py_ssize_t k = 0; k < K; k++) p[i * K + k] += prior;
+            } else for (Py_ssize_t k = 0; k < K; k++) {
                 Py_ssize_t row = (i * R + (R == 1 ? 0 : k)) * L;
                 const int64_t *cols = idx ? idx + row : NULL;
-                if (blocked)
-                    fits &= block_moments(&B, cols, val + row, L, &t, p + i * K + k,
-                                          v + i * K + k);
-                else
-                    row_moments(ai + model[k] * D * D, th + model[k] * D, D, cols, val + row,
-                                L, p + i * K + k, v + i * K + k);
+                row_moments(ai + model[k] * D * D, th + model[k] * D, D, cols, val + row,
+                            L, p + i * K + k, v + i * K + k);
                 p[i * K + k] += prior;
             }
         Py_END_ALLOW_THREADS
     }
     if (blocked) {
         scratch_free(&t);
+        rows_scratch_free(&rs);
         release_blocks(block_bufs);
     }
     RELEASE(&a_inv, &theta, &models, &index, &value, &pred, &var);
@@ -1394,7 +1458,7 @@ static void model_major(double *A, double *B, double *AI, double *TH, int64_t *u
 #if defined(__GNUC__)
                 for (Py_ssize_t g = 0; g < G; g++)
                     pg[g] = dot(TH + m * D, val + (r + g) * D, D);
-                rows_moments(AI + m * D * D, D, xt + (r - start), stride, G, vg);
+                rows_moments(AI + m * D * D, D, xt + (r - start), stride, G, vg, 0);
 #else
                 for (Py_ssize_t g = 0; g < G; g++)
                     row_moments(AI + m * D * D, TH + m * D, D, NULL, val + (r + g) * D, D,
@@ -1615,6 +1679,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     Blocks blk;
     Py_buffer block_bufs[N_BLOCK_ARRAYS];
     Scratch t = {0};
+    RowsScratch rs = {0};
     int blocked = blocks != Py_None, fits = 1;
     if (blocked && !get_blocks(blocks, D, &blk, block_bufs)) {
         if (au) auto_close(au, 0);
@@ -1633,7 +1698,8 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
              (!widths.obj || expect(&widths, n * K, 8, "var"));
     const int64_t *model = models.buf, *act = played.buf;
     ok = ok && models_ok(model, K, M) && labels_ok(act, start, n, K, au ? &au->scale : &budget);
-    if (ok && blocked && (M != 1 || !scratch_alloc(&t, &blk, L))) {
+    if (ok && blocked && (M != 1 || !scratch_alloc(&t, &blk, L) ||
+                          !rows_scratch_alloc(&rs, &blk, K, L))) {
         if (M != 1) PyErr_SetString(PyExc_ValueError, "blocks are for one model");
         ok = 0;
     }
@@ -1710,14 +1776,15 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
             if (R == 1 && !blocked)
                 shared_moments(AI, TH, model, K, D, idx ? idx + i * istep : NULL, val + i * L,
                                L, prior, p, var);
-            else for (Py_ssize_t k = 0; k < K; k++) {
+            else if (blocked) {
+                fits = block_rows(&blk, idx ? idx + i * istep : NULL, val + i * R * L,
+                                  R == 1 ? 0 : L, L, &t, &rs, p, var);
+                for (Py_ssize_t k = 0; k < K; k++) p[k] += prior;
+            } else for (Py_ssize_t k = 0; k < K; k++) {
                 Py_ssize_t row = (i * R + (R == 1 ? 0 : k)) * L;
                 const int64_t *cols = idx ? idx + i * istep + (R == 1 ? 0 : k) * L : NULL;
-                if (blocked)
-                    fits &= block_moments(&blk, cols, val + row, L, &t, p + k, var + k);
-                else
-                    row_moments(AI + model[k] * D * D, TH + model[k] * D, D, cols, val + row, L,
-                                p + k, var + k);
+                row_moments(AI + model[k] * D * D, TH + model[k] * D, D, cols, val + row, L,
+                            p + k, var + k);
                 p[k] += prior;
             }
             if (!fits) {  /* a row outside the blocks: the caller refits them */
@@ -1749,6 +1816,7 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
     }
     if (blocked) {
         scratch_free(&t);
+        rows_scratch_free(&rs);
         release_blocks(block_bufs);
     }
     PyMem_Free(spread);
