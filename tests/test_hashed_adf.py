@@ -217,3 +217,33 @@ def test_the_compiled_fill_refuses_indices_outside_its_arrays():
         with pytest.raises(ValueError, match="out of range"):
             _scan.layout_fill(keys, value, present, k, width, examples, one, one, layout, k,
                               width, 1, offsets, *tokens[1:])
+
+
+@settings(max_examples=40, deadline=None)
+@given(examples=st.lists(st.tuples(shared_lines(), st.permutations(range(len(ACTION_POOL)))),
+                         min_size=1, max_size=8),
+       interactions=st.sampled_from([(), ("sa",), ("sa", "ta", "sb")]))
+def test_a_block_of_action_sets_met_once_is_the_grouped_blocks(examples, interactions):
+    """A block whose every example has an action tuple of its own (`lone_examples`: row by
+    row, without keying the sets) gives the bytes of the grouping by action set, which
+    puts tuples of the same actions together."""
+    text = "".join(line + "\n" + "\n".join(ACTION_POOL[a] for a in order[:3]) + "\n\n"
+                   for line, order in examples)
+    parsed = list(iter_adf(text.splitlines(), shared_text=True))
+    actions = [tuple(list(ex.actions)) for ex in parsed]  # (tuples of their own)
+    if len(actions) > 1:
+        actions[-1] = tuple(list(actions[0]))  # (the first's actions: one set, two tuples)
+    assert vw_blocks.lone_examples(b"", np.zeros(len(actions) + 1, np.int64), actions,
+                                   list(range(len(actions)))) is not None
+    blocks = []
+    for lone in (vw_blocks.lone_examples, lambda *_: None):
+        adf_encode.lone_examples = lone
+        try:
+            encoder = AdfEncoder(slots, interactions, hash_bits=BITS)
+            blocks.append(encoder.encode_block([ex.shared for ex in parsed], actions))
+        finally:
+            adf_encode.lone_examples = vw_blocks.lone_examples
+    (fast, grouped) = blocks
+    assert fast.rows.index.tobytes() == grouped.rows.index.tobytes()
+    assert fast.rows.value.tobytes() == grouped.rows.value.tobytes()
+    assert fast.n_features.tolist() == grouped.n_features.tolist()

@@ -31,6 +31,7 @@ from regcb_stream.io.vw_blocks import (
     groups_of,
     keyed_rows,
     layout_of,
+    lone_examples,
     memo,
     merge_repeats,
     pad_rows,
@@ -144,8 +145,10 @@ class AdfEncoder:
         offsets, values = np.frombuffer(offsets, np.int64), np.frombuffer(values, float)
         hashes, slow = np.frombuffer(hashes, np.uint32), np.frombuffer(slow, bool).copy()
         tokens = Tokens(offsets, hashes, values)
-        groups = groups_of(initials, offsets, actions, np.flatnonzero(~slow).tolist())
-        parts, errors, counts, lone = [], {}, {}, {}
+        examples = np.flatnonzero(~slow).tolist()
+        lone = lone_examples(initials, offsets, actions, examples) if actions[0] else None
+        groups = groups_of(initials, offsets, actions, examples) if lone is None else {}
+        parts, errors, counts, lone = [], {}, {}, lone or {}
         for (starts, *_), members in groups.items():
             acts = actions[members[0]]
             if len(members) == 1 and acts:

@@ -148,6 +148,21 @@ def _one_group(initials: bytes, offsets, actions: list[tuple], examples: list[in
     return bool((letters == letters[0]).all())
 
 
+def lone_examples(initials: bytes, offsets, actions: list[tuple], examples: list[int]
+                  ) -> dict | None:
+    """The examples by shared namespace initials, in example order, when no two of them
+    share their action tuple (a block of a stream whose action sets change at every event:
+    each example a group of its own, found without keying its actions), else None. Two
+    tuples of the same actions go apart here (as two equal actions do in `groups_of`):
+    their rows are the same either way."""
+    if not examples or len(set(map(id, map(actions.__getitem__, examples)))) < len(examples):
+        return None
+    bounds, lone = offsets.tolist(), {}
+    for i in examples:
+        lone.setdefault(initials[bounds[i]:bounds[i + 1]], []).append(i)
+    return lone
+
+
 def memo(cache: dict, key, make):
     """``cache[key]``, made by ``make()`` if missing (the cache is cleared when full)."""
     if key in cache:
