@@ -30,15 +30,17 @@ it). Features are parsed as VW text's (`vw_features.parse_namespaces`).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from regcb_stream.io.read_ahead import taker
 from regcb_stream.io.vw_features import Features, FieldError, number, parse_namespaces
 from regcb_stream.io.vw_text import OnError, VWParseError, clean_line
 
 KINDS = ("ccb", "slates")
+ROLES = ("shared", "action", "slot")
+CHUNK = 1024  # lines read at once (a `ReadAhead` gives what it has, at least one)
 FLAGS = {"ccb": "--ccb_explore_adf", "slates": "--slates"}  # each kind's command flag
 SUM_TOLERANCE = 1e-4  # the largest |sum - 1| of a full distribution (VW: are_same, float)
 
@@ -90,15 +92,16 @@ def iter_slots(lines: Iterable[str], on_error: OnError | None = None, first_line
     """Yield each multi-slot example as its terminating empty line (or the input's end)
     is read. ``on_error`` is called with each `VWParseError`, and the example is skipped;
     without it the error is raised."""
-    block: list[tuple[int, str]] = []
-    for no, raw in enumerate(lines, first_line):
-        text = clean_line(raw)
-        if text.strip():
-            block.append((no, text))
-            continue
-        if block:
-            yield from _example(block, on_error)
-            block = []
+    take, block, no = taker(lines), [], first_line - 1
+    while chunk := take(CHUNK):  # (what a `ReadAhead` has: never waiting for more)
+        for raw in chunk:
+            no += 1
+            text = clean_line(raw)
+            if text.strip():
+                block.append((no, text))
+            elif block:
+                yield from _example(block, on_error)
+                block = []
     if block:
         yield from _example(block, on_error)
 
@@ -120,35 +123,32 @@ def parse_example(block: list[tuple[int, str]]) -> SlotsExample:
     actions, action_slots, slots, slot_lines = [], [], [], []
     for no, text in block:
         try:
-            words, tag_of_line, features = _line(text)
+            first, role, item = _classified(text)
             if kind is None:
-                kind = words[0] if words and words[0] in KINDS else None
-            if not words or words[0] != kind:
+                kind = first if first in KINDS else None
+            if first is None or first != kind:
                 expected = kind or "'ccb' or 'slates'"
                 raise FieldError("kind", f"the line must start with {expected} (one kind "
                                  "of line per example)")
-            if len(words) < 2 or words[1] not in ("shared", "action", "slot"):
+            if role is None:
                 raise FieldError("type", f"{kind} lines are '{kind} shared', '{kind} action' "
                                  f"or '{kind} slot'")
-            role, rest = words[1], words[2:]
             if role == "shared":
                 if seen_shared:
                     raise FieldError("shared", "a second shared line in one example")
                 seen_shared = True
-                if kind == "ccb" and rest:
-                    raise FieldError("label", "a ccb shared line cannot carry a label")
-                if kind == "slates" and len(rest) > 1:
-                    raise FieldError("label", "slates shared [cost]: one cost at most")
-                cost = number(rest[0], "cost", "cost") if rest else None
-                shared, tag = features, tag_of_line
+                shared, tag, cost = _shared(kind, *item)
             elif role == "action":
+                features, slot_id, error = item
+                if error:
+                    raise FieldError(*error)
                 actions.append(features)
-                if kind == "ccb" and rest:
-                    raise FieldError("label", "a ccb action line cannot carry a label")
                 if kind == "slates":
-                    action_slots.append(_slot_id(rest))
+                    action_slots.append(slot_id)
             else:
-                slots.append(_slot(kind, rest, features, tag_of_line))
+                if not isinstance(item, SlotLine):  # (rule, detail): a bad label
+                    raise FieldError(*item)
+                slots.append(item)
                 slot_lines.append((no, text))
         except FieldError as error:
             raise VWParseError(no, text, error.rule, error.detail) from None
@@ -159,11 +159,52 @@ def parse_example(block: list[tuple[int, str]]) -> SlotsExample:
     return example
 
 
-@functools.lru_cache(maxsize=1 << 12)  # (the action and slot lines of a stream repeat:
-def _line(text: str) -> tuple[tuple[str, ...], str | None, Features]:  # each read once)
-    """A line's label words, tag and features (`FieldError` for a line without them)."""
+_LINES: dict[str, tuple] = {}  # action and slot lines (a stream repeats them): each read once
+
+
+def _classified(text: str) -> tuple:
+    """A line's first word, its role (None: not one of the three) and what it gives: a
+    shared line ``(features, tag, label words)``, an action line ``(features, slot, error)``
+    (a slate's slot; error: ``(rule, detail)`` of a bad label, or None) and a slot line its
+    `SlotLine` (or the ``(rule, detail)`` of its bad label), each as a line of the kind of
+    its first word reads (the example's kind, where it is used). `FieldError` for a line
+    without features; action and slot lines are remembered (4,096 at most)."""
+    got = _LINES.get(text)
+    if got is not None:
+        return got
     words, tag, body = _head(text)
-    return tuple(words), tag, parse_namespaces(body)
+    features = parse_namespaces(body)
+    first = words[0] if words else None
+    role = words[1] if len(words) > 1 and words[1] in ROLES else None
+    rest, item = tuple(words[2:]), None
+    if role == "shared" or first not in KINDS:
+        return first, role, (features, tag, rest)
+    if role == "action":
+        try:
+            item = features, _slot_id(rest) if first == "slates" else None, None
+            if first == "ccb" and rest:
+                raise FieldError("label", "a ccb action line cannot carry a label")
+        except FieldError as error:
+            item = features, None, (error.rule, error.detail)
+    elif role == "slot":
+        try:
+            item = _slot(first, rest, features, tag)
+        except FieldError as error:
+            item = error.rule, error.detail
+    if len(_LINES) >= 1 << 12:
+        _LINES.clear()
+    _LINES[text] = got = first, role, item
+    return got
+
+
+def _shared(kind: str, features: Features, tag: str | None, rest: tuple[str, ...]
+            ) -> tuple[Features, str | None, float | None]:
+    """A shared line's features, tag and cost (slates' optional one)."""
+    if kind == "ccb" and rest:
+        raise FieldError("label", "a ccb shared line cannot carry a label")
+    if kind == "slates" and len(rest) > 1:
+        raise FieldError("label", "slates shared [cost]: one cost at most")
+    return features, tag, number(rest[0], "cost", "cost") if rest else None
 
 
 def _head(text: str) -> tuple[list[str], str | None, str]:
@@ -182,7 +223,6 @@ def _slot_id(rest: list[str]) -> int:
     return int(rest[0])
 
 
-@functools.lru_cache(maxsize=1 << 12)
 def _slot(kind: str, rest: tuple[str, ...], features: Features, tag: str | None
           ) -> SlotLine:
     """A slot line's label: CCB ``[a:c:p[,a:p...]] [i,j...]``, slates ``[a:p[,a:p...]]``."""
