@@ -147,8 +147,8 @@ class AdfEncoder:
         tokens = Tokens(offsets, hashes, values)
         examples = np.flatnonzero(~slow).tolist()
         lone = lone_examples(initials, offsets, actions, examples) if actions[0] else None
-        groups = groups_of(initials, offsets, actions, examples) if lone is None else {}
-        parts, errors, counts, lone = [], {}, {}, lone or {}
+        groups = {} if lone is not None else groups_of(initials, offsets, actions, examples)
+        parts, errors, counts, lone = [], {}, {}, {} if lone is None else lone
         for (starts, *_), members in groups.items():
             acts = actions[members[0]]
             if len(members) == 1 and acts:

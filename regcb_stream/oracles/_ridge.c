@@ -528,14 +528,15 @@ WIDE static void group_sums(const double *c, Py_ssize_t b, const int64_t *gp,
 /* Room for the moments of an example's K rows at once (block_rows) */
 typedef struct {
     Py_ssize_t K, stride;
-    double *xt, *gv, *sums, *quad;  /* xt (s, stride): the rows' w transposed */
+    double *xt, *gv, *sums, *quad;  /* xt (s, stride): the rows' w transposed, padded for
+                                     * rows_moments' spare lanes; quad: K + ROWS */
     int64_t *gp, *j, *ng;
 } RowsScratch;
 
 static int rows_scratch_alloc(RowsScratch *r, const Blocks *B, Py_ssize_t K, Py_ssize_t L) {
     r->K = K;
     r->stride = K + ROWS;
-    r->xt = PyMem_Calloc(B->s * r->stride + 3 * K * L + K + ROWS, sizeof(double));
+    r->xt = PyMem_Calloc(B->s * r->stride + 2 * K * L + K + ROWS, sizeof(double));
     r->gp = PyMem_Malloc((K * L + 2 * K + 1) * sizeof(int64_t));
     if (!r->xt || !r->gp) {
         PyMem_Free(r->xt);
