@@ -61,7 +61,7 @@ STAGES = {
     "features (random features, crosses)": r"cosine|__cos|__sin|sincos|cross",
     "decisions (bounds, widths, draws)": r"moments|shared_residual|split_row|group_sums|decide|"
                                          r"decision|candidate|draw|^dot|gather_dot|weigh|"
-                                         r"auto_|quadratic|predict_",
+                                         r"auto_|quadratic|predict_|block_rows",
     "learning (Gram, inverse updates)": r"gram_add|rank_one|learn|block_update|credit|"
                                         r"bounded_",
     "refits and the penalty choice (LAPACK, BLAS)": r"dgemm|dtrsm|dsyrk|dpotr|dsyev|"
