@@ -150,3 +150,33 @@ def test_the_actions_of_a_repeated_multi_are_one_tuple():
                                                   % 3])
     assert first[1] is second[1] and first[1] != third[1]
     assert (first[0], second[0], third[1][1]) == ("u x:1", "u x:2", '{"a": {"z": 1}}')
+
+
+def test_action_texts_met_before_are_found_by_their_bytes():
+    """The command's reading (shared features as text, examples made by the compiled
+    reader): action sets that change at every event, consecutive repeats, a non-ASCII text
+    and more distinct texts than the table's first size give the reference's actions,
+    labels and shared features; an action text is the same object wherever it recurs."""
+    rng = np.random.default_rng(3)
+    texts = [{"i": {"id": f"item{k}", "z": "Zoë" if k == 7 else "x"}} for k in range(1500)]
+    lines = []
+    for t in range(1200):
+        chosen = rng.choice(len(texts), size=4, replace=False).tolist()
+        event = {"_label_cost": -1.0, "_label_probability": 0.25, "_label_Action": 1,
+                 "_labelIndex": 0, "a": [1, 2, 3, 4],
+                 "c": {"u": {"age": t}, "_multi": [texts[k] for k in chosen]}}
+        lines += [json.dumps(event, ensure_ascii=False)] * int(rng.integers(1, 3))
+    got, want = ([], []), ([], [])
+    for compiled, out in ((True, got), (False, want)):
+        with pytest.MonkeyPatch.context() as patch:
+            if not compiled:
+                patch.setattr(dsjson, "_dsjson", None)
+            for example in dsjson.iter_dsjson_adf(lines, shared_text=True):
+                out[0].append(example.actions)
+                out[1].append((example.label, dsjson.parse_namespaces(example.shared)
+                               if isinstance(example.shared, str) else example.shared))
+    assert got == want
+    by_text = {}
+    for actions in got[0]:
+        for action in actions:
+            assert by_text.setdefault(action, action) is action

@@ -315,9 +315,12 @@ typedef struct {
     const char *action[MAX_ACTIONS];  /* each _multi object's text [action, action_end) */
     const char *action_end[MAX_ACTIONS];
     Py_ssize_t n_actions;
-    PyObject *previous;          /* the tuple of the previous event's action texts */
+    PyObject *previous;          /* the tuple of the previous event's action texts (NULL:
+                                  * not made, its features found by their bytes) */
     char *previous_start, *previous_end;  /* a copy of its _multi array after the '[' */
+    Py_ssize_t previous_n;                /* its objects */
     Py_ssize_t offset[MAX_ACTIONS];       /* where each text starts in that array */
+    Py_ssize_t length[MAX_ACTIONS];       /* and its bytes */
     const char *multi, *multi_end;        /* this event's _multi array after the '[' */
     int same;                             /* whether it is the previous event's */
     PyObject *features;          /* the previous texts' features (found in the sets) */
@@ -326,15 +329,14 @@ typedef struct {
 /* Whether the array at c (after its '[') is the previous event's _multi, byte for byte
  * (logs repeat their actions): then c passes it and ctx has its objects' texts. */
 static int same_actions(Cursor *c, Context *ctx) {
-    if (!ctx->previous || !ctx->previous_end) return 0;
+    if (!ctx->previous_end) return 0;
     Py_ssize_t length = ctx->previous_end - ctx->previous_start;
     if (c->end - c->p < length || memcmp(c->p, ctx->previous_start, length) != 0) return 0;
-    Py_ssize_t n = PyTuple_GET_SIZE(ctx->previous);
+    Py_ssize_t n = ctx->previous_n;
     const char *at = c->p;
     for (Py_ssize_t i = 0; i < n; i++) {  /* the texts, at their offsets in this line */
         ctx->action[i] = at + ctx->offset[i];
-        ctx->action_end[i] = ctx->action[i] + PyUnicode_GET_LENGTH(PyTuple_GET_ITEM(
-            ctx->previous, i));
+        ctx->action_end[i] = ctx->action[i] + ctx->length[i];
     }
     ctx->n_actions = n;
     c->p += length;
@@ -479,30 +481,173 @@ static int event(const char *p, const char *end, Context *ctx, Event *ev) {
     return ev->pdrop >= 0 && ev->pdrop < 1;
 }
 
-/* The tuple of the event's action texts: the previous event's when its _multi is the
- * same (logs repeat their actions: the Python side then finds them by the tuple at once);
- * otherwise a new one, remembered with a copy of its _multi. */
-static PyObject *action_texts(Context *ctx) {
-    if (ctx->same) return Py_NewRef(ctx->previous);
+/* A copy of the event's _multi array and where its objects are, for the next event's
+ * same_actions (unless it is the previous event's); its texts not made yet. 0: no memory. */
+static int remember_actions(Context *ctx) {
+    if (ctx->same) return 1;
     Py_ssize_t n = ctx->n_actions, length = ctx->multi_end - ctx->multi;
+    char *copy = PyMem_Realloc(ctx->previous_start, length ? length : 1);
+    if (!copy) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    memcpy(copy, ctx->multi, length);
+    ctx->previous_start = copy;
+    ctx->previous_end = copy + length;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ctx->offset[i] = ctx->action[i] - ctx->multi;
+        ctx->length[i] = ctx->action_end[i] - ctx->action[i];
+    }
+    ctx->previous_n = n;
+    Py_CLEAR(ctx->previous);
+    return 1;
+}
+
+/* The tuple of the event's action texts: the previous event's when its _multi is the
+ * same and they were made (logs repeat their actions: the Python side then finds them by
+ * the tuple at once); otherwise a new one, kept for the next event. */
+static PyObject *action_texts(Context *ctx) {
+    if (ctx->previous) return Py_NewRef(ctx->previous);
+    Py_ssize_t n = ctx->n_actions;
     PyObject *texts = PyTuple_New(n);
     for (Py_ssize_t i = 0; texts && i < n; i++) {
         PyObject *text = PyUnicode_FromStringAndSize(ctx->action[i],
                                                      ctx->action_end[i] - ctx->action[i]);
         if (!text) Py_CLEAR(texts);
         else PyTuple_SET_ITEM(texts, i, text);
-        ctx->offset[i] = ctx->action[i] - ctx->multi;
     }
-    char *copy = texts ? PyMem_Realloc(ctx->previous_start, length ? length : 1) : NULL;
-    if (!copy) {
-        Py_XDECREF(texts);
-        return PyErr_NoMemory();
-    }
-    memcpy(copy, ctx->multi, length);
-    ctx->previous_start = copy;
-    ctx->previous_end = copy + length;
-    Py_XSETREF(ctx->previous, Py_NewRef(texts));
+    Py_XSETREF(ctx->previous, Py_XNewRef(texts));
     return texts;
+}
+
+/* Action texts' features found by the texts' bytes (not made into strings): an open-
+ * addressing table of copies of the texts, each with the features the sets and known
+ * (dsjson._Actions') gave it, kept across calls in a capsule (`texts_table`); at most
+ * TABLE_MAX texts, then forgotten. */
+#define TABLE_MAX 65536
+typedef struct {
+    uint64_t hash;
+    Py_ssize_t length;
+    char *bytes;           /* NULL: an empty entry */
+    PyObject *features;
+} Entry;
+
+typedef struct {
+    Entry *entries;
+    Py_ssize_t capacity, count;  /* capacity: a power of 2, at least twice count */
+} Table;
+
+static uint64_t bytes_hash(const char *p, Py_ssize_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ (uint64_t)n, w;
+    Py_ssize_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ull;
+        h ^= h >> 31;
+    }
+    w = 0;
+    memcpy(&w, p + i, n - i);
+    h = (h ^ w) * 0x94D049BB133111EBull;
+    return h ^ (h >> 29);
+}
+
+static void table_clear(Table *t) {
+    for (Py_ssize_t i = 0; i < t->capacity; i++)
+        if (t->entries[i].bytes) {
+            PyMem_Free(t->entries[i].bytes);
+            Py_DECREF(t->entries[i].features);
+            t->entries[i].bytes = NULL;
+        }
+    t->count = 0;
+}
+
+static void table_free(PyObject *capsule) {
+    Table *t = PyCapsule_GetPointer(capsule, "regcb_stream.texts_table");
+    if (!t) return;
+    table_clear(t);
+    PyMem_Free(t->entries);
+    PyMem_Free(t);
+}
+
+/* The entry of text [p, p + n): its own, or the empty one where it would go */
+static Entry *table_slot(Table *t, const char *p, Py_ssize_t n, uint64_t hash) {
+    for (Py_ssize_t i = (Py_ssize_t)(hash & (uint64_t)(t->capacity - 1));;
+         i = (i + 1) & (t->capacity - 1)) {
+        Entry *e = t->entries + i;
+        if (!e->bytes || (e->hash == hash && e->length == n && memcmp(e->bytes, p, n) == 0))
+            return e;
+    }
+}
+
+/* Room for one more text (0: no memory) */
+static int table_room(Table *t) {
+    if (t->count >= TABLE_MAX) table_clear(t);
+    if (2 * (t->count + 1) <= t->capacity) return 1;
+    Py_ssize_t old = t->capacity, capacity = old ? 2 * old : 1024;
+    Entry *entries = PyMem_Calloc(capacity, sizeof(Entry)), *previous = t->entries;
+    if (!entries) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    t->entries = entries, t->capacity = capacity;
+    for (Py_ssize_t i = 0; i < old; i++)
+        if (previous[i].bytes)
+            *table_slot(t, previous[i].bytes, previous[i].length, previous[i].hash) =
+                previous[i];
+    PyMem_Free(previous);
+    return 1;
+}
+
+/* The features of the event's texts found by their bytes, as a new tuple; NULL (without
+ * an exception) if one is not in the table */
+static PyObject *table_features(Table *t, Context *ctx) {
+    Py_ssize_t n = ctx->n_actions;
+    if (!t->count) return NULL;
+    PyObject *found[MAX_ACTIONS];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t length = ctx->action_end[i] - ctx->action[i];
+        Entry *e = table_slot(t, ctx->action[i], length, bytes_hash(ctx->action[i], length));
+        if (!e->bytes) return NULL;
+        found[i] = e->features;
+    }
+    PyObject *features = PyTuple_New(n);
+    for (Py_ssize_t i = 0; features && i < n; i++)
+        PyTuple_SET_ITEM(features, i, Py_NewRef(found[i]));
+    return features;
+}
+
+/* The event's texts put in the table with their features (a tuple of as many); 0: no
+ * memory */
+static int table_add(Table *t, Context *ctx, PyObject *features) {
+    for (Py_ssize_t i = 0; i < ctx->n_actions; i++) {
+        Py_ssize_t length = ctx->action_end[i] - ctx->action[i];
+        uint64_t hash = bytes_hash(ctx->action[i], length);
+        if (t->capacity && table_slot(t, ctx->action[i], length, hash)->bytes) continue;
+        if (!table_room(t)) return 0;
+        char *bytes = PyMem_Malloc(length ? length : 1);
+        if (!bytes) {
+            PyErr_NoMemory();
+            return 0;
+        }
+        memcpy(bytes, ctx->action[i], length);
+        *table_slot(t, ctx->action[i], length, hash) = (Entry){
+            hash, length, bytes, Py_NewRef(PyTuple_GET_ITEM(features, i))};
+        t->count++;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(texts_table_doc,
+"texts_table() -> capsule\n"
+"An empty table of action texts and their features for events(): each text found\n"
+"by its bytes afterwards, without making it a string.");
+
+static PyObject *py_texts_table(PyObject *self, PyObject *args) {
+    Table *t = PyMem_Calloc(1, sizeof(Table));
+    if (!t) return PyErr_NoMemory();
+    PyObject *capsule = PyCapsule_New(t, "regcb_stream.texts_table", table_free);
+    if (!capsule) PyMem_Free(t);
+    return capsule;
 }
 
 /* The event's shared features as VW text: " a b |ns c |ms d" (a default namespace first)
@@ -581,13 +726,23 @@ static PyObject *known_features(Context *ctx, PyObject *texts, int same, PyObjec
  * its tuple; without sets, its tuple. */
 static PyObject *event_item(Context *ctx, Event *ev, PyObject *line, Py_ssize_t no,
                             PyObject *sets, PyObject *known, Py_ssize_t max_sets,
-                            PyObject *example_type, PyObject *label_type) {
+                            PyObject *example_type, PyObject *label_type, Table *table) {
     int same = ctx->same;
+    if (!remember_actions(ctx)) return NULL;
+    if (sets != Py_None && (same ? ctx->features != NULL : table != NULL)) {  /* no texts */
+        PyObject *features = same ? ctx->features : table_features(table, ctx);
+        if (features) {
+            if (!same) Py_XSETREF(ctx->features, features);  /* (held there) */
+            return event_example(ctx, ev, features, no, line, example_type, label_type);
+        }
+        if (PyErr_Occurred()) return NULL;
+    }
     PyObject *texts = action_texts(ctx), *features = NULL, *item = NULL;
     if (!texts) return NULL;
     if (sets != Py_None) {
         features = known_features(ctx, texts, same, sets, known, max_sets);
-        if (!features && PyErr_Occurred()) {
+        if ((!features && PyErr_Occurred()) || (features && table &&
+                                                 !table_add(table, ctx, features))) {
             Py_DECREF(texts);
             return NULL;
         }
@@ -599,7 +754,8 @@ static PyObject *event_item(Context *ctx, Event *ev, PyObject *line, Py_ssize_t 
 }
 
 PyDoc_STRVAR(events_doc,
-"events(lines[, first_no, sets, known, max_sets, example_type, label_type]) -> list\n"
+"events(lines[, first_no, sets, known, max_sets, example_type, label_type, table])\n"
+"-> list\n"
 "For each DSJSON line, None (the reference parser's) or (shared, actions, label_index,\n"
 "cost, probability, weight, event_id): see the module's comment.  With sets\n"
 "and known (dsjson._Actions': tuples of action texts to their features, a text to its\n"
@@ -608,14 +764,19 @@ PyDoc_STRVAR(events_doc,
 "False),\n"
 "label label_type(index, cost, probability) or None (no label), lines numbered from\n"
 "first_no: dsjson._example's example (the features\n"
-"found as _Actions.of finds them, sets holding at most max_sets + 1 tuples).");
+"found as _Actions.of finds them, sets holding at most max_sets + 1 tuples; with table,\n"
+"a texts_table(), the texts met before found by their bytes, not made strings).");
 
 static PyObject *py_events(PyObject *self, PyObject *args) {
     PyObject *lines, *sets = Py_None, *known = Py_None, *example_type = Py_None;
-    PyObject *label_type = Py_None;
+    PyObject *label_type = Py_None, *capsule = Py_None;
     Py_ssize_t first_no = 1, max_sets = 0;
-    if (!PyArg_ParseTuple(args, "O!|nOOnOO", &PyList_Type, &lines, &first_no, &sets, &known,
-                          &max_sets, &example_type, &label_type))
+    if (!PyArg_ParseTuple(args, "O!|nOOnOOO", &PyList_Type, &lines, &first_no, &sets, &known,
+                          &max_sets, &example_type, &label_type, &capsule))
+        return NULL;
+    Table *table = NULL;
+    if (capsule != Py_None &&
+        !(table = PyCapsule_GetPointer(capsule, "regcb_stream.texts_table")))
         return NULL;
     if (sets != Py_None && (!PyDict_Check(sets) || !PyDict_Check(known) ||
                             !PyType_Check(example_type) || !PyType_Check(label_type))) {
@@ -642,7 +803,7 @@ static PyObject *py_events(PyObject *self, PyObject *args) {
         PyErr_Clear();  /* (a str that is not UTF-8: the reference's to report) */
         if (ok == 1) {
             item = event_item(&ctx, &ev, line, first_no + i, sets, known, max_sets,
-                              example_type, label_type);
+                              example_type, label_type, table);
         } else if (ok == 0) {
             item = Py_NewRef(Py_None);
         }
@@ -664,6 +825,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"events", py_events, METH_VARARGS, events_doc},
+    {"texts_table", py_texts_table, METH_NOARGS, texts_table_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -301,8 +301,9 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
     take = taker(lines)
     actions = _Actions()
     no = first_line - 1
-    known = (actions.sets, actions.texts, actions.SETS, ADFExample, Label) if shared_text \
-        else ()  # (with shared_text, examples made by the compiled reader)
+    known = (actions.sets, actions.texts, actions.SETS, ADFExample, Label,
+             actions.table) if shared_text else ()  # (with shared_text, examples made by
+    # the compiled reader)
     while chunk := take(BLOCK):
         fast = [None] * len(chunk) if _dsjson is None else _dsjson.events(
             chunk, no + 1, *known)
@@ -355,6 +356,8 @@ class _Actions:
     def __init__(self):
         self.sets: dict[tuple, tuple[Features, ...]] = {}
         self.texts: dict[str, Features] = {}
+        # the compiled reader's: texts met before found by their bytes, without a string
+        self.table = None if _dsjson is None else _dsjson.texts_table()
 
     def of(self, texts: tuple[str, ...]) -> tuple[Features, ...]:
         found = self.sets.get(texts)
