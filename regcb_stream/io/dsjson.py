@@ -301,9 +301,8 @@ def iter_dsjson_adf(lines: Iterable[str], on_error: OnError | None = None,
     take = taker(lines)
     actions = _Actions()
     no = first_line - 1
-    known = (actions.sets, actions.texts, actions.SETS, ADFExample, Label,
-             actions.table) if shared_text else ()  # (with shared_text, examples made by
-    # the compiled reader)
+    known = () if not shared_text else (  # (examples made by the compiled reader)
+        actions.sets, actions.texts, actions.SETS, ADFExample, Label, actions.table)
     while chunk := take(BLOCK):
         fast = [None] * len(chunk) if _dsjson is None else _dsjson.events(
             chunk, no + 1, *known)
@@ -350,14 +349,12 @@ class _Actions:
     give the same ``Features`` object, which the ADF encoder's layouts are keyed by."""
 
     TEXTS = 65_536  # texts remembered, at most: then forgotten
-    SETS = 1024  # tuples of texts remembered (each holds its texts: the memory of a log
-    # whose action sets change)
+    SETS = 1024  # tuples of texts remembered (each holds its texts: memory, if sets change)
 
     def __init__(self):
         self.sets: dict[tuple, tuple[Features, ...]] = {}
         self.texts: dict[str, Features] = {}
-        # the compiled reader's: texts met before found by their bytes, without a string
-        self.table = None if _dsjson is None else _dsjson.texts_table()
+        self.table = None if _dsjson is None else _dsjson.texts_table()  # (by their bytes)
 
     def of(self, texts: tuple[str, ...]) -> tuple[Features, ...]:
         found = self.sets.get(texts)
