@@ -696,14 +696,13 @@ static PyObject *event_example(Context *ctx, Event *ev, PyObject *features, Py_s
 }
 
 /* The features of an event's action texts as _Actions.of finds them without parsing: the
- * tuple in sets (the previous event's when its texts are the same), else the features of
- * each text in known, as a new tuple put in sets (cleared first when it holds more than
- * max_sets); NULL without an exception when a text is not known (the Python side parses
- * it). A borrowed reference, held by ctx->features. */
-static PyObject *known_features(Context *ctx, PyObject *texts, int same, PyObject *sets,
+ * tuple in sets, else the features of each text in known, as a new tuple put in sets
+ * (cleared first when it holds more than max_sets); NULL without an exception when a text
+ * is not known (the Python side parses it). A borrowed reference, held by ctx->features.
+ * (The previous event's, when its texts are the same and known: event_item's.) */
+static PyObject *known_features(Context *ctx, PyObject *texts, PyObject *sets,
                                 PyObject *known, Py_ssize_t max_sets) {
-    PyObject *features = same && ctx->features ? ctx->features
-                                               : PyDict_GetItemWithError(sets, texts);
+    PyObject *features = PyDict_GetItemWithError(sets, texts);
     if (!features && !PyErr_Occurred()) {
         Py_ssize_t n = PyTuple_GET_SIZE(texts);
         PyObject *made = PyTuple_New(n);
@@ -740,7 +739,7 @@ static PyObject *event_item(Context *ctx, Event *ev, PyObject *line, Py_ssize_t 
     PyObject *texts = action_texts(ctx), *features = NULL, *item = NULL;
     if (!texts) return NULL;
     if (sets != Py_None) {
-        features = known_features(ctx, texts, same, sets, known, max_sets);
+        features = known_features(ctx, texts, sets, known, max_sets);
         if ((!features && PyErr_Occurred()) || (features && table &&
                                                  !table_add(table, ctx, features))) {
             Py_DECREF(texts);
