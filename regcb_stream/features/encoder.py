@@ -304,20 +304,8 @@ class FeatureEncoder(Stateful):
             self._start_waves(index[0], value[0])
             if self.expand is None:
                 return index, value
-        position = self._wave_position
-        d = len(self._wave_columns)
-        inside = index < len(position)
-        where = np.where(inside, position[np.where(inside, index, 0)], -1)
-        rows, slots = np.nonzero(where >= 0)
-        x = np.zeros((len(index), d))
-        x[rows, where[rows, slots]] = value[rows, slots]
-        mapped = self.expand(x)
-        value = value.copy()
-        value[rows, slots] = mapped[rows, where[rows, slots]]  # (a wide context's shrink)
-        columns = self._waves_at + np.arange(self.expand.n_features)
-        return (np.concatenate([index, np.broadcast_to(columns, (len(index), len(columns)))],
-                               axis=1),
-                np.concatenate([value, mapped[:, d:]], axis=1))
+        return with_waves(index, value, self._wave_position, len(self._wave_columns),
+                          self.expand, self._waves_at)
 
     def _start_waves(self, index: np.ndarray, value: np.ndarray) -> None:
         """At the first named context (a row, intercept included): random features over
@@ -485,6 +473,39 @@ class FeatureEncoder(Stateful):
 
 
 MAX_DENSE_NAMES = 1000  # a first context of more names is not a dense one
+
+
+def with_waves(index: np.ndarray, value: np.ndarray, position: np.ndarray, d: int,
+               expand, waves_at: int) -> tuple[np.ndarray, np.ndarray]:
+    """Named rows ``(index, value)`` with the random features of ``expand`` appended at
+    columns ``waves_at`` on: the map's input ``x`` (n, d) holds each row's values of the
+    columns ``position`` places (-1: none), and those values are replaced by the map's
+    (a wide context's shrink). Rows that all share the first row's columns (a stream's
+    usual block, whose index may then be a broadcast view) are mapped by column."""
+    columns = waves_at + np.arange(expand.n_features)
+    x = np.zeros((len(index), d))
+    if len(index) and (index.strides[0] == 0 or (index == index[0]).all()):
+        first = index[0]
+        inside = first < len(position)
+        where = np.where(inside, position[np.where(inside, first, 0)], -1)
+        slots = np.flatnonzero(where >= 0)
+        x[:, where[slots]] = value[:, slots]
+        mapped = expand(x)
+        value = value.copy()
+        value[:, slots] = mapped[:, where[slots]]
+        index = np.broadcast_to(np.concatenate([first, columns]),
+                                (len(index), len(first) + len(columns)))
+        return index, np.concatenate([value, mapped[:, d:]], axis=1)
+    inside = index < len(position)
+    where = np.where(inside, position[np.where(inside, index, 0)], -1)
+    rows, slots = np.nonzero(where >= 0)
+    x[rows, where[rows, slots]] = value[rows, slots]
+    mapped = expand(x)
+    value = value.copy()
+    value[rows, slots] = mapped[rows, where[rows, slots]]
+    return (np.concatenate([index, np.broadcast_to(columns, (len(index), len(columns)))],
+                           axis=1),
+            np.concatenate([value, mapped[:, d:]], axis=1))
 
 
 def named_dense(values: np.ndarray) -> bool:

@@ -1431,24 +1431,85 @@ static Py_ssize_t online_end(const int64_t *act, const int64_t *model, const int
     return n;
 }
 
+#if defined(__GNUC__)
+/* row[k0 .. k0 + 4 NV) of gram_add_rows' row l, held in registers while the rows pass (NV:
+ * a constant of each caller, for the loop to unroll into registers) */
+static inline __attribute__((always_inline)) void gram_chunk(
+        double *row, Py_ssize_t k0, Py_ssize_t l, Py_ssize_t D, const double *val,
+        const int64_t *labels, Py_ssize_t count, const double *wt, const int NV) {
+    lanes acc[CHAINS];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) memcpy(&acc[v], row + k0 + 4 * v, sizeof(lanes));
+    for (Py_ssize_t c = 0; c < count; c++) {
+        const double *x = val + labels[c] * D;
+        double wx = wt[labels[c]] * x[l];
+        if (wx == 0.0) continue;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) {
+            lanes u;
+            memcpy(&u, x + k0 + 4 * v, sizeof u);
+            acc[v] += wx * u;
+        }
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) memcpy(row + k0 + 4 * v, &acc[v], sizeof(lanes));
+}
+#endif
+
+/* gram_add of the dense rows labels[0..count) of val (D wide), weights wt and residuals
+ * rw - prior, in their order: each entry's additions in the order of the calls, a row of a
+ * at a time for all the rows, up to CHAINS vectors of it in registers while they pass */
+WIDE static void gram_add_rows(double *a, double *b, Py_ssize_t D, const double *val,
+                               const int64_t *labels, Py_ssize_t count, const double *wt,
+                               const double *rw, double prior) {
+    for (Py_ssize_t l = 0; l < D; l++) {
+        double *row = a + l * D;
+        Py_ssize_t k = 0;
+#if defined(__GNUC__)
+        for (; k + 4 * CHAINS <= D; k += 4 * CHAINS)
+            gram_chunk(row, k, l, D, val, labels, count, wt, CHAINS);
+        switch ((D - k) / 4) {
+            case 0: break;
+            case 1: gram_chunk(row, k, l, D, val, labels, count, wt, 1); break;
+            case 2: gram_chunk(row, k, l, D, val, labels, count, wt, 2); break;
+            case 3: gram_chunk(row, k, l, D, val, labels, count, wt, 3); break;
+            case 4: gram_chunk(row, k, l, D, val, labels, count, wt, 4); break;
+            case 5: gram_chunk(row, k, l, D, val, labels, count, wt, 5); break;
+            case 6: gram_chunk(row, k, l, D, val, labels, count, wt, 6); break;
+            default: gram_chunk(row, k, l, D, val, labels, count, wt, 7); break;
+        }
+        k += (D - k) / 4 * 4;
+#endif
+        for (Py_ssize_t c = 0; c < count; c++) {
+            const double *x = val + labels[c] * D;
+            double wx = wt[labels[c]] * x[l];
+            if (wx == 0.0) continue;
+            for (Py_ssize_t t = k; t < D; t++) row[t] += wx * x[t];
+            b[l] += wx * (rw[labels[c]] - prior);
+        }
+    }
+}
+
 /* run_online's moments (predictions with the prior into p (n, K), widths into var from
- * example start on) and labels for examples start..end-1 of dense rows shared by the K
- * actions, model by model: a model's inverse changes with its own labels alone, so its
- * rows are read in groups while it stays in cache, its labels learned in between, and
+ * example start on) and labels for examples start..end-1 of dense rows (every column in
+ * order: no index) shared by the K actions, model by model: a model's inverse changes with
+ * its own labels alone, so its rows are read in groups while it stays in cache, its labels
+ * learned in between (their Gram additions, read only by a refresh, after its pass), and
  * each example meets the state it meets example by example (shared_moments' sums, each
- * model's updates in their order). */
+ * model's updates in their order). labels: scratch of end - start. */
 static void model_major(double *A, double *B, double *AI, double *TH, int64_t *up,
                         const int64_t *model, Py_ssize_t K, Py_ssize_t M, Py_ssize_t D,
-                        const int64_t *idx, const double *val, const int64_t *act,
+                        const double *val, const int64_t *act,
                         const double *rw, const double *wt, double prior, Py_ssize_t refresh,
                         Py_ssize_t start, Py_ssize_t end, double *p, double *var,
-                        double *spread, double *xt) {
+                        double *spread, double *xt, int64_t *labels) {
     Py_ssize_t stride = end - start + ROWS;  /* xt (D, stride): the rows transposed, padded */
     for (Py_ssize_t c = 0; c < D; c++) {
         for (Py_ssize_t i = start; i < end; i++) xt[c * stride + i - start] = val[i * D + c];
         for (Py_ssize_t i = end; i < start + stride; i++) xt[c * stride + i - start] = 0.0;
     }
     for (Py_ssize_t m = 0; m < M; m++) {
+        Py_ssize_t count = 0;  /* the model's labels: their Gram additions after its pass */
         for (Py_ssize_t i = start; i < end;) {
             Py_ssize_t j = i;  /* the model's next label */
             while (j < end && (act[j] < 0 || model[act[j]] != m)) j++;
@@ -1473,11 +1534,17 @@ static void model_major(double *A, double *B, double *AI, double *TH, int64_t *u
                         }
                 r += G;
             }
-            if (j < end)
-                learn_row(A, B, AI, TH, up, m, D, idx ? idx + j * D : NULL, val + j * D, D,
-                          wt[j], rw[j] - prior, refresh, NULL, NULL, spread);
+            if (j < end) {  /* learn_row's update of the inverse (none when it is due) */
+                labels[count++] = j;
+                if (up[m] < refresh) {
+                    rank_one(AI + m * D * D, TH + m * D, D, NULL, val + j * D, D, wt[j],
+                             rw[j] - prior, spread);
+                    up[m]++;
+                }
+            }
             i = stop;
         }
+        gram_add_rows(A + m * D * D, B + m * D, D, val, labels, count, wt, rw, prior);
     }
 }
 
@@ -1716,16 +1783,17 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
         watch = &watch_;
     }
     /* dense rows shared by the actions: decided model by model, into wide: the widths
-     * (n - start, K), online_end's counts (M), model_major's rows transposed */
+     * (n - start, K), online_end's counts (M), model_major's rows transposed and its
+     * labels (n - start) */
     const int64_t *idx = index.len ? index.buf : NULL;
     /* index entries from one example to the next: none when one example's rows serve all
      * (the readers' rows of a block whose examples share their features' columns) */
     Py_ssize_t istep = n > 1 && index.len == R * L * 8 ? 0 : R * L;
-    int by_model = ok && R == 1 && !blocked && L == D && start < n && istep;
-    for (Py_ssize_t i = start; by_model && idx && i < n; i++)
-        by_model = !unless_dense(idx + i * L, L);
+    int by_model = ok && R == 1 && !blocked && L == D && start < n;
+    for (Py_ssize_t i = start; by_model && idx && i < (istep ? n : start + 1); i++)
+        by_model = !unless_dense(idx + i * istep, L);
     double *wide = by_model ? PyMem_Malloc(
-        ((n - start) * K + M + D * (n - start + ROWS)) * sizeof(double)) : NULL;
+        ((n - start) * (K + 1) + M + D * (n - start + ROWS)) * sizeof(double)) : NULL;
     if (by_model && !wide) {
         PyErr_NoMemory();
         ok = 0;
@@ -1744,9 +1812,10 @@ static PyObject *py_run_online(PyObject *self, PyObject *args) {
                 end = watch_end(watch, act, i, end);
                 due = -1;
             }
-            model_major(a.buf, b.buf, a_inv.buf, theta.buf, updates.buf, model, K, M, D, idx,
+            model_major(a.buf, b.buf, a_inv.buf, theta.buf, updates.buf, model, K, M, D,
                         value.buf, act, rw, weight.buf, prior, refresh, i, end, pred.buf,
-                        wide + (i - start) * K, spread, wide + (n - start) * K + M);
+                        wide + (i - start) * K, spread, wide + (n - start) * K + M,
+                        (int64_t *)(wide + (n - start) * K + M + D * (n - start + ROWS)));
             for (; i < end; i++) {
                 double *p = (double *)pred.buf + i * K, *lw = (double *)low.buf + i * K,
                        *hg = (double *)high.buf + i * K, *pm = (double *)pmf.buf + i * K,
