@@ -530,14 +530,27 @@ static PyObject *action_tuple(PyObject *acts, PyObject **previous) {
     return *previous;
 }
 
+/* Whether two str hold the same text */
+static int same_text(PyObject *a, PyObject *b) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+    return a == b || (n == PyUnicode_GET_LENGTH(b) && PyUnicode_KIND(a) == PyUnicode_KIND(b) &&
+                      memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), n * PyUnicode_KIND(a)) == 0);
+}
+
+/* seen: the plain action lines of the example of *previous (None for its other lines), whose
+ * features a line of the same text at the same place takes without a lookup in memo (a
+ * stream's action lines repeat from one example to the next); texts: scratch */
 static int adf_example(PyObject *lines, Py_ssize_t j, PyObject *memo, PyObject *heads,
                        Py_ssize_t max_lines, Py_ssize_t number, PyObject *example_type,
                        PyObject *label_type, PyObject *tail, PyObject *acts,
-                       PyObject **previous, Py_ssize_t *end, PyObject **example) {
+                       PyObject **previous, PyObject *seen, PyObject *texts, Py_ssize_t *end,
+                       PyObject **example) {
     Py_ssize_t n = PyList_GET_SIZE(lines), first = j;
     PyObject *shared = NULL, *label = NULL, *tag = Py_None;
     int status = 0;
-    if (PyList_SetSlice(acts, 0, PyList_GET_SIZE(acts), NULL) < 0) return -1;
+    if (PyList_SetSlice(acts, 0, PyList_GET_SIZE(acts), NULL) < 0 ||
+        PyList_SetSlice(texts, 0, PyList_GET_SIZE(texts), NULL) < 0)
+        return -1;
     PyObject *line = PyList_GET_ITEM(lines, j);
     Py_ssize_t len = PyUnicode_GET_LENGTH(line);
     if (PyUnicode_READ_CHAR(line, len - 1) == '\r' || PyUnicode_READ_CHAR(line, 0) == 0xFEFF)
@@ -557,9 +570,15 @@ static int adf_example(PyObject *lines, Py_ssize_t j, PyObject *memo, PyObject *
         line = PyList_GET_ITEM(lines, j);
         len = PyUnicode_GET_LENGTH(line);
         if (len == 0) break;
-        if (PyList_GET_SIZE(acts) >= max_lines) goto done;  /* the reader's error */
-        PyObject *feats = PyDict_GetItemWithError(memo, line), *head_line = NULL;
-        if (!feats && PyErr_Occurred()) goto fail;
+        Py_ssize_t k = PyList_GET_SIZE(acts);
+        if (k >= max_lines) goto done;  /* the reader's error */
+        PyObject *feats = NULL, *head_line = NULL;
+        if (k < PyList_GET_SIZE(seen) && PyList_GET_ITEM(seen, k) != Py_None &&
+            same_text(PyList_GET_ITEM(seen, k), line))
+            feats = PyTuple_GET_ITEM(*previous, k);
+        else if (!(feats = PyDict_GetItemWithError(memo, line)) && PyErr_Occurred())
+            goto fail;
+        if (PyList_Append(texts, feats ? line : Py_None) < 0) goto fail;
         if (!feats) {  /* a label (and tag) before features read before */
             Py_ssize_t bar = PyUnicode_IS_ASCII(line) ? PyUnicode_FindChar(line, '|', 0, len, 1)
                                                       : -1;
@@ -592,7 +611,10 @@ static int adf_example(PyObject *lines, Py_ssize_t j, PyObject *memo, PyObject *
     }
     if (j >= n) goto done;  /* no empty line yet */
     PyObject *actions = action_tuple(acts, previous);
-    if (!actions) goto fail;
+    if (!actions || PyList_SetSlice(seen, 0, PyList_GET_SIZE(seen), texts) < 0) {
+        Py_XDECREF(actions);
+        goto fail;
+    }
     PyObject *head = Py_BuildValue("(OOOOnO)", shared ? shared : Py_None, actions,
                                    label ? label : Py_None, tag, number,
                                    PyList_GET_ITEM(lines, first));
@@ -623,9 +645,10 @@ static PyObject *py_adf_examples(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "example and label must be tuple types");
         return NULL;
     }
-    PyObject *out = PyList_New(0), *acts = PyList_New(0), *previous = NULL;
+    PyObject *out = PyList_New(0), *acts = PyList_New(0), *previous = NULL,
+             *seen = PyList_New(0), *texts = PyList_New(0);
     Py_ssize_t n = PyList_GET_SIZE(lines), i = start < 0 ? 0 : start, taken = i;
-    int status = out && acts ? 1 : -1;
+    int status = out && acts && seen && texts ? 1 : -1;
     while (status == 1 && i < n) {
         Py_ssize_t j = i;
         while (j < n && PyUnicode_GET_LENGTH(PyList_GET_ITEM(lines, j)) == 0) j++;
@@ -636,7 +659,8 @@ static PyObject *py_adf_examples(PyObject *self, PyObject *args) {
         PyObject *example = NULL;
         Py_ssize_t end = j;
         status = adf_example(lines, j, memo, heads, max_lines, line_no + (j - start),
-                             example_type, label_type, tail, acts, &previous, &end, &example);
+                             example_type, label_type, tail, acts, &previous, seen, texts,
+                             &end, &example);
         if (status == 1) {
             if (PyList_Append(out, example) < 0) status = -1;
             Py_DECREF(example);
@@ -645,6 +669,8 @@ static PyObject *py_adf_examples(PyObject *self, PyObject *args) {
     }
     Py_XDECREF(acts);
     Py_XDECREF(previous);
+    Py_XDECREF(seen);
+    Py_XDECREF(texts);
     if (status < 0) {
         Py_XDECREF(out);
         return NULL;

@@ -61,7 +61,7 @@ class ArrowheadBlocks(Stateful):
             return changed
         labels = kind.tolist()
         fresh = max(labels) + 1
-        for row in distinct(np.where(present, index, -1)[misfits], axis=0).tolist():
+        for row in distinct_rows(np.where(present, index, -1)[misfits]).tolist():
             columns = [c for c in row if c >= 0 and labels[c] != -1]
             ids = {labels[c] for c in columns} - {-2}
             if len(ids) == 1 and -2 not in {labels[c] for c in columns}:
@@ -125,10 +125,22 @@ class ArrowheadBlocks(Stateful):
                        c_off, c_inv, f.ravel(), h, s_inv, s_inv @ rhs)
 
 
-def distinct(values: np.ndarray, axis: int | None = None) -> np.ndarray:
-    """``np.unique(values, axis=axis)``, asked for the counts too: without any of its
-    optional outputs, np.unique imports numpy.ma (~7 ms of the command's start-up)."""
-    return np.unique(values, return_counts=True, axis=axis)[0]
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)``, asked for the counts too: without any of its optional
+    outputs, np.unique imports numpy.ma (~7 ms of the command's start-up)."""
+    return np.unique(values, return_counts=True)[0]
+
+
+def distinct_rows(rows: np.ndarray) -> np.ndarray:
+    """The distinct rows of an integer array ``(n, w)``, in lexicographic order, as
+    ``np.unique(rows, axis=0)`` gives them (by integer sorts: its sort of rows as records
+    took ~7 ms for the 1,664 rows of a first block of 64 examples of 26 actions).
+
+    >>> distinct_rows(np.array([[2, 1], [0, 5], [2, 1]])).tolist()
+    [[0, 5], [2, 1]]
+    """
+    ordered = rows[np.lexsort(rows.T[::-1])]
+    return ordered[np.r_[True, (ordered[1:] != ordered[:-1]).any(axis=1)]]
 
 
 FIRST_ROWS = 64  # the examples whose rows decide the blocks (a later row outside them refits)
