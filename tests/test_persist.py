@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from regcb_stream import BoundedRidgeOracle, RegCB, VWOracle, checks
+from regcb_stream.oracles.blocks import ArrowheadBlocks
 from regcb_stream.persist import FORMAT, VERSION, load_model, main, save_model
 
 
@@ -221,6 +222,27 @@ def test_a_model_file_from_before_the_names_added_to_its_format_loads(tmp_path):
     restored, _ = load_model(tmp_path / "older.npz")
     assert [restored.pmf(x, checks.ACTIONS) for x, _ in rows[40:]] == [
         twin.pmf(x, checks.ACTIONS) for x, _ in rows[40:]]
+
+
+def test_blocks_from_before_their_transposed_layout_load_transposed():
+    """The joint model's blocks of a file written before each group's C^-1 was kept
+    transposed (no ``transposed`` in their state: C^-1 by rows) load transposed, as the
+    kernels read them."""
+    rng = np.random.default_rng(0)
+    blocks = ArrowheadBlocks(7)
+    blocks.kind[:] = [-1, -1, 0, 0, 0, 1, 1]  # two shared columns, groups of 3 and 2
+    x = rng.normal(size=(50, 7))
+    x[:25, 5:], x[25:, 2:5] = 0.0, 0.0  # each row on one group
+    blocks.build(x.T @ x + np.eye(7), x.T @ rng.normal(size=50))
+    state = blocks.state()
+    start, c_off, c_inv = state["arrays"][2], state["arrays"][5], state["arrays"][6]
+    by_rows = np.concatenate([c_inv[lo:hi].reshape(n, n).T.ravel() for lo, hi, n in zip(
+        c_off[:-1], c_off[1:], np.diff(start))])
+    assert not np.array_equal(by_rows, c_inv)
+    restored = ArrowheadBlocks.from_state(
+        {"kind": state["kind"], "arrays": (*state["arrays"][:6], by_rows, *state["arrays"][7:])})
+    assert restored.transposed and np.array_equal(restored.arrays[6], c_inv)
+    assert ArrowheadBlocks.from_state(state).arrays[6] is c_inv
 
 
 def test_objects_of_other_libraries_need_allow_pickle(tmp_path):

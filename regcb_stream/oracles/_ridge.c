@@ -290,7 +290,8 @@ WIDE static void rank_one(double *a_inv, double *theta, Py_ssize_t D, const int6
  *   prediction = w . theta_S + z_G . h_j,             h_j = C_j^-1 b_G,
  * and a label updates Sigma^-1 = (A^-1)_SS and theta_S by the S part of the rank-one
  * update of A^-1, and C_j^-1, F_j, h_j of its own group only: O(s^2 + b^2 + s b), not
- * O(D^2). */
+ * O(D^2). c_inv holds each C_j^-1 transposed (c_inv + c_off[j]: b x b, entry [x, y] its
+ * [y, x]), so that C_j^-1 z_G is a sum of its columns read as rows (group_sums). */
 typedef struct {
     Py_ssize_t s, J, bmax;
     const int64_t *kind, *pos, *g_start, *g_cols, *s_cols, *c_off;
@@ -305,22 +306,25 @@ static int split_row(const Blocks *B, const int64_t *index, const double *value,
                      Py_ssize_t L, double *zs, int64_t *gp, double *gv, Py_ssize_t *ng,
                      int64_t *group) {
     memset(zs, 0, B->s * sizeof(double));
-    *group = -1;
-    *ng = 0;
+    const int64_t *kind = B->kind, *pos = B->pos;
+    int64_t j = -1;  /* (locals, not *group and *ng: the stores to gp and gv may alias them) */
+    Py_ssize_t n = 0;
     for (Py_ssize_t l = 0; l < L; l++) {
         double x = value[l];
         if (x == 0.0) continue;
         Py_ssize_t col = index ? index[l] : l;
-        int64_t k = B->kind[col];
+        int64_t k = kind[col];
         if (k == -1) {
-            zs[B->pos[col]] += x;
+            zs[pos[col]] += x;
             continue;
         }
-        if (k < 0 || (*group >= 0 && *group != k)) return 0;
-        *group = k;
-        gp[*ng] = B->pos[col];
-        gv[(*ng)++] = x;
+        if (k < 0 || (j >= 0 && j != k)) return 0;
+        j = k;
+        gp[n] = pos[col];
+        gv[n++] = x;
     }
+    *group = j;
+    *ng = n;
     return 1;
 }
 
@@ -435,55 +439,43 @@ WIDE static void shared_residual(const Blocks *B, int64_t j, const int64_t *gp,
 }
 
 #if defined(__GNUC__)
-/* sums[e0 .. e0 + 4 NQ) of group_sums where the positions are consecutive (gp[e] = g0 + e;
- * row e of the group's entries at r[e]): NQ vectors of four rows' sums, independent
- * chains side by side, each sum in the order of f from 0.0; four columns of four rows read
- * as a tile and transposed in registers (a vector per column), the last ng mod 4 columns
- * one by one; rows past ng repeat the last (their sums unused). NQ: a constant of each
- * caller (the loops unroll into registers). */
-static inline __attribute__((always_inline)) void tile_sums(
-        const double *c, Py_ssize_t b, Py_ssize_t g0, const double *gv, Py_ssize_t ng,
-        Py_ssize_t e0, double *sums, const int NQ) {
-    const double *r[4 * CHAINS];
-    lanes s[CHAINS];
-#pragma GCC unroll 32
-    for (int k = 0; k < 4 * NQ; k++) r[k] = c + (g0 + (e0 + k < ng ? e0 + k : ng - 1)) * b + g0;
+/* sums[e0 .. e0 + 4 NQ + rest) of group_sums where the positions are consecutive (gp[e] =
+ * g0 + e): NQ vectors of four sums and a partial one of rest < 4, independent chains side
+ * by side, each sum in the order of f from 0.0, a row of the transposed block (a column of
+ * C) read as vectors at each f. NQ: a constant of each caller (the loops unroll into
+ * registers). */
+static inline __attribute__((always_inline)) void column_sums(
+        const double *ct, Py_ssize_t b, Py_ssize_t g0, const double *gv, Py_ssize_t ng,
+        Py_ssize_t e0, double *sums, const int NQ, int rest) {
+    lanes s[CHAINS + 1];
 #pragma GCC unroll 8
-    for (int q = 0; q < NQ; q++) s[q] = (lanes){0.0, 0.0, 0.0, 0.0};
-    Py_ssize_t f = 0;
-    for (; f + 4 <= ng; f += 4)
+    for (int q = 0; q <= NQ; q++) s[q] = (lanes){0.0, 0.0, 0.0, 0.0};
+    for (Py_ssize_t f = 0; f < ng; f++) {
+        const double *row = ct + (g0 + f) * b + g0 + e0;
+        double g = gv[f];
 #pragma GCC unroll 8
         for (int q = 0; q < NQ; q++) {
-            lanes t0, t1, t2, t3;
-            memcpy(&t0, r[4 * q] + f, sizeof t0);
-            memcpy(&t1, r[4 * q + 1] + f, sizeof t1);
-            memcpy(&t2, r[4 * q + 2] + f, sizeof t2);
-            memcpy(&t3, r[4 * q + 3] + f, sizeof t3);
-            lanes even01 = __builtin_shuffle(t0, t1, (lane_mask){0, 4, 2, 6});
-            lanes odd01 = __builtin_shuffle(t0, t1, (lane_mask){1, 5, 3, 7});
-            lanes even23 = __builtin_shuffle(t2, t3, (lane_mask){0, 4, 2, 6});
-            lanes odd23 = __builtin_shuffle(t2, t3, (lane_mask){1, 5, 3, 7});
-            s[q] += __builtin_shuffle(even01, even23, (lane_mask){0, 1, 4, 5}) * gv[f];
-            s[q] += __builtin_shuffle(odd01, odd23, (lane_mask){0, 1, 4, 5}) * gv[f + 1];
-            s[q] += __builtin_shuffle(even01, even23, (lane_mask){2, 3, 6, 7}) * gv[f + 2];
-            s[q] += __builtin_shuffle(odd01, odd23, (lane_mask){2, 3, 6, 7}) * gv[f + 3];
+            lanes u;
+            memcpy(&u, row + 4 * q, sizeof u);
+            s[q] += u * g;
         }
-    for (; f < ng; f++)
+        if (rest) {
+            lanes u;
+            partial(&u, row + 4 * NQ, rest);
+            s[NQ] += u * g;
+        }
+    }
 #pragma GCC unroll 8
-        for (int q = 0; q < NQ; q++) {
-            lanes a = {r[4 * q][f], r[4 * q + 1][f], r[4 * q + 2][f], r[4 * q + 3][f]};
-            s[q] += a * gv[f];
-        }
-#pragma GCC unroll 32
-    for (int k = 0; k < 4 * NQ; k++)
-        if (e0 + k < ng) sums[e0 + k] = s[k / 4][k % 4];
+    for (int q = 0; q < NQ; q++) memcpy(sums + e0 + 4 * q, &s[q], sizeof(lanes));
+    for (int k = 0; k < rest; k++) sums[e0 + 4 * NQ + k] = s[NQ][k];
 }
 #endif
 
-/* sums[e] = sum over f of c[gp[e] b + gp[f]] gv[f], each in the order of f: four sums
- * side by side, one per lane (consecutive positions, a row's usual ones: up to CHAINS
- * vectors of them, by tiles) */
-WIDE static void group_sums(const double *c, Py_ssize_t b, const int64_t *gp,
+/* sums[e] = sum over f of C[gp[e], gp[f]] gv[f], each in the order of f, of a group's
+ * block C kept transposed (ct: ct[x b + y] = C[y, x]): consecutive positions (a row's
+ * usual ones) up to CHAINS vectors of sums at a time, read by rows of ct; else four sums
+ * side by side, one per lane */
+WIDE static void group_sums(const double *ct, Py_ssize_t b, const int64_t *gp,
                             const double *gv, Py_ssize_t ng, double *sums) {
     Py_ssize_t e = 0;
 #if defined(__GNUC__)
@@ -492,27 +484,25 @@ WIDE static void group_sums(const double *c, Py_ssize_t b, const int64_t *gp,
     if (consecutive) {
         Py_ssize_t g0 = gp[0];
         for (; e + 4 * CHAINS <= ng; e += 4 * CHAINS)
-            tile_sums(c, b, g0, gv, ng, e, sums, CHAINS);
-        switch ((ng - e + 3) / 4) {
-            case 0: break;
-            case 1: tile_sums(c, b, g0, gv, ng, e, sums, 1); break;
-            case 2: tile_sums(c, b, g0, gv, ng, e, sums, 2); break;
-            case 3: tile_sums(c, b, g0, gv, ng, e, sums, 3); break;
-            case 4: tile_sums(c, b, g0, gv, ng, e, sums, 4); break;
-            case 5: tile_sums(c, b, g0, gv, ng, e, sums, 5); break;
-            case 6: tile_sums(c, b, g0, gv, ng, e, sums, 6); break;
-            case 7: tile_sums(c, b, g0, gv, ng, e, sums, 7); break;
-            default: tile_sums(c, b, g0, gv, ng, e, sums, 8); break;
+            column_sums(ct, b, g0, gv, ng, e, sums, CHAINS, 0);
+        int rest = (int)((ng - e) % 4);
+        switch ((ng - e) / 4) {
+            case 0: if (rest) column_sums(ct, b, g0, gv, ng, e, sums, 0, rest); break;
+            case 1: column_sums(ct, b, g0, gv, ng, e, sums, 1, rest); break;
+            case 2: column_sums(ct, b, g0, gv, ng, e, sums, 2, rest); break;
+            case 3: column_sums(ct, b, g0, gv, ng, e, sums, 3, rest); break;
+            case 4: column_sums(ct, b, g0, gv, ng, e, sums, 4, rest); break;
+            case 5: column_sums(ct, b, g0, gv, ng, e, sums, 5, rest); break;
+            case 6: column_sums(ct, b, g0, gv, ng, e, sums, 6, rest); break;
+            default: column_sums(ct, b, g0, gv, ng, e, sums, 7, rest); break;
         }
         return;
     }
     for (; e + 4 <= ng; e += 4) {
-        const double *r0 = c + gp[e] * b, *r1 = c + gp[e + 1] * b, *r2 = c + gp[e + 2] * b,
-                     *r3 = c + gp[e + 3] * b;
         lanes s = {0.0, 0.0, 0.0, 0.0};
         for (Py_ssize_t f = 0; f < ng; f++) {
-            Py_ssize_t at = gp[f];
-            lanes a = {r0[at], r1[at], r2[at], r3[at]};
+            const double *row = ct + gp[f] * b;
+            lanes a = {row[gp[e]], row[gp[e + 1]], row[gp[e + 2]], row[gp[e + 3]]};
             s += a * gv[f];
         }
         memcpy(sums + e, &s, sizeof s);
@@ -520,7 +510,7 @@ WIDE static void group_sums(const double *c, Py_ssize_t b, const int64_t *gp,
 #endif
     for (; e < ng; e++) {
         double s = 0.0;
-        for (Py_ssize_t f = 0; f < ng; f++) s += c[gp[e] * b + gp[f]] * gv[f];
+        for (Py_ssize_t f = 0; f < ng; f++) s += ct[gp[f] * b + gp[e]] * gv[f];
         sums[e] = s;
     }
 }
@@ -619,11 +609,12 @@ static int block_learn(const Blocks *B, const double *a, const double *bvec, Py_
     double *c = NULL, *h = NULL;
     if (j >= 0) {
         g0 = B->g_start[j], b = B->g_start[j + 1] - g0;
-        c = B->c_inv + B->c_off[j], h = B->h + g0;
-        for (Py_ssize_t p = 0; p < b; p++) {
-            double x = 0.0;
-            for (Py_ssize_t e = 0; e < ng; e++) x += c[p * b + t->gp[e]] * t->gv[e];
-            t->v[p] = x;
+        c = B->c_inv + B->c_off[j], h = B->h + g0;  /* (C transposed: group_sums) */
+        for (Py_ssize_t p = 0; p < b; p++) t->v[p] = 0.0;
+        for (Py_ssize_t e = 0; e < ng; e++) {  /* v = C z_G, each entry in the order of e */
+            const double *row = c + t->gp[e] * b;
+            double g = t->gv[e];
+            for (Py_ssize_t p = 0; p < b; p++) t->v[p] += row[p] * g;
         }
         for (Py_ssize_t e = 0; e < ng; e++) {
             quad_g += t->gv[e] * t->v[t->gp[e]];
@@ -650,9 +641,12 @@ static int block_learn(const Blocks *B, const double *a, const double *bvec, Py_
     }
     double keep = 1.0 - shrink * quad_g;
     double *f = B->f + g0 * s;
+    for (Py_ssize_t k = 0; k < b; k++) {  /* C[p, k] at c[k b + p] */
+        double *row = c + k * b, vk = t->v[k];
+        for (Py_ssize_t p = 0; p < b; p++) row[p] -= shrink * t->v[p] * vk;
+    }
     for (Py_ssize_t p = 0; p < b; p++) {
         double vp = t->v[p], moved = vp * keep;
-        for (Py_ssize_t k = 0; k < b; k++) c[p * b + k] -= shrink * vp * t->v[k];
         double *frow = f + p * s;
         for (Py_ssize_t i = 0; i < s; i++)
             frow[i] += -shrink * vp * t->e[i] + weight * moved * t->zs[i];

@@ -25,11 +25,23 @@ class ArrowheadBlocks(Stateful):
     SAVED = {  # what a model file holds (`regcb_stream.state`)
         "kind": "kind",
         "arrays": "arrays",
+        "transposed": "transposed",
     }
+    ADDED = {"transposed": False}  # (model files of before: each group's C^-1 by rows)
 
     def __init__(self, dim: int):
         self.kind = np.full(dim, -2, np.int64)  # -2 unseen, -1 shared, >= 0 its group
         self.arrays: tuple = ()
+        self.transposed = True  # each group's C^-1 kept transposed (the kernels read columns)
+
+    def restored(self) -> None:
+        if not self.transposed and self.arrays:
+            start, c_off, c_inv = self.arrays[2], self.arrays[5], self.arrays[6].copy()
+            for lo, hi, size in zip(c_off[:-1].tolist(), c_off[1:].tolist(),
+                                    np.diff(start).tolist()):
+                c_inv[lo:hi] = c_inv[lo:hi].reshape(size, size).T.ravel()
+            self.arrays = (*self.arrays[:6], c_inv, *self.arrays[7:])
+        self.transposed = True
 
     def grow(self, dim: int) -> ArrowheadBlocks:
         """Unseen columns added (to the built blocks too: a row with one is refitted)."""
@@ -116,7 +128,7 @@ class ArrowheadBlocks(Stateful):
             cols = order[lo:hi]
             inverse = np.linalg.inv(a[np.ix_(cols, cols)])
             across = a[np.ix_(cols, shared)]
-            c_inv[c_off[j]:c_off[j + 1]] = inverse.ravel()
+            c_inv[c_off[j]:c_off[j + 1]] = inverse.T.ravel()
             f[lo:hi], h[lo:hi] = inverse @ across, inverse @ b[cols]
             sigma -= across.T @ f[lo:hi]
             rhs -= across.T @ h[lo:hi]
