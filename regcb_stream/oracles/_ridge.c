@@ -26,6 +26,8 @@
 #if defined(__GNUC__)
 typedef double lanes __attribute__((vector_size(32)));
 #endif
+#define CHAINS 8  /* vectors of sums kept side by side in registers (rank_one's spread,
+                   * shared_residual, group_sums, gram_add_rows) */
 
 /* sum of a[i] * b[i]: four partial sums (i mod 4), then the rest into the first; inlined
  * into the functions of many targets (a call of the WIDE dot goes through the resolver:
@@ -203,15 +205,62 @@ static inline __attribute__((always_inline)) void quads_moments(
         var[g] = raw || v[g / 4][g % 4] > 0.0 ? v[g / 4][g % 4] : 0.0;
 }
 
+/* theta . x of 4 Q dense rows transposed in xt (as quads_moments reads them), each in
+ * dot's order exactly (lane k of its four sums: the terms k mod 4 from the start, the last
+ * D mod 4 terms in lane 0, then (s0 + s1) + (s2 + s3)): a row per lane */
+static inline __attribute__((always_inline)) void quads_dots(
+        const double *theta, Py_ssize_t D, const double *xt, Py_ssize_t stride, double *pred,
+        const int Q) {
+    lanes s[4][ROWS / 4];
+#pragma GCC unroll 8
+    for (int k = 0; k < 4; k++)
+#pragma GCC unroll 8
+        for (int q = 0; q < Q; q++) s[k][q] = (lanes){0.0, 0.0, 0.0, 0.0};
+    Py_ssize_t c = 0;
+    for (; c + 4 <= D; c += 4)
+#pragma GCC unroll 8
+        for (int k = 0; k < 4; k++)
+#pragma GCC unroll 8
+            for (int q = 0; q < Q; q++) {
+                lanes u;
+                memcpy(&u, xt + (c + k) * stride + 4 * q, sizeof u);
+                s[k][q] += theta[c + k] * u;
+            }
+    for (; c < D; c++)
+#pragma GCC unroll 8
+        for (int q = 0; q < Q; q++) {
+            lanes u;
+            memcpy(&u, xt + c * stride + 4 * q, sizeof u);
+            s[0][q] += theta[c] * u;
+        }
+#pragma GCC unroll 8
+    for (int q = 0; q < Q; q++) {
+        lanes sum = (s[0][q] + s[1][q]) + (s[2][q] + s[3][q]);
+        memcpy(pred + 4 * q, &sum, sizeof sum);
+    }
+}
+
 /* quads_moments of the G <= ROWS rows of xt, in as few quads as hold them (the last
  * quad's spare lanes compute rows of xt beyond them: xt has room, their results unused);
- * raw: the sums as they are (x^T M x of a row, not clipped at 0) */
+ * raw: the sums as they are (x^T M x of a row, not clipped at 0); with theta, the rows'
+ * theta . x into pred too (quads_dots: room for the spare lanes' as well) */
 WIDE static void rows_moments(const double *m, Py_ssize_t D, const double *xt,
-                              Py_ssize_t stride, Py_ssize_t G, double *var, int raw) {
-    if (G > 12) quads_moments(m, D, xt, stride, var, 4, raw);
-    else if (G > 8) quads_moments(m, D, xt, stride, var, 3, raw);
-    else if (G > 4) quads_moments(m, D, xt, stride, var, 2, raw);
-    else quads_moments(m, D, xt, stride, var, 1, raw);
+                              Py_ssize_t stride, Py_ssize_t G, double *var, int raw,
+                              const double *theta, double *pred) {
+    int Q = G > 12 ? 4 : G > 8 ? 3 : G > 4 ? 2 : 1;
+    switch (Q) {
+        case 4: quads_moments(m, D, xt, stride, var, 4, raw); break;
+        case 3: quads_moments(m, D, xt, stride, var, 3, raw); break;
+        case 2: quads_moments(m, D, xt, stride, var, 2, raw); break;
+        default: quads_moments(m, D, xt, stride, var, 1, raw); break;
+    }
+    if (!theta) return;
+    switch (Q) {
+        case 4: quads_dots(theta, D, xt, stride, pred, 4); break;
+        case 3: quads_dots(theta, D, xt, stride, pred, 3); break;
+        case 2: quads_dots(theta, D, xt, stride, pred, 2); break;
+        default: quads_dots(theta, D, xt, stride, pred, 1); break;
+    }
 }
 #endif
 
@@ -256,6 +305,32 @@ WIDE static void gram_add(double *a, double *b, Py_ssize_t D, const int64_t *ind
     }
 }
 
+#if defined(__GNUC__)
+/* spread[k0 .. k0 + 4 NV) of rank_one's A^-1 x for a dense row: the sum of the rows of
+ * a_inv times the row's entries, in their order (the zero ones skipped), held in registers
+ * while the rows pass (NV: a constant of each caller) */
+static inline __attribute__((always_inline)) void spread_chunk(
+        double *spread, Py_ssize_t k0, const double *a_inv, Py_ssize_t D, const double *value,
+        Py_ssize_t L, const int NV) {
+    lanes acc[CHAINS];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) acc[v] = (lanes){0.0, 0.0, 0.0, 0.0};
+    for (Py_ssize_t l = 0; l < L; l++) {
+        double x = value[l];
+        if (x == 0.0) continue;
+        const double *row = a_inv + l * D + k0;
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; v++) {
+            lanes u;
+            memcpy(&u, row + 4 * v, sizeof u);
+            acc[v] += x * u;
+        }
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v++) memcpy(spread + k0 + 4 * v, &acc[v], sizeof(lanes));
+}
+#endif
+
 /* Sherman-Morrison: a_inv <- (A + w x x^T)^-1 and theta <- its solution, in O(D^2);
  * spread is scratch of length D */
 WIDE static void rank_one(double *a_inv, double *theta, Py_ssize_t D, const int64_t *index,
@@ -263,11 +338,29 @@ WIDE static void rank_one(double *a_inv, double *theta, Py_ssize_t D, const int6
                      double *spread) {
     index = unless_dense(index, L);
     memset(spread, 0, D * sizeof(double));
-    for (Py_ssize_t l = 0; l < L; l++) {  /* A^-1 x = sum of rows (A^-1 is symmetric) */
+    Py_ssize_t done = 0;  /* A^-1 x = sum of rows (A^-1 is symmetric) */
+#if defined(__GNUC__)
+    if (!index) {  /* a dense row: spread[done ..) by vectors of it in registers */
+        for (; done + 4 * CHAINS <= D; done += 4 * CHAINS)
+            spread_chunk(spread, done, a_inv, D, value, L, CHAINS);
+        switch ((D - done) / 4) {
+            case 0: break;
+            case 1: spread_chunk(spread, done, a_inv, D, value, L, 1); break;
+            case 2: spread_chunk(spread, done, a_inv, D, value, L, 2); break;
+            case 3: spread_chunk(spread, done, a_inv, D, value, L, 3); break;
+            case 4: spread_chunk(spread, done, a_inv, D, value, L, 4); break;
+            case 5: spread_chunk(spread, done, a_inv, D, value, L, 5); break;
+            case 6: spread_chunk(spread, done, a_inv, D, value, L, 6); break;
+            default: spread_chunk(spread, done, a_inv, D, value, L, 7); break;
+        }
+        done += (D - done) / 4 * 4;
+    }
+#endif
+    for (Py_ssize_t l = 0; l < L; l++) {
         double x = value[l];
         if (x == 0.0) continue;
         const double *row = a_inv + (index ? index[l] : l) * D;
-        for (Py_ssize_t i = 0; i < D; i++) spread[i] += x * row[i];
+        for (Py_ssize_t i = done; i < D; i++) spread[i] += x * row[i];
     }
     double quad = index ? gather_dot(spread, index, value, L) : dot(spread, value, L);
     double fit = index ? gather_dot(theta, index, value, L) : dot(theta, value, L);
@@ -362,8 +455,6 @@ static void scratch_free(Scratch *t) {
     PyMem_Free(t->zs);
     PyMem_Free(t->gp);
 }
-
-#define CHAINS 8  /* vectors of sums kept side by side (shared_residual, group_sums) */
 
 #if defined(__GNUC__)
 /* The first n < 4 entries of a row as a vector (the others 0), read one by one: a vector
@@ -582,7 +673,7 @@ WIDE static int block_rows(const Blocks *B, const int64_t *cols, const double *v
 #if defined(__GNUC__)
     for (Py_ssize_t k = 0; k < K; k += ROWS)
         rows_moments(B->s_inv, s, r->xt + k, stride, K - k < ROWS ? K - k : ROWS,
-                     r->quad + k, 1);
+                     r->quad + k, 1, NULL, NULL);
 #endif
     for (Py_ssize_t k = 0; k < K; k++) {
         double v = r->quad[k];
@@ -1512,17 +1603,16 @@ static void model_major(double *A, double *B, double *AI, double *TH, int64_t *u
                 double pg[ROWS], vg[ROWS];
                 Py_ssize_t G = stop - r < ROWS ? stop - r : ROWS;
 #if defined(__GNUC__)
-                for (Py_ssize_t g = 0; g < G; g++)
-                    pg[g] = dot(TH + m * D, val + (r + g) * D, D);
-                rows_moments(AI + m * D * D, D, xt + (r - start), stride, G, vg, 0);
+                rows_moments(AI + m * D * D, D, xt + (r - start), stride, G, vg, 0, TH + m * D,
+                             pg);
 #else
                 for (Py_ssize_t g = 0; g < G; g++)
                     row_moments(AI + m * D * D, TH + m * D, D, NULL, val + (r + g) * D, D,
                                 pg + g, vg + g);
 #endif
-                for (Py_ssize_t g = 0; g < G; g++)
-                    for (Py_ssize_t k = 0; k < K; k++)
-                        if (model[k] == m) {
+                for (Py_ssize_t k = 0; k < K; k++)
+                    if (model[k] == m)
+                        for (Py_ssize_t g = 0; g < G; g++) {
                             p[(r + g) * K + k] = pg[g] + prior;
                             var[(r + g - start) * K + k] = vg[g];
                         }
