@@ -156,6 +156,36 @@ WIDE static void group_moments(const double *const *a_inv, const double *const *
 
 typedef long long lane_mask __attribute__((vector_size(32)));
 
+/* s[k][q]: lane k of the dots of r (n entries) with the 4 Q rows of y (row g's entry i at
+ * y[i * stride + g], a row per lane): the terms k mod 4 from the start, the last n mod 4
+ * in lane 0, as dot sums (Q: a constant of each caller, for the loops to unroll into
+ * registers) */
+static inline __attribute__((always_inline)) void quads_sums(
+        const double *r, const double *y, Py_ssize_t n, Py_ssize_t stride,
+        lanes s[4][ROWS / 4], const int Q) {
+#pragma GCC unroll 8
+    for (int k = 0; k < 4; k++)
+#pragma GCC unroll 8
+        for (int q = 0; q < Q; q++) s[k][q] = (lanes){0.0, 0.0, 0.0, 0.0};
+    Py_ssize_t i = 0;
+    for (; i + 4 <= n; i += 4)
+#pragma GCC unroll 8
+        for (int k = 0; k < 4; k++)
+#pragma GCC unroll 8
+            for (int q = 0; q < Q; q++) {
+                lanes u;
+                memcpy(&u, y + (i + k) * stride + 4 * q, sizeof u);
+                s[k][q] += r[i + k] * u;
+            }
+    for (; i < n; i++)
+#pragma GCC unroll 8
+        for (int q = 0; q < Q; q++) {
+            lanes u;
+            memcpy(&u, y + i * stride + 4 * q, sizeof u);
+            s[0][q] += r[i] * u;
+        }
+}
+
 /* x^T A^-1 x of 4 Q dense rows under one model (m its inverse), row_moments' sums: the
  * rows transposed in xt (row g's value c at xt[c * stride + g]), a row per lane, so that
  * the inverse is read once for the 4 Q rows. Each row's sums are in row_moments' order
@@ -169,29 +199,8 @@ static inline __attribute__((always_inline)) void quads_moments(
 #pragma GCC unroll 8
     for (int q = 0; q < Q; q++) v[q] = (lanes){0.0, 0.0, 0.0, 0.0};
     for (Py_ssize_t l = 0; l < D; l++) {
-        const double *r = m + l * D + l + 1, *y = xt + (l + 1) * stride;
-        Py_ssize_t n = D - l - 1, i = 0;
-        lanes s[4][ROWS / 4];  /* s[k][q]: lane k of the dots of rows 4q..4q+3 */
-#pragma GCC unroll 8
-        for (int k = 0; k < 4; k++)
-#pragma GCC unroll 8
-            for (int q = 0; q < Q; q++) s[k][q] = (lanes){0.0, 0.0, 0.0, 0.0};
-        for (; i + 4 <= n; i += 4)
-#pragma GCC unroll 8
-            for (int k = 0; k < 4; k++)
-#pragma GCC unroll 8
-                for (int q = 0; q < Q; q++) {
-                    lanes u;
-                    memcpy(&u, y + (i + k) * stride + 4 * q, sizeof u);
-                    s[k][q] += r[i + k] * u;
-                }
-        for (; i < n; i++)
-#pragma GCC unroll 8
-            for (int q = 0; q < Q; q++) {
-                lanes u;
-                memcpy(&u, y + i * stride + 4 * q, sizeof u);
-                s[0][q] += r[i] * u;
-            }
+        lanes s[4][ROWS / 4];
+        quads_sums(m + l * D + l + 1, xt + (l + 1) * stride, D - l - 1, stride, s, Q);
         double d = m[l * D + l];
 #pragma GCC unroll 8
         for (int q = 0; q < Q; q++) {
@@ -212,27 +221,7 @@ static inline __attribute__((always_inline)) void quads_dots(
         const double *theta, Py_ssize_t D, const double *xt, Py_ssize_t stride, double *pred,
         const int Q) {
     lanes s[4][ROWS / 4];
-#pragma GCC unroll 8
-    for (int k = 0; k < 4; k++)
-#pragma GCC unroll 8
-        for (int q = 0; q < Q; q++) s[k][q] = (lanes){0.0, 0.0, 0.0, 0.0};
-    Py_ssize_t c = 0;
-    for (; c + 4 <= D; c += 4)
-#pragma GCC unroll 8
-        for (int k = 0; k < 4; k++)
-#pragma GCC unroll 8
-            for (int q = 0; q < Q; q++) {
-                lanes u;
-                memcpy(&u, xt + (c + k) * stride + 4 * q, sizeof u);
-                s[k][q] += theta[c + k] * u;
-            }
-    for (; c < D; c++)
-#pragma GCC unroll 8
-        for (int q = 0; q < Q; q++) {
-            lanes u;
-            memcpy(&u, xt + c * stride + 4 * q, sizeof u);
-            s[0][q] += theta[c] * u;
-        }
+    quads_sums(theta, xt, D, stride, s, Q);
 #pragma GCC unroll 8
     for (int q = 0; q < Q; q++) {
         lanes sum = (s[0][q] + s[1][q]) + (s[2][q] + s[3][q]);
