@@ -28,6 +28,19 @@ typedef double lanes __attribute__((vector_size(32)));
 #endif
 #define CHAINS 8  /* vectors of sums kept side by side in registers (rank_one's spread,
                    * shared_residual, group_sums, gram_add_rows) */
+/* CALL(NV) with NV the constant n (0 <= n < CHAINS), so that the loops of CALL unroll
+ * into registers for each number of vectors */
+#define BY_VECTORS(n, CALL)                                                                \
+    switch (n) {                                                                           \
+        case 0: CALL(0); break;                                                            \
+        case 1: CALL(1); break;                                                            \
+        case 2: CALL(2); break;                                                            \
+        case 3: CALL(3); break;                                                            \
+        case 4: CALL(4); break;                                                            \
+        case 5: CALL(5); break;                                                            \
+        case 6: CALL(6); break;                                                            \
+        default: CALL(7); break;                                                           \
+    }
 
 /* sum of a[i] * b[i]: four partial sums (i mod 4), then the rest into the first; inlined
  * into the functions of many targets (a call of the WIDE dot goes through the resolver:
@@ -332,16 +345,9 @@ WIDE static void rank_one(double *a_inv, double *theta, Py_ssize_t D, const int6
     if (!index) {  /* a dense row: spread[done ..) by vectors of it in registers */
         for (; done + 4 * CHAINS <= D; done += 4 * CHAINS)
             spread_chunk(spread, done, a_inv, D, value, L, CHAINS);
-        switch ((D - done) / 4) {
-            case 0: break;
-            case 1: spread_chunk(spread, done, a_inv, D, value, L, 1); break;
-            case 2: spread_chunk(spread, done, a_inv, D, value, L, 2); break;
-            case 3: spread_chunk(spread, done, a_inv, D, value, L, 3); break;
-            case 4: spread_chunk(spread, done, a_inv, D, value, L, 4); break;
-            case 5: spread_chunk(spread, done, a_inv, D, value, L, 5); break;
-            case 6: spread_chunk(spread, done, a_inv, D, value, L, 6); break;
-            default: spread_chunk(spread, done, a_inv, D, value, L, 7); break;
-        }
+#define SPREAD(NV) if (NV) spread_chunk(spread, done, a_inv, D, value, L, NV)
+        BY_VECTORS((D - done) / 4, SPREAD)
+#undef SPREAD
         done += (D - done) / 4 * 4;
     }
 #endif
@@ -499,16 +505,9 @@ WIDE static void shared_residual(const Blocks *B, int64_t j, const int64_t *gp,
     for (; i + 4 * CHAINS <= s; i += 4 * CHAINS)
         residual_chunk(f, s, i, gp, gv, ng, w, CHAINS, 0);
     int rest = (int)((s - i) % 4);
-    switch ((s - i) / 4) {
-        case 0: if (rest) residual_chunk(f, s, i, gp, gv, ng, w, 0, rest); break;
-        case 1: residual_chunk(f, s, i, gp, gv, ng, w, 1, rest); break;
-        case 2: residual_chunk(f, s, i, gp, gv, ng, w, 2, rest); break;
-        case 3: residual_chunk(f, s, i, gp, gv, ng, w, 3, rest); break;
-        case 4: residual_chunk(f, s, i, gp, gv, ng, w, 4, rest); break;
-        case 5: residual_chunk(f, s, i, gp, gv, ng, w, 5, rest); break;
-        case 6: residual_chunk(f, s, i, gp, gv, ng, w, 6, rest); break;
-        default: residual_chunk(f, s, i, gp, gv, ng, w, 7, rest); break;
-    }
+#define RESIDUAL(NV) if (NV || rest) residual_chunk(f, s, i, gp, gv, ng, w, NV, rest)
+    BY_VECTORS((s - i) / 4, RESIDUAL)
+#undef RESIDUAL
 #else
     for (; i < s; i++) {
         double x = w[i];
@@ -566,16 +565,9 @@ WIDE static void group_sums(const double *ct, Py_ssize_t b, const int64_t *gp,
         for (; e + 4 * CHAINS <= ng; e += 4 * CHAINS)
             column_sums(ct, b, g0, gv, ng, e, sums, CHAINS, 0);
         int rest = (int)((ng - e) % 4);
-        switch ((ng - e) / 4) {
-            case 0: if (rest) column_sums(ct, b, g0, gv, ng, e, sums, 0, rest); break;
-            case 1: column_sums(ct, b, g0, gv, ng, e, sums, 1, rest); break;
-            case 2: column_sums(ct, b, g0, gv, ng, e, sums, 2, rest); break;
-            case 3: column_sums(ct, b, g0, gv, ng, e, sums, 3, rest); break;
-            case 4: column_sums(ct, b, g0, gv, ng, e, sums, 4, rest); break;
-            case 5: column_sums(ct, b, g0, gv, ng, e, sums, 5, rest); break;
-            case 6: column_sums(ct, b, g0, gv, ng, e, sums, 6, rest); break;
-            default: column_sums(ct, b, g0, gv, ng, e, sums, 7, rest); break;
-        }
+#define COLUMNS(NQ) if (NQ || rest) column_sums(ct, b, g0, gv, ng, e, sums, NQ, rest)
+        BY_VECTORS((ng - e) / 4, COLUMNS)
+#undef COLUMNS
         return;
     }
     for (; e + 4 <= ng; e += 4) {
@@ -1542,16 +1534,9 @@ WIDE static void gram_add_rows(double *a, double *b, Py_ssize_t D, const double 
 #if defined(__GNUC__)
         for (; k + 4 * CHAINS <= D; k += 4 * CHAINS)
             gram_chunk(row, k, l, D, val, labels, count, wt, CHAINS);
-        switch ((D - k) / 4) {
-            case 0: break;
-            case 1: gram_chunk(row, k, l, D, val, labels, count, wt, 1); break;
-            case 2: gram_chunk(row, k, l, D, val, labels, count, wt, 2); break;
-            case 3: gram_chunk(row, k, l, D, val, labels, count, wt, 3); break;
-            case 4: gram_chunk(row, k, l, D, val, labels, count, wt, 4); break;
-            case 5: gram_chunk(row, k, l, D, val, labels, count, wt, 5); break;
-            case 6: gram_chunk(row, k, l, D, val, labels, count, wt, 6); break;
-            default: gram_chunk(row, k, l, D, val, labels, count, wt, 7); break;
-        }
+#define GRAM(NV) if (NV) gram_chunk(row, k, l, D, val, labels, count, wt, NV)
+        BY_VECTORS((D - k) / 4, GRAM)
+#undef GRAM
         k += (D - k) / 4 * 4;
 #endif
         for (Py_ssize_t c = 0; c < count; c++) {
