@@ -590,3 +590,19 @@ def test_a_run_without_examples_reports_the_budget_its_flags_name(flags, budget)
     result = run_cli(flags, "")
     assert result.returncode == 0
     assert f"exploration budget = {budget}\n" in result.stderr
+
+
+def test_carriage_returns_a_bom_and_empty_lines_are_read_as_vw_reads_them(tmp_path):
+    """A stream with Windows line ends, a byte-order mark and empty lines gives the
+    predictions of the clean stream, and a bad line is named by its number in the file."""
+    lines = cb_stream(300, seed=5).splitlines()
+    messy = ["\ufeff" + lines[0], *lines[1:150], "", *lines[150:]]
+    clean, dirty = tmp_path / "clean.dat", tmp_path / "dirty.dat"
+    clean.write_text("\n".join(lines) + "\n")
+    dirty.write_bytes(("\r\n".join(messy) + "\r\n").encode())
+    args = ["--cb_explore", "4", "-p", "-", "--quiet", "-d"]
+    assert run_cli([*args, str(dirty)]).stdout == run_cli([*args, str(clean)]).stdout
+    messy[200] = "1:0.5:2 |x a"
+    dirty.write_bytes(("\r\n".join(messy) + "\r\n").encode())
+    result = run_cli([*args, str(dirty)])
+    assert result.returncode == 1 and "line 201" in result.stderr

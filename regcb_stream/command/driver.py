@@ -17,6 +17,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -197,12 +198,11 @@ class Driver:
         take = taker(lines)
         count, limit = first_line - 1, 64  # a first block short enough whatever the lines
         while chunk := take(limit):
-            numbered = [(no, text) for no, raw in enumerate(chunk, count + 1)
-                        if (text := clean_line(raw))]
+            texts, line_nos = _numbered(chunk, count + 1)
             count += len(chunk)
-            for part in _narrow(numbered):
+            for part in _narrow(texts, line_nos):
                 with self.guard():
-                    self._cb_batch(part, on_error)
+                    self._cb_batch(*part, on_error)
             width = sum(map(len, chunk)) // len(chunk) + 1
             limit = max(16, min(MAX_BLOCK, MAX_TEXT // width))
 
@@ -245,24 +245,28 @@ class Driver:
                     batch, rows = [], 0
         yield batch
 
-    def _cb_batch(self, batch: list[tuple[int, str]], on_error: OnError | None) -> None:
-        """Read, encode, decide, write and learn a block of single-line examples."""
-        if not batch:
+    def _cb_batch(self, texts: list[str], line_nos: Sequence[int],
+                  on_error: OnError | None) -> None:
+        """Read, encode, decide, write and learn a block of single-line examples (their
+        lines' texts and numbers)."""
+        if not texts:
             return
-        block = read_cb_block([text for _, text in batch], self.settings.n_actions)
+        block = read_cb_block(texts, self.settings.n_actions)
         encoded = self._text.encode(block.bodies)
-        keep, reports = _checked(len(batch), {**encoded.errors, **block.errors}, on_error,
-                                 batch.__getitem__)
+        keep, reports = _checked(len(texts), {**encoded.errors, **block.errors}, on_error,
+                                 lambda i: (line_nos[i], texts[i]))
 
         def replay(part: list[int]) -> None:
-            rows = encoded.rows if len(part) == len(batch) else encoded.rows[part]
+            whole = len(part) == len(texts)
+            rows = encoded.rows if whole else encoded.rows[part]
             per_example = (1 if self.legacy else len(self._labels))
             counts = (encoded.n_features[part] + self.settings.constant) * per_example
             played, probs = block.action[part] - 1, block.prob[part]
             labels = (played, block.cost[part], probs, self._single_weights(played, probs))
-            self._replay([block.tags[i] for i in part], [batch[i][0] for i in part], rows,
-                         self._labels, labels, counts.tolist(),
-                         [block.bodies[i] for i in part])
+            pick = (lambda values: values) if whole else (
+                lambda values: [values[i] for i in part])
+            self._replay(pick(block.tags), pick(line_nos), rows, self._labels, labels,
+                         counts.tolist(), pick(block.bodies))
         _in_stream_order(keep, reports, replay, on_error)
 
     def _adf_batch(self, batch: list, on_error: OnError | None) -> None:
@@ -429,16 +433,29 @@ def warn_cost_range(where: str, cost: float, low: float, high: float) -> None:
           "the range", file=sys.stderr)
 
 
-def _narrow(numbered: list[tuple[int, str]]) -> list[list[tuple[int, str]]]:
-    """A block cut where its lines would pad to more than ``MAX_TEXT`` characters (a block
-    is encoded as rows as wide as its longest line: one very long line goes alone)."""
+def _numbered(chunk: list[str], first: int) -> tuple[list[str], Sequence[int]]:
+    """The non-empty lines of a chunk, cleaned (`clean_line`), and their numbers (the
+    chunk's first is number ``first``): a chunk with nothing to clean as it is."""
+    joined = "".join(chunk)
+    if "" not in chunk and not any(c in joined for c in "\n\r\ufeff"):
+        return chunk, range(first, first + len(chunk))
+    numbered = [(no, text) for no, raw in enumerate(chunk, first) if (text := clean_line(raw))]
+    return [text for _, text in numbered], [no for no, _ in numbered]
+
+
+def _narrow(texts: list[str], line_nos: Sequence[int]) -> list[tuple[list, Sequence[int]]]:
+    """A block's lines and numbers cut where its lines would pad to more than
+    ``MAX_TEXT`` characters (a block is encoded as rows as wide as its longest line: one
+    very long line goes alone)."""
+    if not texts or len(texts) * max(map(len, texts)) <= MAX_TEXT:
+        return [(texts, line_nos)]
     parts, start, widest = [], 0, 0
-    for i, (_, text) in enumerate(numbered):
+    for i, text in enumerate(texts):
         widest = max(widest, len(text))
         if i > start and (i + 1 - start) * widest > MAX_TEXT:
-            parts.append(numbered[start:i])
+            parts.append((texts[start:i], line_nos[start:i]))
             start, widest = i, len(text)
-    parts.append(numbered[start:])
+    parts.append((texts[start:], line_nos[start:]))
     return parts
 
 
