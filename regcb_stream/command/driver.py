@@ -46,8 +46,9 @@ from regcb_stream.io.vw_text import (
 from regcb_stream.model import ORACLES
 
 MAX_BLOCK = 1024  # examples read ahead at most (a block costs ~0.7 ms besides its examples,
-# which hold ~3.5 KB each while it is decided: 2,048 took 1.5x VW's memory)
-MAX_TEXT = 1 << 20  # characters of single-line text per block, about (long lines: fewer)
+# which hold ~3.5 KB each at 26 actions while it is decided: 2,048 took 1.5x VW's memory)
+MAX_TEXT = 1 << 19  # characters of single-line text per block, about (long lines: fewer)
+MAX_DECISIONS = 1 << 16  # (example, action) pairs of a single-line block (many actions: fewer)
 MAX_ROWS = 8192  # ADF action lines read ahead at most (a block's numpy calls amortized)
 
 
@@ -204,7 +205,8 @@ class Driver:
                 with self.guard():
                     self._cb_batch(*part, on_error)
             width = sum(map(len, chunk)) // len(chunk) + 1
-            limit = max(16, min(MAX_BLOCK, MAX_TEXT // width))
+            limit = max(16, min(MAX_BLOCK, MAX_TEXT // width,
+                                MAX_DECISIONS // max(1, len(self._labels))))
 
     def _batches(self, records, ready):
         """Lists of the ADF examples available (at most ``MAX_BLOCK``, or ``MAX_ROWS``
