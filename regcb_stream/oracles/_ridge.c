@@ -28,19 +28,26 @@ typedef double lanes __attribute__((vector_size(32)));
 #endif
 #define CHAINS 8  /* vectors of sums kept side by side in registers (rank_one's spread,
                    * shared_residual, group_sums, gram_add_rows) */
-/* CALL(NV) with NV the constant n (0 <= n < CHAINS), so that the loops of CALL unroll
- * into registers for each number of vectors */
-#define BY_VECTORS(n, CALL)                                                                \
-    switch (n) {                                                                           \
-        case 0: CALL(0); break;                                                            \
-        case 1: CALL(1); break;                                                            \
-        case 2: CALL(2); break;                                                            \
-        case 3: CALL(3); break;                                                            \
-        case 4: CALL(4); break;                                                            \
-        case 5: CALL(5); break;                                                            \
-        case 6: CALL(6); break;                                                            \
-        default: CALL(7); break;                                                           \
-    }
+/* CALL(NV, REST) over the entries at .. n - 1, at advanced past the whole vectors: chunks
+ * of CHAINS vectors (REST 0), then the NV < CHAINS vectors and the REST = (n - at) mod 4
+ * entries left, NV a constant in each call (the loops of CALL unroll into registers) */
+#define BY_CHUNKS(at, n, CALL)                                                             \
+    do {                                                                                   \
+        for (; (at) + 4 * CHAINS <= (n); (at) += 4 * CHAINS) CALL(CHAINS, 0);              \
+        int rest_ = (int)(((n) - (at)) % 4);                                               \
+        (void)rest_; /* (callers with a tail of their own leave it) */                     \
+        switch (((n) - (at)) / 4) {                                                        \
+            case 0: CALL(0, rest_); break;                                                 \
+            case 1: CALL(1, rest_); break;                                                 \
+            case 2: CALL(2, rest_); break;                                                 \
+            case 3: CALL(3, rest_); break;                                                 \
+            case 4: CALL(4, rest_); break;                                                 \
+            case 5: CALL(5, rest_); break;                                                 \
+            case 6: CALL(6, rest_); break;                                                 \
+            default: CALL(7, rest_); break;                                                \
+        }                                                                                  \
+        (at) += ((n) - (at)) / 4 * 4;                                                      \
+    } while (0)
 
 /* sum of a[i] * b[i]: four partial sums (i mod 4), then the rest into the first; inlined
  * into the functions of many targets (a call of the WIDE dot goes through the resolver:
@@ -343,12 +350,9 @@ WIDE static void rank_one(double *a_inv, double *theta, Py_ssize_t D, const int6
     Py_ssize_t done = 0;  /* A^-1 x = sum of rows (A^-1 is symmetric) */
 #if defined(__GNUC__)
     if (!index) {  /* a dense row: spread[done ..) by vectors of it in registers */
-        for (; done + 4 * CHAINS <= D; done += 4 * CHAINS)
-            spread_chunk(spread, done, a_inv, D, value, L, CHAINS);
-#define SPREAD(NV) if (NV) spread_chunk(spread, done, a_inv, D, value, L, NV)
-        BY_VECTORS((D - done) / 4, SPREAD)
+#define SPREAD(NV, REST) if (NV) spread_chunk(spread, done, a_inv, D, value, L, NV)
+        BY_CHUNKS(done, D, SPREAD);
 #undef SPREAD
-        done += (D - done) / 4 * 4;
     }
 #endif
     for (Py_ssize_t l = 0; l < L; l++) {
@@ -502,11 +506,8 @@ WIDE static void shared_residual(const Blocks *B, int64_t j, const int64_t *gp,
     if (j < 0) return;
     const double *f = B->f + B->g_start[j] * s;
 #if defined(__GNUC__)
-    for (; i + 4 * CHAINS <= s; i += 4 * CHAINS)
-        residual_chunk(f, s, i, gp, gv, ng, w, CHAINS, 0);
-    int rest = (int)((s - i) % 4);
-#define RESIDUAL(NV) if (NV || rest) residual_chunk(f, s, i, gp, gv, ng, w, NV, rest)
-    BY_VECTORS((s - i) / 4, RESIDUAL)
+#define RESIDUAL(NV, REST) if (NV || REST) residual_chunk(f, s, i, gp, gv, ng, w, NV, REST)
+    BY_CHUNKS(i, s, RESIDUAL);
 #undef RESIDUAL
 #else
     for (; i < s; i++) {
@@ -562,11 +563,8 @@ WIDE static void group_sums(const double *ct, Py_ssize_t b, const int64_t *gp,
     for (Py_ssize_t k = 1; k < ng && consecutive; k++) consecutive = gp[k] == gp[0] + k;
     if (consecutive) {
         Py_ssize_t g0 = gp[0];
-        for (; e + 4 * CHAINS <= ng; e += 4 * CHAINS)
-            column_sums(ct, b, g0, gv, ng, e, sums, CHAINS, 0);
-        int rest = (int)((ng - e) % 4);
-#define COLUMNS(NQ) if (NQ || rest) column_sums(ct, b, g0, gv, ng, e, sums, NQ, rest)
-        BY_VECTORS((ng - e) / 4, COLUMNS)
+#define COLUMNS(NQ, REST) if (NQ || REST) column_sums(ct, b, g0, gv, ng, e, sums, NQ, REST)
+        BY_CHUNKS(e, ng, COLUMNS);
 #undef COLUMNS
         return;
     }
@@ -1532,12 +1530,9 @@ WIDE static void gram_add_rows(double *a, double *b, Py_ssize_t D, const double 
         double *row = a + l * D;
         Py_ssize_t k = 0;
 #if defined(__GNUC__)
-        for (; k + 4 * CHAINS <= D; k += 4 * CHAINS)
-            gram_chunk(row, k, l, D, val, labels, count, wt, CHAINS);
-#define GRAM(NV) if (NV) gram_chunk(row, k, l, D, val, labels, count, wt, NV)
-        BY_VECTORS((D - k) / 4, GRAM)
+#define GRAM(NV, REST) if (NV) gram_chunk(row, k, l, D, val, labels, count, wt, NV)
+        BY_CHUNKS(k, D, GRAM);
 #undef GRAM
-        k += (D - k) / 4 * 4;
 #endif
         for (Py_ssize_t c = 0; c < count; c++) {
             const double *x = val + labels[c] * D;
